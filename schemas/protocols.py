@@ -1,0 +1,405 @@
+"""Annotation protocols, defined once as data (PROTOCOLS.md).
+
+A :class:`Protocol` says what a valid judgement looks like: a pointwise score on a scale
+(``alignmmbench`` 1–10, ``mmie`` 0–6 reported as percent, ``score`` with a user scale) or a
+pairwise preference (``pairwise``: A / B / tie). Everything else in CritiqueLab — validation on
+import, the score buttons, judge prompts, output parsing, metrics — reads these objects instead
+of repeating the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+ProtocolName = Literal["alignmmbench", "mmie", "pairwise", "score"]
+ProtocolKind = Literal["pointwise", "pairwise"]
+Preference = Literal["A", "B", "tie"]
+
+PROTOCOL_NAMES: tuple[str, ...] = ("alignmmbench", "mmie", "pairwise", "score")
+PREFERENCES: tuple[str, ...] = ("A", "B", "tie")
+
+
+class InvalidJudgement(ValueError):
+    """A score or preference that the protocol does not allow (never clamped, never guessed)."""
+
+
+@dataclass(frozen=True)
+class Band:
+    """A stretch of the scale with the rubric text shown to annotators and judges."""
+
+    low: float
+    high: float
+    description: str
+    description_zh: str = ""
+
+    def label(self) -> str:
+        return (
+            f"{_fmt(self.low)}" if self.low == self.high else f"{_fmt(self.low)}–{_fmt(self.high)}"
+        )
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One annotation protocol.
+
+    Pointwise protocols have ``scale_min``/``scale_max`` and, when discrete, ``step``; a protocol
+    without a step is continuous (any real value in range). Pairwise protocols have ``labels``.
+    """
+
+    name: str
+    kind: ProtocolKind
+    title: str
+    scale_min: float | None = None
+    scale_max: float | None = None
+    step: float | None = None
+    percent: bool = False
+    bands: tuple[Band, ...] = ()
+    labels: tuple[str, ...] = ()
+    criteria: tuple[str, ...] = ()
+
+    @property
+    def is_pointwise(self) -> bool:
+        return self.kind == "pointwise"
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.is_pointwise and self.step is not None
+
+    @property
+    def scale_range(self) -> float:
+        self._require_pointwise()
+        return float(self.scale_max) - float(self.scale_min)  # type: ignore[arg-type]
+
+    @property
+    def tolerance(self) -> float:
+        """Values closer than this are equal: 1e-9 of the scale's range (PROTOCOLS.md §4)."""
+        return 1e-9 * max(self.scale_range, 1.0)
+
+    def scale_points(self) -> list[float]:
+        """Every allowed value of a discrete scale, ascending."""
+        self._require_pointwise()
+        if self.step is None:
+            raise ValueError(f"protocol {self.name!r} has a continuous scale: it has no points")
+        count = round(self.scale_range / self.step)
+        return [_clean(self.scale_min + i * self.step) for i in range(count + 1)]  # type: ignore[operator]
+
+    def validate_score(self, value: object, *, field_name: str = "score") -> float:
+        """Return ``value`` as a float on this scale, or raise :class:`InvalidJudgement`.
+
+        Booleans, strings, NaN and values off the scale are refused with a message that says what
+        the scale allows. Values within the tolerance of a scale point are snapped to it.
+        """
+        self._require_pointwise()
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidJudgement(
+                f"`{field_name}` is {value!r} ({type(value).__name__}), but {self.name} scores "
+                f"are numbers {self.describe_scale()}"
+            )
+        number = float(value)
+        low, high = float(self.scale_min), float(self.scale_max)  # type: ignore[arg-type]
+        tol = self.tolerance
+        if math.isnan(number) or number < low - tol or number > high + tol:
+            raise InvalidJudgement(
+                f"`{field_name}` is {_fmt(number)}, but {self.name} scores are "
+                f"{self.describe_scale()}"
+            )
+        if self.step is None:
+            return (
+                min(max(number, low), high)
+                if abs(number - low) <= tol or abs(number - high) <= tol
+                else number
+            )
+        steps = (number - low) / self.step
+        nearest = round(steps)
+        if abs(steps - nearest) * self.step > tol:
+            raise InvalidJudgement(
+                f"`{field_name}` is {_fmt(number)}, but {self.name} scores are "
+                f"{self.describe_scale()}"
+            )
+        return _clean(low + nearest * self.step)
+
+    def validate_preference(self, value: object, *, field_name: str = "preference") -> str:
+        """Return a canonical preference label or raise :class:`InvalidJudgement`."""
+        if self.kind != "pairwise":
+            raise ValueError(f"protocol {self.name!r} is pointwise: it has no preferences")
+        if value not in self.labels:
+            raise InvalidJudgement(
+                f"`{field_name}` is {value!r}, but pairwise preferences are one of "
+                + ", ".join(repr(label) for label in self.labels)
+            )
+        return str(value)
+
+    def percent_of(self, score: float) -> float:
+        """Score as percent of the scale maximum (MMIE reports points / 6 × 100)."""
+        self._require_pointwise()
+        return float(score) / float(self.scale_max) * 100.0  # type: ignore[arg-type]
+
+    def band_for(self, score: float) -> Band | None:
+        for band in self.bands:
+            if band.low - self.tolerance <= score <= band.high + self.tolerance:
+                return band
+        return None
+
+    def describe_scale(self) -> str:
+        """Human-readable scale, e.g. ``integers 1–10`` or ``0–1 in steps of 0.1``."""
+        if self.kind == "pairwise":
+            return "/".join(self.labels)
+        low, high = _fmt(self.scale_min), _fmt(self.scale_max)  # type: ignore[arg-type]
+        if self.step is None:
+            return f"any number from {low} to {high}"
+        if self.step == 1 and float(self.scale_min).is_integer():  # type: ignore[arg-type]
+            return f"integers {low}–{high}"
+        return f"{low}–{high} in steps of {_fmt(self.step)}"
+
+    def _require_pointwise(self) -> None:
+        if not self.is_pointwise:
+            raise ValueError(f"protocol {self.name!r} is pairwise: it has no score scale")
+
+
+def _fmt(value: float) -> str:
+    value = float(value)
+    return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+def _clean(value: float) -> float:
+    """Remove float noise from a computed scale point (0.30000000000000004 → 0.3)."""
+    return float(f"{value:.12g}")
+
+
+ALIGNMMBENCH_TASKS: dict[str, str] = {
+    "Description": "Perception & Understanding",
+    "Recognition": "Perception & Understanding",
+    "Counting": "Perception & Understanding",
+    "OCR": "Perception & Understanding",
+    "Meme": "Perception & Understanding",
+    "Knowledge": "Perception & Understanding",
+    "Reasoning": "Reasoning & Analysis",
+    "Chart": "Reasoning & Analysis",
+    "Problem": "Reasoning & Analysis",
+    "Comparison": "Reasoning & Analysis",
+    "Writing": "Reasoning & Analysis",
+    "Coherence": "Dialogue Context",
+    "Incoherence": "Dialogue Context",
+}
+"""The 13 AlignMMBench tasks and their category (PROTOCOLS.md §1)."""
+
+ALIGNMMBENCH_CATEGORIES: tuple[str, ...] = (
+    "Perception & Understanding",
+    "Reasoning & Analysis",
+    "Dialogue Context",
+)
+
+ALIGNMMBENCH_TASK_GUIDANCE: dict[str, str] = {
+    "Counting": "Any count that differs from the reference is wrong.",
+    "Reasoning": "A wrong conclusion keeps the score low, however good the steps look.",
+    "Recognition": "The recognised content must match the reference; a faithful translation is fine.",
+    "OCR": "The transcribed text must match the reference; a faithful translation is fine.",
+    "Chart": "First check that the answer uses the output format the question asked for.",
+    "Comparison": "A structured comparison beats a loose one.",
+    "Writing": "Judge fluency and interest; a different but good text is not a fault.",
+    "Problem": "The problem must actually be solved, not just discussed.",
+    "Meme": "The explanation of the joke must carry the same meaning as the reference.",
+    "Knowledge": "Extra content that is correct is not an error.",
+    "Description": "Extra details that are correct are not errors.",
+    "Coherence": "The answer must build on the earlier turns of the dialogue.",
+    "Incoherence": (
+        "The earlier turns contain a mistake: the answer must notice and correct it, "
+        "not merely apologise."
+    ),
+}
+"""Task-specific emphasis for AlignMMBench (our summary of the benchmark's guidance)."""
+
+ALIGNMMBENCH_TASK_GUIDANCE_ZH: dict[str, str] = {
+    "Counting": "计数与参考答案不一致即为错误。",
+    "Reasoning": "结论错误时，无论过程如何，分数都应偏低。",
+    "Recognition": "识别内容必须与参考答案一致，忠实的翻译也算正确。",
+    "OCR": "转写的文字必须与参考答案一致，忠实的翻译也算正确。",
+    "Chart": "先检查回答是否使用了问题要求的输出格式。",
+    "Comparison": "结构化的比较优于松散的比较。",
+    "Writing": "关注流畅性和趣味性；与参考不同但质量好的文本不算错误。",
+    "Problem": "必须真正解决问题，而不只是讨论问题。",
+    "Meme": "对笑点的解释必须与参考答案的含义一致。",
+    "Knowledge": "额外且正确的内容不算错误。",
+    "Description": "额外且正确的细节不算错误。",
+    "Coherence": "回答必须利用前几轮对话的内容。",
+    "Incoherence": "前几轮对话中存在错误：回答必须指出并纠正它，而不只是道歉。",
+}
+
+MMIE_CATEGORIES: dict[str, str] = {
+    "SA": "Situational analysis",
+    "PBL": "Project-based learning",
+    "MSR": "Multi-step reasoning",
+}
+"""MMIE categories, keyed by the item id prefix."""
+
+MMIE_FIELDS: tuple[str, ...] = (
+    "mathematics", "physics", "coding", "statistics", "literature", "philosophy",
+    "education", "finance", "health", "sports", "art", "EECS",
+)  # fmt: skip
+
+MMIE_CRITERIA: dict[str, tuple[str, ...]] = {
+    "SA": (
+        "Text quality: clear, fluent, correct writing.",
+        "Image quality: the images are clear and fit the request.",
+        "Text–image coherence: text and images tell the same story.",
+        "Narrative quality: the situation is developed convincingly.",
+        "Creativity and engagement.",
+        "Stylistic consistency across text and images.",
+        "Penalty: one point off for emotionally harmful content.",
+    ),
+    "PBL": (
+        "Text quality: clear, fluent, correct writing.",
+        "Image quality: the images are clear and fit the request.",
+        "Text–image coherence: text and images support each other.",
+        "Method quality and practicality of the proposed project steps.",
+        "Creativity and engagement.",
+        "Stylistic consistency across text and images.",
+        "Penalty: one point off for emotionally harmful content.",
+    ),
+    "MSR": (
+        "Correctness of the final answer against the ground truth.",
+        "Quality of the reasoning steps.",
+        "Correspondence between the reasoning steps and the images.",
+    ),
+}
+"""What MMIE annotators and judges look at, per category (our wording)."""
+
+MMIE_JUDGE_MAX_IMAGES = 3
+"""The released MMIE judge keeps at most 3 images of an answer and drops the text after the cut."""
+MMIE_JUDGE_SKIP_ABOVE_IMAGES = 4
+"""The released MMIE judge skips samples with more than 4 images."""
+
+
+ALIGNMMBENCH = Protocol(
+    name="alignmmbench",
+    kind="pointwise",
+    title="AlignMMBench score (1–10)",
+    scale_min=1,
+    scale_max=10,
+    step=1,
+    bands=(
+        Band(1, 1, "Ignores the question or is off topic.", "答非所问或偏离主题。"),
+        Band(2, 2, "Harmful, or unreadable.", "有害内容，或无法阅读。"),
+        Band(3, 3, "On topic but entirely wrong.", "切题但完全错误。"),
+        Band(4, 5, "More than half of the facts are wrong.", "一半以上的事实错误。"),
+        Band(
+            6, 6, "Fewer errors, or only part of the request met.", "错误较少，或只满足部分要求。"
+        ),
+        Band(7, 8, "Very few errors, or correct but too thin.", "错误很少，或正确但过于简略。"),
+        Band(
+            9,
+            10,
+            "Complete and correct; at most unimportant omissions.",
+            "完整且正确，至多有无关紧要的遗漏。",
+        ),
+    ),
+    criteria=(
+        "Correctness: facts agree with the image and the reference answer.",
+        "Relevance: the answer addresses what was asked.",
+        "Level of detail: enough to be useful, nothing important missing.",
+        "Equivalent wording and synonyms count as correct.",
+        "Details that the reference lacks are not wrong by default.",
+    ),
+)
+
+MMIE = Protocol(
+    name="mmie",
+    kind="pointwise",
+    title="MMIE rubric (0–6, reported as percent)",
+    scale_min=0,
+    scale_max=6,
+    step=1,
+    percent=True,
+    bands=(
+        Band(0, 0, "Fails every criterion.", "所有标准均未满足。"),
+        Band(1, 2, "Meets one or two criteria.", "满足一到两项标准。"),
+        Band(3, 4, "Meets about half of the criteria.", "满足约一半的标准。"),
+        Band(5, 5, "Meets nearly every criterion.", "几乎满足所有标准。"),
+        Band(6, 6, "Meets every criterion.", "满足所有标准。"),
+    ),
+    criteria=(
+        "Six positive criteria, each worth about one point; 0 is the floor.",
+        "MSR: the final answer is checked against the ground truth.",
+    ),
+)
+
+PAIRWISE = Protocol(
+    name="pairwise",
+    kind="pairwise",
+    title="Pairwise preference (A / B / tie)",
+    labels=PREFERENCES,
+    criteria=(
+        "Which response answers the question better: correctness first, then relevance, "
+        "then helpful detail.",
+        "Tie when neither is better.",
+    ),
+)
+
+
+def score_protocol(scale_min: float, scale_max: float, step: float | None = None) -> Protocol:
+    """A ``score`` protocol with a user scale (Likert 1–5, 0–1 in steps of 0.1, 0–100...)."""
+    if not scale_min < scale_max:
+        raise ValueError(f"scale minimum {scale_min} must be below the maximum {scale_max}")
+    if step is not None:
+        if step <= 0:
+            raise ValueError(f"scale step {step} must be positive")
+        count = (scale_max - scale_min) / step
+        if abs(count - round(count)) > 1e-9 * max(count, 1.0):
+            raise ValueError(f"scale step {step} does not divide {scale_min}–{scale_max}")
+    return Protocol(
+        name="score",
+        kind="pointwise",
+        title=f"Score ({_fmt(scale_min)}–{_fmt(scale_max)})",
+        scale_min=float(scale_min),
+        scale_max=float(scale_max),
+        step=None if step is None else float(step),
+    )
+
+
+def parse_scale(text: str) -> tuple[float, float, float | None]:
+    """Parse ``MIN:MAX[:STEP]`` as used by ``--scale`` (``1:5``, ``0:1:0.1``)."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        raise ValueError(f"scale {text!r} must look like MIN:MAX or MIN:MAX:STEP, e.g. 1:5")
+    try:
+        numbers = [float(part) for part in parts]
+    except ValueError:
+        raise ValueError(f"scale {text!r} must contain numbers, e.g. 1:5 or 0:1:0.1") from None
+    return numbers[0], numbers[1], (numbers[2] if len(numbers) == 3 else None)
+
+
+PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (ALIGNMMBENCH, MMIE, PAIRWISE)}
+
+
+def get_protocol(
+    name: str,
+    *,
+    scale_min: float | None = None,
+    scale_max: float | None = None,
+    step: float | None = None,
+) -> Protocol:
+    """The protocol called ``name``; ``score`` needs its scale."""
+    if name == "score":
+        if scale_min is None or scale_max is None:
+            raise ValueError("protocol 'score' needs a scale: give --scale MIN:MAX[:STEP]")
+        return score_protocol(scale_min, scale_max, step)
+    try:
+        return PROTOCOLS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown protocol {name!r}: use one of " + ", ".join(PROTOCOL_NAMES)
+        ) from None
+
+
+def to_canonical(shown_label: str, *, swapped: bool) -> str:
+    """Map a verdict about the shown order (A = shown first) back to the canonical order."""
+    if shown_label == "tie" or not swapped:
+        return shown_label
+    return {"A": "B", "B": "A"}[shown_label]
+
+
+def to_shown(canonical_label: str, *, swapped: bool) -> str:
+    """Map a canonical-order verdict to the order that was shown (inverse of to_canonical)."""
+    return to_canonical(canonical_label, swapped=swapped)

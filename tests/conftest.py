@@ -1,0 +1,128 @@
+"""Shared fixtures: fresh databases (SQLite and a real PostgreSQL server), the shared data folder.
+
+PostgreSQL and browser tests skip with a reason when the server or browser is missing, unless
+``CRITIQUELAB_REQUIRE_E2E=1`` (set by ``.ci/run``), where a missing one is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from data.storage import make_engine, upgrade_database
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DIR = (REPO_ROOT / ".." / "shared").resolve()
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+REQUIRE_E2E = os.environ.get("CRITIQUELAB_REQUIRE_E2E") == "1"
+
+
+def missing(reason: str) -> None:
+    """Skip, or fail where CI requires the real thing."""
+    if REQUIRE_E2E:
+        pytest.fail(f"{reason} (CRITIQUELAB_REQUIRE_E2E=1, so this is a failure, not a skip)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not (SHARED_DIR / "datasets").is_dir():
+        pytest.skip(f"shared data folder not found at {SHARED_DIR}")
+    return SHARED_DIR
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'critiquelab.db'}"
+
+
+@pytest.fixture
+def engine(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+    """A fresh, migrated SQLite database in a temp folder (data dir beside it)."""
+    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "data"))
+    engine = make_engine(db_url)
+    upgrade_database(engine)
+    yield engine
+    engine.dispose()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _as_postgres(command: str) -> None:
+    if os.geteuid() == 0:
+        subprocess.run(["su", "postgres", "-c", command], check=True, capture_output=True)
+    else:
+        subprocess.run(command, shell=True, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """A throw-away PostgreSQL cluster on a free 127.0.0.1 port; yields its base URL."""
+    external = os.environ.get("CRITIQUELAB_TEST_PG_URL")
+    if external:
+        yield external.rstrip("/")
+        return
+    if not (PG_BIN / "initdb").exists():
+        missing(f"PostgreSQL server binaries not found in {PG_BIN} (apt-get install postgresql)")
+    folder = Path(tempfile.mkdtemp(prefix="critiquelab-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres", "postgres")
+    data, port = folder / "data", _free_port()
+    try:
+        _as_postgres(f"{PG_BIN}/initdb -A trust -U postgres -D {data} > /dev/null")
+        _as_postgres(
+            f"{PG_BIN}/pg_ctl -D {data} -l {folder}/log -w -o "
+            f"'-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200 "
+            f"-c fsync=off' start > /dev/null"
+        )
+    except subprocess.CalledProcessError as error:
+        missing(f"could not start PostgreSQL: {error.stderr.decode(errors='replace')[-300:]}")
+    yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
+    try:
+        _as_postgres(f"{PG_BIN}/pg_ctl -D {data} -m immediate stop > /dev/null")
+    except subprocess.CalledProcessError:
+        pass  # already gone; the folder is removed either way
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A fresh empty PostgreSQL database on the test server (dropped afterwards)."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    admin = pg_server.replace("postgresql+psycopg://", "postgresql://") + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    yield f"{pg_server}/{name}"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_engine(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Engine]:
+    """The same test on a fresh migrated SQLite and a fresh migrated PostgreSQL database."""
+    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "data"))
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'critiquelab.db'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+    engine = make_engine(url)
+    upgrade_database(engine)
+    yield engine
+    engine.dispose()
