@@ -106,11 +106,7 @@ class Protocol:
                 f"{self.describe_scale()}"
             )
         if self.step is None:
-            return (
-                min(max(number, low), high)
-                if abs(number - low) <= tol or abs(number - high) <= tol
-                else number
-            )
+            return min(max(number, low), high)  # only snaps values within the tolerance
         steps = (number - low) / self.step
         nearest = round(steps)
         if abs(steps - nearest) * self.step > tol:
@@ -194,7 +190,9 @@ ALIGNMMBENCH_CATEGORIES: tuple[str, ...] = (
 ALIGNMMBENCH_TASK_GUIDANCE: dict[str, str] = {
     "Counting": "Any count that differs from the reference is wrong.",
     "Reasoning": "A wrong conclusion keeps the score low, however good the steps look.",
-    "Recognition": "The recognised content must match the reference; a faithful translation is fine.",
+    "Recognition": (
+        "The recognised content must match the reference; a faithful translation is fine."
+    ),
     "OCR": "The transcribed text must match the reference; a faithful translation is fine.",
     "Chart": "First check that the answer uses the output format the question asked for.",
     "Comparison": "A structured comparison beats a loose one.",

@@ -6,6 +6,7 @@ PostgreSQL and browser tests skip with a reason when the server or browser is mi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -91,10 +92,8 @@ def pg_server() -> Iterator[str]:
     except subprocess.CalledProcessError as error:
         missing(f"could not start PostgreSQL: {error.stderr.decode(errors='replace')[-300:]}")
     yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
-    try:
+    with contextlib.suppress(subprocess.CalledProcessError):  # already gone is fine
         _as_postgres(f"{PG_BIN}/pg_ctl -D {data} -m immediate stop > /dev/null")
-    except subprocess.CalledProcessError:
-        pass  # already gone; the folder is removed either way
     shutil.rmtree(folder, ignore_errors=True)
 
 
