@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from alembic import command
@@ -19,6 +19,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, create_engine
 
@@ -31,6 +32,18 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 class DatabaseTooNew(RuntimeError):
     """The database was written by a newer CritiqueLab than this one."""
+
+
+class DatabaseProblem(RuntimeError):
+    """The database could not do the work right now; nothing of it was saved."""
+
+
+class DatabaseBusy(DatabaseProblem):
+    """SQLite stayed locked past the busy timeout, or every pooled connection stayed in use."""
+
+
+class DatabaseUnavailable(DatabaseProblem):
+    """The database server could not be reached (down, restarting, or the connection dropped)."""
 
 
 def default_db_url() -> str:
@@ -59,9 +72,14 @@ def make_engine(url: str | None = None, *, echo: bool = False) -> Engine:
     url = url or default_db_url()
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
+        # Writers queue on SQLite's own lock (busy timeout); the pool only has to be large enough
+        # that waiting for a connection is never the bottleneck.
         engine = create_engine(
             url,
             echo=echo,
+            pool_size=10,
+            max_overflow=60,
+            pool_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000 * 4,
             connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
         )
         event.listen(engine, "connect", _configure_sqlite_connection)
@@ -89,16 +107,51 @@ def _begin_immediate_sqlite(connection) -> None:  # type: ignore[no-untyped-def]
 
 @contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
-    """A session that commits when the block succeeds and rolls back when it raises."""
+    """A session that commits when the block succeeds and rolls back when it raises.
+
+    A locked SQLite database, an exhausted pool or an unreachable server surfaces as
+    :class:`DatabaseBusy` / :class:`DatabaseUnavailable` with one plain line (the driver's error
+    is kept as ``__cause__``); everything the block did is rolled back.
+    """
     session = Session(engine, expire_on_commit=False)
     try:
         yield session
         session.commit()
-    except BaseException:
-        session.rollback()
+    except BaseException as error:
+        with suppress(sa_exc.SQLAlchemyError, OSError):  # a dead connection cannot roll back
+            session.rollback()
+        problem = database_problem(error, engine)
+        if problem is not None:
+            raise problem from error
         raise
     finally:
-        session.close()
+        with suppress(sa_exc.SQLAlchemyError, OSError):
+            session.close()
+
+
+_BUSY_WORDS = ("database is locked", "database table is locked", "busy")
+
+
+def database_problem(error: BaseException, engine: Engine) -> DatabaseProblem | None:
+    """The plain, typed version of a driver error about the database itself, else None."""
+    where = engine.url.render_as_string(hide_password=True)
+    if isinstance(error, sa_exc.TimeoutError):
+        return DatabaseBusy(
+            f"the database {where} is busy: every connection stayed in use; nothing was saved. "
+            "Try again in a moment."
+        )
+    if not isinstance(error, sa_exc.OperationalError | sa_exc.InterfaceError):
+        return None
+    text = str(getattr(error, "orig", error)).lower()
+    if engine.url.get_backend_name() == "sqlite" and any(w in text for w in _BUSY_WORDS):
+        return DatabaseBusy(
+            f"the database {where} is locked by another program and stayed locked for "
+            f"{SQLITE_BUSY_TIMEOUT_MS / 1000:g} s; nothing was saved. Try again in a moment."
+        )
+    return DatabaseUnavailable(
+        f"the database {where} is unavailable (could not connect or the connection dropped); "
+        "nothing was saved. Check that the database server is running, then try again."
+    )
 
 
 def alembic_config(engine: Engine) -> Config:
