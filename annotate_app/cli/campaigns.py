@@ -1,0 +1,136 @@
+"""``critiquelab campaign``: create annotation campaigns and follow their progress."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import typer
+
+from annotate_app.cli.context import state, to_jsonable
+from data.campaigns import (
+    CampaignError,
+    CampaignSpec,
+    campaign_progress,
+    create_campaign,
+    get_campaign,
+)
+from data.storage import session_scope
+from schemas.protocols import parse_scale
+
+campaign_app = typer.Typer(help="Annotation campaigns: create them, follow their progress.")
+
+
+@campaign_app.command("create")
+def create(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Campaign name (unique)."),
+    dataset: str = typer.Option(..., "--dataset", help="Name of an imported dataset."),
+    protocol: str = typer.Option(..., "--protocol", help="alignmmbench | mmie | pairwise | score."),
+    scale: str = typer.Option(None, "--scale", help="score protocol: MIN:MAX[:STEP], e.g. 1:5."),
+    overlap: int = typer.Option(3, "--overlap", help="Annotators per unit (K)."),
+    rationale_min: int = typer.Option(20, "--rationale-min", help="Minimum rationale length."),
+    lease_seconds: int = typer.Option(900, "--lease-seconds", help="How long a unit is held."),
+    show_reference: bool = typer.Option(
+        True, "--show-reference/--hide-reference", help="Show the reference answer."
+    ),
+    show_others_after_submit: bool = typer.Option(
+        False, "--show-others-after-submit", help="After submitting, show other annotators' labels."
+    ),
+    instructions: Path = typer.Option(
+        None,
+        "--instructions",
+        exists=True,
+        dir_okay=False,
+        help="Markdown file shown beside the rubric.",
+    ),
+    models: list[str] = typer.Option(
+        None, "--model", help="Only responses of this model (repeatable; default all)."
+    ),
+    pairs: str = typer.Option(
+        "dataset", "--pairs", help="pairwise: 'dataset' (imported pairs), 'all', or K per item."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the pair sample (--pairs K)."),
+) -> None:
+    """Create a campaign with one unit per response (pointwise) or per pair (pairwise)."""
+    pair_mode, pairs_per_item = _pair_sampling(pairs)
+    spec = CampaignSpec(
+        name=name,
+        dataset=dataset,
+        protocol=protocol,
+        scale=parse_scale(scale) if scale else None,
+        overlap=overlap,
+        rationale_min=rationale_min,
+        lease_seconds=lease_seconds,
+        show_reference=show_reference,
+        show_others_after_submit=show_others_after_submit,
+        instructions=instructions.read_text(encoding="utf-8") if instructions else "",
+        models=tuple(models) if models else None,
+        pairs=pair_mode,
+        pairs_per_item=pairs_per_item,
+        seed=seed,
+    )
+    cli = state(ctx)
+    with session_scope(cli.engine()) as session:
+        campaign = create_campaign(session, spec)
+        progress = campaign_progress(session, campaign.id)  # type: ignore[arg-type]
+    cli.emit(
+        {"campaign": campaign.name, "id": campaign.id, "protocol": campaign.protocol,
+         "units": progress.units, "overlap": campaign.overlap},
+        text=f"created campaign {campaign.name!r}: {progress.units} units, "
+        f"{campaign.overlap} annotators each ({campaign.protocol})",
+    )  # fmt: skip
+
+
+@campaign_app.command("status")
+def status(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Campaign name."),
+    units: bool = typer.Option(False, "--units", help="Also list every unit."),
+) -> None:
+    """Progress per annotator and per unit, with the active time per unit."""
+    cli = state(ctx)
+    with session_scope(cli.engine()) as session:
+        progress = campaign_progress(session, get_campaign(session, name).id)  # type: ignore[arg-type]
+    lines = [
+        f"campaign {progress.campaign} ({progress.protocol}, {progress.status}): "
+        f"{progress.units_complete}/{progress.units} units complete "
+        f"with {progress.overlap} annotators each; {progress.annotations} annotations; "
+        f"median {_seconds(progress.median_seconds_per_unit)} per unit",
+        "annotator\tsubmitted\tleased\tskipped\tmedian time\ttotal time",
+    ]
+    lines += [
+        f"{a.annotator}\t{a.submitted}\t{a.leased}\t{a.skipped}\t"
+        f"{_seconds(a.median_seconds)}\t{_seconds(a.total_seconds)}"
+        for a in progress.by_annotator
+    ]
+    if units:
+        lines.append("unit\titem\tsubmitted\tleased\tflagged\tmedian time")
+        lines += [
+            f"{u.unit_key}\t{u.item_id}\t{u.submitted}/{progress.overlap}\t{u.leased}\t"
+            f"{'yes' if u.flagged else ''}\t{_seconds(u.median_seconds)}"
+            for u in progress.by_unit
+        ]
+    cli.emit(progress if units else _without_units(progress), text="\n".join(lines))
+
+
+def _without_units(progress: object) -> dict[str, object]:
+    summary = to_jsonable(progress)
+    summary.pop("by_unit")
+    return summary
+
+
+def _pair_sampling(text: str) -> tuple[str, int | None]:
+    if text in ("dataset", "all"):
+        return text, None
+    if text.isdigit() and int(text) > 0:
+        return "sample", int(text)
+    raise CampaignError(f"--pairs is {text!r}; use 'dataset', 'all' or a number of pairs per item")
+
+
+def _seconds(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:.0f}s"
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(campaign_app, name="campaign")

@@ -1,0 +1,87 @@
+"""``critiquelab export annotations|judgments``: human and model judgements out to files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from annotate_app.cli.context import state
+from data.exporters import (
+    annotation_records,
+    export_dataset,
+    model_judgement_records,
+    write_judgement_records,
+)
+from data.storage import session_scope
+
+export_app = typer.Typer(help="Export annotations and judgements to files.")
+
+_FORMAT = typer.Option(
+    None, "--format", help="jsonl | csv | parquet (default: from the output file's extension)."
+)
+_OUTPUT = typer.Option(..., "-o", "--output", dir_okay=False, help="The file to write.")
+
+
+@export_app.command("annotations")
+def annotations(
+    ctx: typer.Context,
+    campaign: str = typer.Option(..., "--campaign", help="Campaign name."),
+    export_format: str = _FORMAT,
+    output: Path = _OUTPUT,
+    all_revisions: bool = typer.Option(
+        False, "--all-revisions", help="Every revision, not only the live annotation."
+    ),
+) -> None:
+    """Human judgements of a campaign (FORMATS.md §3, with annotator, seconds, revision)."""
+    cli = state(ctx)
+    with session_scope(cli.engine()) as session:
+        records = annotation_records(session, campaign, all_revisions=all_revisions)
+    written = write_judgement_records(records, output, export_format or _format_of(output))
+    cli.emit({"written": written, "output": str(output)}, text=f"wrote {written} to {output}")
+
+
+@export_app.command("judgments")
+def judgments(
+    ctx: typer.Context,
+    judges: list[str] = typer.Option(None, "--judge", help="Only this judge (repeatable)."),
+    campaign: str = typer.Option(None, "--campaign", help="Only judgements of its units."),
+    export_format: str = _FORMAT,
+    output: Path = _OUTPUT,
+) -> None:
+    """Model judgements (FORMATS.md §3); `judgments import` reads the file back unchanged."""
+    cli = state(ctx)
+    with session_scope(cli.engine()) as session:
+        records = model_judgement_records(session, judges=judges or (), campaign_name=campaign)
+    written = write_judgement_records(records, output, export_format or _format_of(output))
+    cli.emit({"written": written, "output": str(output)}, text=f"wrote {written} to {output}")
+
+
+@export_app.command("dataset")
+def dataset(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Dataset name."),
+    output: Path = _OUTPUT,
+) -> None:
+    """A dataset as a §1 JSONL file with its images copied beside it (re-importable)."""
+    cli = state(ctx)
+    with session_scope(cli.engine()) as session:
+        result = export_dataset(session, name, output)
+    cli.emit(result, text=f"wrote {result.items} items, {result.responses} responses and "
+                          f"{result.images} images to {output}")  # fmt: skip
+
+
+def _format_of(path: Path) -> str:
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix in ("jsonl", "csv", "parquet"):
+        return suffix
+    raise typer.BadParameter(
+        f"cannot tell the format from {path.name!r}: give --format jsonl|csv|parquet",
+        param_hint="--format",
+    )
+
+
+def register(app: typer.Typer) -> typer.Typer:
+    """Add ``export`` to ``app`` and return it, so other families can add formats to it."""
+    app.add_typer(export_app, name="export")
+    return export_app

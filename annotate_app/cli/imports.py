@@ -1,0 +1,145 @@
+"""``critiquelab import jsonl|alignmmbench|mmie`` and ``critiquelab judgments import``.
+
+Each command validates the whole file first; a bad record exits 2 with ``FILE:LINE: ...`` and
+leaves the database as it was. Re-running an import changes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from annotate_app.cli.context import state
+from data.importers import import_alignmmbench, import_jsonl, import_judgements, import_mmie
+from data.storage import session_scope
+from schemas.protocols import parse_scale
+
+import_app = typer.Typer(help="Import datasets (items with model responses) from files.")
+judgments_app = typer.Typer(help="Model judgements (FORMATS.md §3): import them from files.")
+
+_FILE = typer.Argument(..., exists=True, dir_okay=False, readable=True, help="The file to import.")
+_IMAGES_ROOT = typer.Option(
+    None, "--images-root", exists=True, file_okay=False,
+    help="Folder the image paths are relative to (default: the file's folder).",
+)  # fmt: skip
+_ALLOW_MISSING = typer.Option(
+    False, "--allow-missing-images", help="Import items whose image files are missing (text only)."
+)
+_UPDATE = typer.Option(False, "--update", help="Replace records that changed since last import.")
+
+
+@import_app.command("jsonl")
+def jsonl(
+    ctx: typer.Context,
+    file: Path = _FILE,
+    dataset: str = typer.Option(None, "--dataset", help="Dataset name (default: the file name)."),
+    images_root: Path = _IMAGES_ROOT,
+    allow_missing_images: bool = _ALLOW_MISSING,
+    update: bool = _UPDATE,
+) -> None:
+    """Import a CritiqueLab dataset file: items with responses and pairs (FORMATS.md §1)."""
+    cli = state(ctx)
+    progress = cli.progress(f"checking {file.name}", total=_count_lines(file))
+    with progress as advance, session_scope(cli.engine()) as session:
+        summary = import_jsonl(
+            session, file, dataset=dataset, images_root=images_root,
+            allow_missing_images=allow_missing_images, update=update, on_progress=advance,
+        )  # fmt: skip
+    cli.emit(summary, text=summary.describe())
+
+
+@import_app.command("alignmmbench")
+def alignmmbench(
+    ctx: typer.Context,
+    metadata: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="The benchmark's metadata JSONL."
+    ),
+    responses: list[Path] = typer.Option(
+        None,
+        "--responses",
+        exists=True,
+        dir_okay=False,
+        help='Model answers {"question_id", "predict"} per line; pair each with a --model.',
+    ),  # fmt: skip
+    models: list[str] = typer.Option(
+        None, "--model", help="Model name of the --responses file at the same position."
+    ),
+    dataset: str = typer.Option("alignmmbench", "--dataset", help="Dataset name."),
+    images_root: Path = _IMAGES_ROOT,
+    allow_missing_images: bool = _ALLOW_MISSING,
+    update: bool = _UPDATE,
+) -> None:
+    """Import AlignMMBench items (13 tasks, prompt-variant groups) and model responses."""
+    responses, models = responses or [], models or []
+    if len(responses) != len(models):
+        raise typer.BadParameter(
+            f"{len(responses)} --responses file(s) but {len(models)} --model name(s): give one "
+            "--model for each --responses file",
+            param_hint="--model",
+        )
+    cli = state(ctx)
+    progress = cli.progress(f"checking {metadata.name}", total=_count_lines(metadata))
+    with progress as advance, session_scope(cli.engine()) as session:
+        summary = import_alignmmbench(
+            session, metadata, responses=list(zip(responses, models, strict=True)),
+            dataset=dataset, images_root=images_root, allow_missing_images=allow_missing_images,
+            update=update, on_progress=advance,
+        )  # fmt: skip
+    cli.emit(summary, text=summary.describe())
+
+
+@import_app.command("mmie")
+def mmie(
+    ctx: typer.Context,
+    file: Path = _FILE,
+    dataset: str = typer.Option("mmie", "--dataset", help="Dataset name."),
+    images_root: Path = _IMAGES_ROOT,
+    allow_missing_images: bool = _ALLOW_MISSING,
+    update: bool = _UPDATE,
+) -> None:
+    """Import an MMIE file: interleaved questions, model answers, ground truth."""
+    cli = state(ctx)
+    with cli.progress(f"checking {file.name}") as advance, session_scope(cli.engine()) as session:
+        summary = import_mmie(
+            session, file, dataset=dataset, images_root=images_root,
+            allow_missing_images=allow_missing_images, update=update, on_progress=advance,
+        )  # fmt: skip
+    cli.emit(summary, text=summary.describe())
+
+
+@judgments_app.command("import")
+def judgments_import(
+    ctx: typer.Context,
+    file: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="Judgements as .jsonl, .csv or .parquet."
+    ),
+    protocol: str = typer.Option(
+        None,
+        "--protocol",
+        help="Use this protocol for every line (alignmmbench|mmie|pairwise|score).",
+    ),
+    scale: str = typer.Option(None, "--scale", help="Scale of --protocol score: MIN:MAX[:STEP]."),
+    update: bool = _UPDATE,
+) -> None:
+    """Import model judgements (GPT-4 outputs produced elsewhere, a critic's scores...)."""
+    cli = state(ctx)
+    total = _count_lines(file) if file.suffix.lower() == ".jsonl" else None
+    progress = cli.progress(f"checking {file.name}", total=total)
+    with progress as advance, session_scope(cli.engine()) as session:
+        summary = import_judgements(
+            session, file, protocol=protocol, scale=parse_scale(scale) if scale else None,
+            update_changed=update, on_progress=advance,
+        )  # fmt: skip
+    cli.emit(summary, text=summary.describe())
+
+
+def _count_lines(path: Path) -> int:
+    """Lines in a file (for the progress bar's total), counted without parsing."""
+    with path.open("rb") as handle:
+        return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(import_app, name="import")
+    app.add_typer(judgments_app, name="judgments")

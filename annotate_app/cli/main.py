@@ -1,0 +1,140 @@
+"""The ``critiquelab`` command: global options, error → exit status, every command family.
+
+Each family lives in its own module and adds itself with ``register(app)``. The families of other
+parts of the project (``demo``, ``serve``, ``calibrate``, ``critic``/``judge``/``export sft``) are
+imported when their module exists, so the CLI works while they are being written; any other
+import error is a real error and is raised.
+
+Errors: a library's typed exceptions that subclass ``ValueError`` are bad input (exit 2); anything
+else exits 1. Either way one line on stderr, the traceback only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from types import ModuleType
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from annotate_app.cli import campaigns, exports, imports, users
+from annotate_app.cli.context import CliState
+from data.storage import default_db_url
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILURE = 1
+
+
+class _ErrorMappingGroup(TyperGroup):
+    """Turns exceptions raised by commands into one line on stderr and an exit status."""
+
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except typer.TyperException as error:  # usage errors: bad option, missing file...
+            usage = getattr(error, "ctx", None)
+            hint = f"; see {usage.command_path} --help" if usage is not None else ""
+            message = _one_line_text(error.format_message()).rstrip(".")  # type: ignore[attr-defined]
+            typer.echo(f"error: {message}{hint}", err=True)
+            raise typer.Exit(getattr(error, "exit_code", EXIT_BAD_INPUT)) from None
+        except KeyboardInterrupt:
+            typer.echo("error: interrupted; the running transaction was rolled back", err=True)
+            raise typer.Exit(EXIT_FAILURE) from None
+        except Exception as error:
+            cli = ctx.obj if isinstance(ctx.obj, CliState) else None
+            if cli is not None and cli.debug:
+                raise
+            code = EXIT_BAD_INPUT if isinstance(error, ValueError) else EXIT_FAILURE
+            typer.echo(f"error: {_one_line(error)}", err=True)
+            raise typer.Exit(code) from None
+        finally:
+            if isinstance(ctx.obj, CliState):
+                ctx.obj.close()
+
+
+def _one_line_text(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _one_line(error: Exception) -> str:
+    text = _one_line_text(str(error))
+    if not text or not isinstance(error, ValueError | RuntimeError | OSError):
+        text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+        text += " (run with --debug for the traceback)"
+    return text
+
+
+app = typer.Typer(
+    name="critiquelab",
+    cls=_ErrorMappingGroup,
+    help="CritiqueLab: human annotation and judge calibration of multimodal model outputs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"critiquelab {importlib.metadata.version('critiquelab')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    db: str = typer.Option(
+        None,
+        "--db",
+        help="Database URL (default: $CRITIQUELAB_DB, else sqlite:///critiquelab.db).",
+        show_default=False,
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or messages."),
+    json_output: bool = typer.Option(False, "--json", help="Print results as JSON on stdout."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """CritiqueLab: human annotation and judge calibration of multimodal model outputs."""
+    ctx.obj = CliState(db_url=db or default_db_url(), debug=debug, quiet=quiet,
+                       json_output=json_output)  # fmt: skip
+
+
+def _optional_module(name: str) -> ModuleType | None:
+    """The module ``name``, or None while it does not exist yet (any other error is raised)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name == name:
+            return None
+        raise
+
+
+export_app = exports.register(app)
+imports.register(app)
+users.register(app)
+campaigns.register(app)
+
+_demo = _optional_module("annotate_app.cli.demo")
+if _demo is not None:
+    _demo.register(app)
+_serve = _optional_module("annotate_app.cli.serve")
+if _serve is not None:
+    _serve.register(app)
+_calibrate = _optional_module("annotate_app.cli.calibrate")
+if _calibrate is not None:
+    _calibrate.register(app)
+_critic = _optional_module("annotate_app.cli.critic")
+if _critic is not None:
+    _critic.register(app)
+    _critic.register_export(export_app)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    app()

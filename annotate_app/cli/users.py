@@ -1,0 +1,52 @@
+"""``critiquelab users``: add accounts (passwords hashed with argon2, never echoed)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from annotate_app.cli.context import state
+from data.storage import session_scope
+from data.users import create_user, list_users
+from schemas.tables import ROLES
+
+users_app = typer.Typer(help="User accounts: add annotators, reviewers and admins.")
+
+
+@users_app.command("add")
+def add(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Login name (letters, digits, '_', '.', '-')."),
+    role: str = typer.Option(..., "--role", help="annotator | reviewer | admin."),
+) -> None:
+    """Add a user; the password is read from stdin when piped, else prompted (twice)."""
+    if role not in ROLES:
+        raise typer.BadParameter(
+            f"{role!r} is not one of: " + ", ".join(ROLES), param_hint="--role"
+        )
+    password = _read_password()
+    cli = state(ctx)
+    with session_scope(cli.engine()) as session:
+        user = create_user(session, name, password, role)
+    cli.emit(user, text=f"added {user.role} {user.name!r} (id {user.id})")
+
+
+@users_app.command("list")
+def list_(ctx: typer.Context) -> None:
+    """List the user accounts with their roles."""
+    cli = state(ctx)
+    with session_scope(cli.engine()) as session:
+        users = list_users(session)
+    lines = [f"{u.name}\t{u.role}\t{'active' if u.active else 'disabled'}" for u in users]
+    cli.emit(users, text="\n".join(lines) or "no users yet")
+
+
+def _read_password() -> str:
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\r\n")
+    return typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(users_app, name="users")

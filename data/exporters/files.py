@@ -1,0 +1,69 @@
+"""Write judgement records as JSON Lines, CSV or Parquet, atomically (temp file, then rename)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from schemas.records import JudgementRecord
+
+ExportFormat = Literal["jsonl", "csv", "parquet"]
+EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
+COLUMNS: tuple[str, ...] = tuple(JudgementRecord.model_fields)
+
+
+def write_judgement_records(
+    records: Sequence[JudgementRecord], path: Path, export_format: str
+) -> int:
+    """Write ``records`` to ``path`` in ``export_format``; return how many were written.
+
+    JSON Lines leave out empty fields. CSV and Parquet have one column per record field; in CSV
+    ``pair``, ``shown`` and ``meta`` are JSON text, in Parquet ``meta`` is.
+    """
+    if export_format not in EXPORT_FORMATS:
+        raise ValueError(
+            f"export format {export_format!r} is not one of: " + ", ".join(EXPORT_FORMATS)
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    os.close(handle)
+    try:
+        if export_format == "jsonl":
+            _write_jsonl(records, Path(temporary))
+        else:
+            _write_table(records, Path(temporary), export_format)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return len(records)
+
+
+def _write_jsonl(records: Sequence[JudgementRecord], path: Path) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            line = record.model_dump(mode="json", exclude_none=True)
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def _write_table(records: Sequence[JudgementRecord], path: Path, export_format: str) -> None:
+    import pandas as pd
+
+    rows = [_table_row(record.model_dump(mode="json"), export_format) for record in records]
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    if export_format == "csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)
+
+
+def _table_row(row: dict[str, Any], export_format: str) -> dict[str, Any]:
+    text_columns = ("pair", "shown", "meta") if export_format == "csv" else ("meta",)
+    for column in text_columns:
+        if row[column] is not None:
+            row[column] = json.dumps(row[column], ensure_ascii=False)
+    return row

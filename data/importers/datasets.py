@@ -1,0 +1,378 @@
+"""Write validated items into a dataset: check everything first, then insert in bulk.
+
+The import runs in two phases inside the caller's transaction. Phase one reads every plan,
+checks every image (Pillow, confinement, size) and compares every id with the database; any
+problem raises :class:`~data.importers.errors.InvalidRecord` before a single row is written.
+Phase two copies the accepted images into the content-addressed store and inserts items,
+responses and pairs with bulk ``INSERT``s. Records already present with the same content are
+skipped, so re-importing a file changes nothing; a changed record is refused unless
+``update=True``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Table, insert, update
+from sqlmodel import Session, select
+
+from data.audit import record_event
+from data.content import CheckedImage, ContentError, MissingImage, check_image, store_image
+from data.importers.errors import MissingImages
+from data.importers.records import ItemPlan
+from data.storage import data_dir
+from schemas.tables import Dataset, Item, Pair, Response
+
+_ITEMS: Table = Item.__table__  # type: ignore[attr-defined]
+_RESPONSES: Table = Response.__table__  # type: ignore[attr-defined]
+_PAIRS: Table = Pair.__table__  # type: ignore[attr-defined]
+_LOOKUP_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What an import added, updated and found unchanged."""
+
+    dataset: str
+    items_added: int
+    items_updated: int
+    items_unchanged: int
+    responses_added: int
+    responses_updated: int
+    responses_unchanged: int
+    pairs_added: int
+    images_stored: int
+    images_missing: int
+
+    def describe(self) -> str:
+        text = (
+            f"dataset {self.dataset!r}: {self.items_added} items added, "
+            f"{self.items_updated} updated, {self.items_unchanged} unchanged; "
+            f"{self.responses_added} responses added, {self.responses_updated} updated, "
+            f"{self.responses_unchanged} unchanged; {self.pairs_added} pairs added; "
+            f"{self.images_stored} images stored"
+        )
+        if self.images_missing:
+            text += f"; {self.images_missing} image references missing (text only)"
+        return text
+
+
+@dataclass
+class _Prepared:
+    plan: ItemPlan
+    row: dict[str, Any]
+    responses: list[dict[str, Any]]
+
+
+class _ImageChecker:
+    """Checks each distinct image path once; counts missing ones instead of failing at once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.accepted: dict[str, CheckedImage] = {}
+        self.missing: dict[str, tuple[ItemPlan, str]] = {}
+        self.missing_references = 0
+
+    def stored_form(self, content: Any, field: str, plan: ItemPlan) -> Any:
+        if not isinstance(content, list):
+            return content
+        return [self._segment(segment, f"{field}[{i}]", plan) for i, segment in enumerate(content)]
+
+    def _segment(self, segment: dict[str, Any], field: str, plan: ItemPlan) -> dict[str, Any]:
+        if segment.get("type") != "image" or not isinstance(segment.get("image"), str):
+            return segment
+        raw = segment["image"]
+        source = segment.get("source", raw)
+        if raw not in self.accepted and raw not in self.missing:
+            try:
+                self.accepted[raw] = check_image(raw, self.root, f"{field}.image")
+            except MissingImage:
+                self.missing[raw] = (plan, f"{field}.image")
+            except ContentError as error:
+                raise plan.error(error.field, error.message) from None
+        if raw in self.missing:
+            self.missing_references += 1
+            rest = {k: v for k, v in segment.items() if k not in ("image", "source")}
+            return {**rest, "image": None, "source": source, "missing": True}
+        return {**segment, "image": self.accepted[raw].store_path, "source": source}
+
+
+def import_items(
+    session: Session,
+    plans: Iterable[ItemPlan],
+    *,
+    dataset_name: str,
+    source: str,
+    images_root: Path,
+    allow_missing_images: bool = False,
+    update_changed: bool = False,
+    on_progress: Callable[[int], None] | None = None,
+    actor_id: int | None = None,
+    data_root: Path | None = None,
+) -> ImportSummary:
+    """Validate all ``plans``, then write them into dataset ``dataset_name`` (created if new).
+
+    Images are copied into the store under ``data_root`` (default :func:`data.storage.data_dir`).
+    """
+    images = _ImageChecker(images_root)
+    prepared = _prepare(plans, images, on_progress)
+    if images.missing and not allow_missing_images:
+        first_plan, first_field = next(iter(images.missing.values()))
+        raise MissingImages(
+            first_plan.source, first_plan.location, first_field, images.missing_references,
+            len(images.missing), str(images_root), next(iter(images.missing)),
+        )  # fmt: skip
+    dataset = _dataset(session, dataset_name, prepared, source)
+    assert dataset.id is not None
+    new_items, changed_items, unchanged_items = _classify_items(
+        session, dataset, prepared, update_changed
+    )
+    new_responses, changed_responses, unchanged_responses = _classify_responses(
+        session, dataset, prepared, update_changed
+    )
+    for image in images.accepted.values():
+        store_image(image, data_root or data_dir())
+    connection = session.connection()
+    if new_items:
+        connection.execute(insert(_ITEMS), [{**p.row, "dataset_id": dataset.id} for p in new_items])
+    for prepared_item, item_pk in changed_items:
+        connection.execute(update(_ITEMS).where(_ITEMS.c.id == item_pk).values(**prepared_item.row))
+    item_pks = _item_pks(session, dataset.id)
+    if new_responses:
+        connection.execute(
+            insert(_RESPONSES),
+            [{**row, "item_pk": item_pks[item_id]} for item_id, row in new_responses],
+        )
+    for row, response_pk in changed_responses:
+        connection.execute(update(_RESPONSES).where(_RESPONSES.c.id == response_pk).values(**row))
+    pairs_added = _insert_pairs(session, dataset.id, prepared, item_pks)
+    summary = ImportSummary(
+        dataset=dataset_name,
+        items_added=len(new_items),
+        items_updated=len(changed_items),
+        items_unchanged=unchanged_items,
+        responses_added=len(new_responses),
+        responses_updated=len(changed_responses),
+        responses_unchanged=unchanged_responses,
+        pairs_added=pairs_added,
+        images_stored=len(images.accepted),
+        images_missing=images.missing_references,
+    )
+    record_event(
+        session, actor_id=actor_id, action="dataset.import", entity="dataset",
+        entity_id=dataset.id, detail={"source": source, **asdict(summary)},
+    )  # fmt: skip
+    return summary
+
+
+def _prepare(
+    plans: Iterable[ItemPlan], images: _ImageChecker, on_progress: Callable[[int], None] | None
+) -> list[_Prepared]:
+    prepared: list[_Prepared] = []
+    item_lines: dict[str, int | str] = {}
+    response_lines: dict[str, int | str] = {}
+    for plan in plans:
+        if plan.item_id in item_lines:
+            raise plan.error(
+                "item_id",
+                f"duplicate item_id {plan.item_id!r} (also at {item_lines[plan.item_id]}): "
+                "item ids are unique within a dataset",
+            )
+        item_lines[plan.item_id] = plan.location
+        row = {
+            "item_id": plan.item_id, "benchmark": plan.benchmark, "task": plan.task,
+            "category": plan.category, "group": plan.group,
+            "history": [
+                {**turn, "content": images.stored_form(turn["content"], f"history[{i}].content",
+                                                       plan)}
+                for i, turn in enumerate(plan.history)
+            ],
+            "question": images.stored_form(plan.question, "question", plan),
+            "reference": images.stored_form(plan.reference, "reference", plan),
+            "meta": plan.meta,
+        }  # fmt: skip
+        row["content_sha256"] = _fingerprint(row)
+        responses = []
+        for index, response in enumerate(plan.responses):
+            if response.response_id in response_lines:
+                raise plan.error(
+                    f"responses[{index}].response_id",
+                    f"duplicate response_id {response.response_id!r} (also at "
+                    f"{response_lines[response.response_id]}): response ids are unique",
+                )
+            response_lines[response.response_id] = plan.location
+            content = images.stored_form(response.content, f"responses[{index}].content", plan)
+            response_row = {"response_id": response.response_id, "model": response.model,
+                            "content": content, "meta": response.meta}  # fmt: skip
+            response_row["content_sha256"] = _fingerprint({**response_row, "item": plan.item_id})
+            responses.append(response_row)
+        prepared.append(_Prepared(plan, row, responses))
+        if on_progress is not None:
+            on_progress(1)
+    return prepared
+
+
+def _dataset(session: Session, name: str, prepared: list[_Prepared], source: str) -> Dataset:
+    dataset = session.exec(select(Dataset).where(Dataset.name == name)).first()
+    if dataset is not None:
+        return dataset
+    benchmarks = {p.plan.benchmark for p in prepared}
+    dataset = Dataset(
+        name=name,
+        benchmark=benchmarks.pop() if len(benchmarks) == 1 else "generic",
+        source=source,
+    )
+    session.add(dataset)
+    session.flush()
+    return dataset
+
+
+def _classify_items(
+    session: Session, dataset: Dataset, prepared: list[_Prepared], update_changed: bool
+) -> tuple[list[_Prepared], list[tuple[_Prepared, int]], int]:
+    existing = {
+        item_id: (pk, sha)
+        for item_id, pk, sha in session.connection().execute(
+            select(_ITEMS.c.item_id, _ITEMS.c.id, _ITEMS.c.content_sha256).where(
+                _ITEMS.c.dataset_id == dataset.id
+            )
+        )
+    }
+    new, changed, unchanged = [], [], 0
+    for item in prepared:
+        if item.plan.item_id not in existing:
+            new.append(item)
+            continue
+        pk, sha = existing[item.plan.item_id]
+        if sha == item.row["content_sha256"]:
+            unchanged += 1
+        elif update_changed:
+            changed.append((item, pk))
+        else:
+            raise item.plan.error(
+                "item_id",
+                f"item {item.plan.item_id!r} is already in dataset {dataset.name!r} with "
+                "different content: import with --update to replace it, or give it a new item_id",
+            )
+    return new, changed, unchanged
+
+
+def _classify_responses(
+    session: Session, dataset: Dataset, prepared: list[_Prepared], update_changed: bool
+) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[dict[str, Any], int]], int]:
+    wanted = [(item, row) for item in prepared for row in item.responses]
+    existing = dict(_existing_responses(session, [row["response_id"] for _, row in wanted]))
+    new, changed, unchanged = [], [], 0
+    for item, row in wanted:
+        found = existing.get(row["response_id"])
+        if found is None:
+            new.append((item.plan.item_id, row))
+            continue
+        pk, sha, owner_dataset, owner_item = found
+        if (owner_dataset, owner_item) != (dataset.id, item.plan.item_id):
+            raise item.plan.error(
+                "response_id",
+                f"response_id {row['response_id']!r} already belongs to item {owner_item!r} of "
+                "another dataset or item: response ids are unique across the database",
+            )
+        if sha == row["content_sha256"]:
+            unchanged += 1
+        elif update_changed:
+            changed.append((row, pk))
+        else:
+            raise item.plan.error(
+                "response_id",
+                f"response {row['response_id']!r} is already stored with different content: "
+                "import with --update to replace it, or give it a new response_id",
+            )
+    return new, changed, unchanged
+
+
+def _existing_responses(
+    session: Session, response_ids: list[str]
+) -> Iterator[tuple[str, tuple[int, str, int, str]]]:
+    query = select(
+        _RESPONSES.c.response_id, _RESPONSES.c.id, _RESPONSES.c.content_sha256,
+        _ITEMS.c.dataset_id, _ITEMS.c.item_id,
+    ).join(_ITEMS, _ITEMS.c.id == _RESPONSES.c.item_pk)  # fmt: skip
+    for start in range(0, len(response_ids), _LOOKUP_CHUNK):
+        chunk = response_ids[start : start + _LOOKUP_CHUNK]
+        for response_id, pk, sha, dataset_id, item_id in session.connection().execute(
+            query.where(_RESPONSES.c.response_id.in_(chunk))
+        ):
+            yield response_id, (pk, sha, dataset_id, item_id)
+
+
+def _item_pks(session: Session, dataset_id: int) -> dict[str, int]:
+    query = select(_ITEMS.c.item_id, _ITEMS.c.id).where(_ITEMS.c.dataset_id == dataset_id)
+    return dict(session.connection().execute(query).all())
+
+
+def _insert_pairs(
+    session: Session, dataset_id: int, prepared: list[_Prepared], item_pks: dict[str, int]
+) -> int:
+    if not any(item.plan.pairs for item in prepared):
+        return 0
+    connection = session.connection()
+    response_pks = dict(
+        connection.execute(
+            select(_RESPONSES.c.response_id, _RESPONSES.c.id)
+            .join(_ITEMS, _ITEMS.c.id == _RESPONSES.c.item_pk)
+            .where(_ITEMS.c.dataset_id == dataset_id)
+        ).all()
+    )
+    existing = {
+        (a, b)
+        for a, b in connection.execute(
+            select(_PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk)
+            .join(_ITEMS, _ITEMS.c.id == _PAIRS.c.item_pk)
+            .where(_ITEMS.c.dataset_id == dataset_id)
+        )
+    }
+    rows = []
+    for item in prepared:
+        for index, (a, b) in enumerate(item.plan.pairs):
+            key = (response_pks[a], response_pks[b])
+            if key in existing:
+                continue
+            if key[::-1] in existing:
+                raise item.plan.error(
+                    f"pairs[{index}]",
+                    f"pair [{a!r}, {b!r}] is already stored in the other order [{b!r}, {a!r}]: "
+                    "keep the stored canonical order",
+                )
+            existing.add(key)
+            rows.append({"item_pk": item_pks[item.plan.item_id], "response_a_pk": key[0],
+                         "response_b_pk": key[1], "source": "import"})  # fmt: skip
+    if rows:
+        connection.execute(insert(_PAIRS), rows)
+    return len(rows)
+
+
+def _fingerprint(row: dict[str, Any]) -> str:
+    """SHA-256 of a stored record, ignoring where its images were read from (``source``)."""
+    comparable = {key: _without_sources(value) for key, value in row.items()}
+    text = json.dumps(comparable, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _without_sources(value: Any) -> Any:
+    """CONTENT (or history) without the ``source`` of its image segments; other values as is."""
+    if not isinstance(value, list):
+        return value
+    return [_segment_without_source(part) for part in value]
+
+
+def _segment_without_source(part: Any) -> Any:
+    if not isinstance(part, dict):
+        return part
+    if part.get("type") == "image":
+        return {key: value for key, value in part.items() if key != "source"}
+    if isinstance(part.get("content"), list):  # a history turn
+        return {**part, "content": _without_sources(part["content"])}
+    return part

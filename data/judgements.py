@@ -1,0 +1,68 @@
+"""Model judgements into the database: bulk, idempotent on the judgement key.
+
+A judgement is identified by ``(judge, prompt_id, unit_key, shown_order, sample)``
+(``uq_judgement_key`` in :mod:`schemas.tables`). Importing the same file twice, or re-running a
+judge, adds nothing the second time: rows whose key already exists are skipped, not updated.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Table, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session
+
+from schemas.tables import Judgement
+
+_JUDGEMENT_TABLE: Table = Judgement.__table__  # type: ignore[attr-defined]
+_KEY_COLUMNS = ("judge", "prompt_id", "unit_key", "shown_order", "sample")
+
+
+def response_unit_key(response_id: str) -> str:
+    """Unit key of a pointwise unit: ``r:<response_id>``."""
+    return f"r:{response_id}"
+
+
+def pair_unit_key(response_a: str, response_b: str) -> str:
+    """Unit key of a pair in canonical order: ``p:<a>|<b>``."""
+    return f"p:{response_a}|{response_b}"
+
+
+def insert_judgements(session: Session, rows: list[Judgement]) -> int:
+    """Insert ``rows`` in bulk, skipping any whose judgement key already exists; return how many
+    were inserted.
+
+    Duplicates inside ``rows`` are skipped the same way (the first one wins). Runs inside the
+    caller's transaction: nothing is committed here.
+    """
+    if not rows:
+        return 0
+    values = [_column_values(row) for row in rows]
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        statement = sqlite.insert(_JUDGEMENT_TABLE).on_conflict_do_nothing(
+            index_elements=list(_KEY_COLUMNS)
+        )
+    elif dialect == "postgresql":
+        statement = postgresql.insert(_JUDGEMENT_TABLE).on_conflict_do_nothing(
+            constraint="uq_judgement_key"
+        )
+    else:
+        raise RuntimeError(f"unsupported database dialect {dialect!r}: use SQLite or PostgreSQL")
+    result = session.connection().execute(statement.returning(_JUDGEMENT_TABLE.c.id), values)
+    return len(result.all())
+
+
+def count_judgements(session: Session, judge: str | None = None) -> int:
+    """Number of stored judgements, optionally of one judge."""
+    query = select(func.count()).select_from(_JUDGEMENT_TABLE)
+    if judge is not None:
+        query = query.where(_JUDGEMENT_TABLE.c.judge == judge)
+    return int(session.connection().execute(query).scalar_one())
+
+
+def _column_values(row: Judgement) -> dict[str, object]:
+    return {
+        column.name: getattr(row, column.name)
+        for column in _JUDGEMENT_TABLE.columns
+        if column.name != "id"
+    }

@@ -1,0 +1,88 @@
+"""``critiquelab import / judgments import / campaign / export`` end to end on a temp database."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from annotate_app.cli.main import app
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "data"))
+from importing_fixtures import item_record, make_image, write_jsonl  # noqa: E402
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "files"))
+    return ["--db", f"sqlite:///{tmp_path / 'cli.db'}"]
+
+
+def test_import_campaign_status_and_export(db: list[str], tmp_path: Path) -> None:
+    make_image(tmp_path / "images" / "cat.png")
+    items = write_jsonl(tmp_path / "items.jsonl", [item_record(n, models=3) for n in range(2)])
+    imported = runner.invoke(app, [*db, "--json", "import", "jsonl", str(items)])
+    assert imported.exit_code == 0, imported.output
+    assert json.loads(imported.stdout)["responses_added"] == 6
+    again = runner.invoke(app, [*db, "import", "jsonl", str(items)])
+    assert again.stdout.startswith("dataset 'items': 0 items added, 0 updated, 2 unchanged")
+    create = ["campaign", "create", "pairs", "--dataset", "items", "--protocol", "pairwise"]
+    created = runner.invoke(app, [*db, *create, "--pairs", "all", "--overlap", "2"])
+    assert created.stdout == "created campaign 'pairs': 6 units, 2 annotators each (pairwise)\n"
+    status = runner.invoke(app, [*db, "--json", "campaign", "status", "pairs", "--units"])
+    progress = json.loads(status.stdout)
+    assert (progress["units"], progress["units_complete"], len(progress["by_unit"])) == (6, 0, 6)
+    assert progress["median_seconds_per_unit"] is None
+    out = tmp_path / "labels.csv"
+    exported = runner.invoke(app, [*db, "export", "annotations", "--campaign", "pairs", "-o",
+                                   str(out)])  # fmt: skip
+    assert exported.exit_code == 0 and out.read_text().startswith("judge,judge_kind,protocol")
+    gpt = write_jsonl(tmp_path / "gpt.jsonl", [
+        {"judge": "gpt-4", "judge_kind": "model", "protocol": "alignmmbench",
+         "response_id": "item-0/m0", "score": 8, "prompt_id": "p@1"},
+    ])  # fmt: skip
+    loaded = runner.invoke(app, [*db, "judgments", "import", str(gpt)])
+    assert loaded.stdout == "1 judgements added, 0 updated, 0 unchanged\n"
+    judged = tmp_path / "judged.jsonl"
+    runner.invoke(app, [*db, "export", "judgments", "--judge", "gpt-4", "-o", str(judged)])
+    assert json.loads(judged.read_text())["score"] == 8
+
+
+def test_bad_input_exits_2_with_one_line_and_the_database_unchanged(
+    db: list[str], tmp_path: Path
+) -> None:
+    make_image(tmp_path / "images" / "cat.png")
+    bad = item_record(1)
+    bad["question"][0]["image"] = "/etc/passwd"
+    path = write_jsonl(tmp_path / "items.jsonl", [item_record(0), bad])
+    result = runner.invoke(app, [*db, "import", "jsonl", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {path}:2: `question[0].image` is an absolute path (/etc/passwd); image paths "
+        f"are relative to {tmp_path}: make it relative or pass --images-root\n"
+    )
+    listed = runner.invoke(app, [*db, "--json", "campaign", "create", "c", "--dataset", "items",
+                                 "--protocol", "mmie"])  # fmt: skip
+    assert listed.exit_code == 2
+    assert listed.stderr.startswith("error: no dataset called 'items'")
+    mismatch = runner.invoke(app, [*db, "import", "alignmmbench", str(path), "--responses",
+                                   str(path)])  # fmt: skip
+    assert mismatch.exit_code == 2 and "give one --model for each --responses file" in (
+        mismatch.output
+    )
+
+
+def test_real_alignmmbench_through_the_cli(db: list[str], shared_dir: Path) -> None:
+    metadata = shared_dir / "datasets" / "alignmmbench" / "metadata.jsonl"
+    refused = runner.invoke(app, [*db, "import", "alignmmbench", str(metadata)])
+    assert refused.exit_code == 2
+    assert "4,978 image reference(s) to 1,054 file(s) are missing" in refused.stderr
+    assert f"looked for under {metadata.parent}" in refused.stderr
+    result = runner.invoke(app, [*db, "--quiet", "import", "alignmmbench", str(metadata),
+                                 "--allow-missing-images"])  # fmt: skip
+    assert (result.exit_code, result.stdout) == (0, "")
