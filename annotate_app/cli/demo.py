@@ -1,0 +1,41 @@
+"""``critiquelab demo``: build the bundled sample project if absent, print the logins, serve."""
+
+from __future__ import annotations
+
+import typer
+
+from annotate_app.cli.context import state
+from annotate_app.cli.serve import serve_app
+from data.sample import SampleSummary, build_sample_project
+
+
+def describe(summary: SampleSummary) -> str:
+    """What the sample project holds and how to log in, for the terminal."""
+    status = "built the sample project" if summary.created else "the sample project is ready"
+    return (
+        f"{status}: {summary.items} items, {summary.responses} responses, {summary.pairs} pairs; "
+        f"{len(summary.campaigns)} campaigns ({', '.join(summary.campaigns)}); "
+        f"{summary.annotations} synthetic annotations, {summary.judgements} synthetic judge "
+        f"outputs ({summary.unparsed_judgements} unparsed).\n"
+        "Demo logins (synthetic accounts, for this demo only):\n" + summary.login_details()
+    )
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def demo(
+        ctx: typer.Context,
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+        port: int = typer.Option(8501, "--port", help="Port to listen on."),
+        no_serve: bool = typer.Option(
+            False, "--no-serve", help="Only build the sample project; do not start the app."
+        ),
+    ) -> None:
+        """Build the sample project (synthetic data, demo accounts) if absent, print the logins,
+        and serve the app."""
+        cli = state(ctx)
+        summary = build_sample_project(cli.engine())
+        cli.emit(summary, text=describe(summary))
+        if not no_serve:
+            cli.close()
+            raise typer.Exit(serve_app(cli.db_url, host=host, port=port))

@@ -1,0 +1,27 @@
+"""The bundled sample project (``critiquelab demo``): synthetic data to explore CritiqueLab.
+
+:func:`build_sample_project` writes AlignMMBench- and MMIE-style demo items with images drawn by
+Pillow and answers from four fictional models, imports them with the real importer, creates demo
+accounts, a finished campaign per protocol with synthetic annotations and judge outputs, and an
+open campaign per protocol to annotate. Everything it makes is marked synthetic.
+"""
+
+from data.sample.build import (
+    ALIGNMMBENCH_DATASET,
+    CAMPAIGNS,
+    DEMO_ACCOUNTS,
+    MMIE_DATASET,
+    DemoAccount,
+    SampleSummary,
+    build_sample_project,
+)
+
+__all__ = [
+    "ALIGNMMBENCH_DATASET",
+    "CAMPAIGNS",
+    "DEMO_ACCOUNTS",
+    "MMIE_DATASET",
+    "DemoAccount",
+    "SampleSummary",
+    "build_sample_project",
+]

@@ -1,0 +1,242 @@
+"""Synthetic human annotations and judge outputs for the finished sample campaigns.
+
+Annotations go in as the queue would have left them: one ``submitted`` assignment per annotator
+and unit (slots 0..K-1), the live annotation that answers it, and the unit's ``slots_taken`` /
+``n_submitted`` counters. Judgements go through :func:`data.judgements.insert_judgements`.
+Every row is marked ``synthetic``; every value comes from the latent truth of
+:mod:`data.sample.dataset` seen through the profiles of :mod:`data.sample.synthetic`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Table, insert, update
+from sqlmodel import Session, col, select
+
+from data.campaigns import unit_key_map
+from data.judgements import insert_judgements
+from data.sample.dataset import ResponseTruth
+from data.sample.rationales import pairwise_rationale, pointwise_rationale
+from data.sample.synthetic import (
+    ANNOTATORS,
+    JUDGES,
+    AnnotatorProfile,
+    JudgeProfile,
+    active_seconds,
+    pairwise_raw_output,
+    perceived_preference,
+    perceived_score,
+    pointwise_raw_output,
+    rng_for,
+)
+from schemas.protocols import get_protocol, to_canonical
+from schemas.tables import Annotation, Assignment, Campaign, Judgement, Unit
+
+_ASSIGNMENTS: Table = Assignment.__table__  # type: ignore[attr-defined]
+_ANNOTATIONS: Table = Annotation.__table__  # type: ignore[attr-defined]
+_UNITS: Table = Unit.__table__  # type: ignore[attr-defined]
+
+BASE_TIME = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+"""When the finished sample campaigns started (fixed, so that builds are identical)."""
+
+
+@dataclass(frozen=True)
+class _UnitTruth:
+    unit_id: int
+    unit_key: str
+    response_pk: int | None
+    pair_pk: int | None
+    truths: tuple[ResponseTruth, ...]
+    """One truth (pointwise) or two in canonical order (pairwise)."""
+
+
+def prompt_id(protocol: str, language: str) -> str:
+    """The template id the synthetic judges claim, shaped like the critic's built-in ones."""
+    return f"{protocol}-{language}-text@1"
+
+
+def add_annotations(
+    session: Session,
+    campaign: Campaign,
+    annotator_ids: dict[str, int],
+    truths: dict[str, ResponseTruth],
+) -> int:
+    """Submit a synthetic annotation from every sample annotator to every unit of ``campaign``
+    that has none yet; return how many were added."""
+    annotated = set(
+        session.exec(select(Annotation.unit_id).where(Annotation.campaign_id == campaign.id))
+    )
+    units = [u for u in _unit_truths(session, campaign, truths) if u.unit_id not in annotated]
+    annotators = ANNOTATORS[: campaign.overlap]
+    if not units:
+        return 0
+    assignments: list[dict[str, object]] = []
+    annotations: list[dict[str, object]] = []
+    for index, unit in enumerate(units):
+        for slot, annotator in enumerate(annotators):
+            rng = rng_for("human", campaign.name, unit.unit_key, annotator.name)
+            answer = _human_answer(rng, campaign.protocol, unit, annotator)
+            submitted = BASE_TIME + timedelta(minutes=7 * index + 3 * slot, seconds=rng.random())
+            leased = submitted - timedelta(seconds=answer.seconds + 5)
+            common = {"campaign_id": campaign.id, "unit_id": unit.unit_id,
+                      "annotator_id": annotator_ids[annotator.name]}  # fmt: skip
+            assignments.append({
+                **common, "slot": slot, "overlap": campaign.overlap, "status": "submitted",
+                "shown_order": answer.shown_order, "leased_at": leased,
+                "expires_at": leased + timedelta(seconds=campaign.lease_seconds),
+                "closed_at": submitted,
+            })  # fmt: skip
+            annotations.append({
+                **common, "revision": 1, "is_live": True, "score": answer.score,
+                "preference": answer.preference,
+                "shown_order": answer.shown_order if answer.preference is not None else None,
+                "rationale": answer.rationale, "seconds": answer.seconds, "synthetic": True,
+                "created_at": submitted, "meta": {"synthetic": True, "generator": "data.sample"},
+            })  # fmt: skip
+    connection = session.connection()
+    assignment_ids = connection.execute(
+        insert(_ASSIGNMENTS).returning(_ASSIGNMENTS.c.id, sort_by_parameter_order=True),
+        assignments,
+    ).scalars()
+    for annotation, assignment_id in zip(annotations, assignment_ids, strict=True):
+        annotation["assignment_id"] = assignment_id
+    connection.execute(insert(_ANNOTATIONS), annotations)
+    connection.execute(
+        update(_UNITS)
+        .where(_UNITS.c.id.in_([unit.unit_id for unit in units]))
+        .values(slots_taken=len(annotators), n_submitted=len(annotators))
+    )
+    return len(annotations)
+
+
+@dataclass(frozen=True)
+class _HumanAnswer:
+    score: float | None
+    preference: str | None
+    shown_order: str
+    rationale: str
+    seconds: float
+
+
+def _human_answer(
+    rng: random.Random, protocol_name: str, unit: _UnitTruth, annotator: AnnotatorProfile
+) -> _HumanAnswer:
+    protocol = get_protocol(protocol_name)
+    slow = 1.6 if protocol.name == "mmie" else 1.0
+    seconds = active_seconds(rng, annotator.seconds * slow)
+    if protocol.is_pointwise:
+        truth = unit.truths[0]
+        low, high = float(protocol.scale_min), float(protocol.scale_max)  # type: ignore[arg-type]
+        score = perceived_score(rng, truth.quality, annotator.bias, annotator.noise, low, high)
+        rationale = pointwise_rationale(rng, truth.language, truth.tier, truth.fact)
+        return _HumanAnswer(float(score), None, "AB", rationale, seconds)
+    shown_order = rng.choice(("AB", "BA"))
+    a, b = unit.truths
+    preference = perceived_preference(
+        rng, a.quality, b.quality, annotator.noise, annotator.tie_margin, 1.0
+    )
+    rationale = _pair_reason(rng, a, b, preference, shown_order)
+    return _HumanAnswer(None, preference, shown_order, rationale, seconds)
+
+
+def add_judgements(session: Session, campaign: Campaign, truths: dict[str, ResponseTruth]) -> int:
+    """Store the outputs of every synthetic judge on every unit of ``campaign`` (pairwise in both
+    orders); judgements already stored are skipped. Returns how many were added."""
+    units = _unit_truths(session, campaign, truths)
+    stored = set(
+        session.exec(
+            select(Judgement.judge, Judgement.unit_key, Judgement.shown_order).where(
+                col(Judgement.judge).in_([judge.name for judge in JUDGES]),
+                col(Judgement.unit_key).in_([unit.unit_key for unit in units]),
+            )
+        )
+    )
+    orders = ("AB", "BA") if campaign.protocol == "pairwise" else ("AB",)
+    rows = [
+        _pair_judgement(judge, unit, order) if campaign.protocol == "pairwise"
+        else _pointwise_judgement(judge, campaign.protocol, unit)
+        for unit in units for judge in JUDGES for order in orders
+        if (judge.name, unit.unit_key, order) not in stored
+    ]  # fmt: skip
+    return insert_judgements(session, rows)
+
+
+def _pointwise_judgement(judge: JudgeProfile, protocol_name: str, unit: _UnitTruth) -> Judgement:
+    protocol = get_protocol(protocol_name)
+    truth = unit.truths[0]
+    low, high = float(protocol.scale_min), float(protocol.scale_max)  # type: ignore[arg-type]
+    rng = rng_for("judge", judge.name, unit.unit_key)
+    draw = rng.random()
+    status = "unparsed" if draw < judge.unparsed else "ok"
+    if judge.unparsed <= draw < judge.unparsed + judge.out_of_scale:
+        status = "out_of_scale"
+    score = perceived_score(rng, truth.quality, judge.bias, judge.noise, low, high, judge.shrink)
+    reason = pointwise_rationale(rng, truth.language, truth.tier, truth.fact)
+    claimed = int(high) + rng.choice((2, 4)) if status == "out_of_scale" else score
+    raw = pointwise_raw_output(rng, judge, protocol.name, claimed, reason, status,
+                               truth.language)  # fmt: skip
+    return Judgement(
+        judge=judge.name, protocol=protocol.name, unit_key=unit.unit_key,
+        response_pk=unit.response_pk, shown_order="AB", sample=0,
+        score=float(score) if status == "ok" else None,
+        rationale=reason if status != "unparsed" else "", raw_output=raw, parse_status=status,
+        prompt_id=prompt_id(protocol.name, truth.language), synthetic=True,
+        created_at=BASE_TIME + timedelta(days=3), meta={"synthetic": True},
+    )  # fmt: skip
+
+
+def _pair_judgement(judge: JudgeProfile, unit: _UnitTruth, shown_order: str) -> Judgement:
+    rng = rng_for("judge", judge.name, unit.unit_key, shown_order)
+    a, b = unit.truths
+    first, second = (a, b) if shown_order == "AB" else (b, a)
+    shown: str | None
+    if rng.random() < judge.unparsed:
+        shown = None
+    elif rng.random() < judge.position_bias:
+        shown = "A"
+    else:
+        shown = perceived_preference(rng, first.quality, second.quality, judge.noise,
+                                     judge.tie_margin, 1.0)  # fmt: skip
+    reason = (
+        pairwise_rationale(rng, first.language, shown, first.tier, second.tier, first.fact)
+        if shown is not None else ""
+    )  # fmt: skip
+    return Judgement(
+        judge=judge.name, protocol="pairwise", unit_key=unit.unit_key, pair_pk=unit.pair_pk,
+        shown_order=shown_order, sample=0,
+        preference=None if shown is None else to_canonical(shown, swapped=shown_order == "BA"),
+        rationale=reason, raw_output=pairwise_raw_output(rng, judge, shown, reason),
+        parse_status="ok" if shown is not None else "unparsed",
+        prompt_id=prompt_id("pairwise", first.language), synthetic=True,
+        created_at=BASE_TIME + timedelta(days=3), meta={"synthetic": True},
+    )  # fmt: skip
+
+
+def _pair_reason(
+    rng: random.Random, a: ResponseTruth, b: ResponseTruth, preference: str, shown_order: str
+) -> str:
+    """The annotator's reason, written about what they saw (first / second shown)."""
+    first, second = (a, b) if shown_order == "AB" else (b, a)
+    shown = to_canonical(preference, swapped=shown_order == "BA")  # the mapping is its own inverse
+    return pairwise_rationale(rng, a.language, shown, first.tier, second.tier, a.fact)
+
+
+def _unit_truths(
+    session: Session, campaign: Campaign, truths: dict[str, ResponseTruth]
+) -> list[_UnitTruth]:
+    assert campaign.id is not None
+    keys = unit_key_map(session, campaign.id)
+    units = session.exec(select(Unit).where(Unit.campaign_id == campaign.id).order_by(Unit.id))
+    result = []
+    for unit in units:
+        assert unit.id is not None
+        key = keys[unit.id]
+        response_ids = key[2:].split("|")
+        result.append(
+            _UnitTruth(unit.id, key, unit.response_pk, unit.pair_pk,
+                       tuple(truths[r] for r in response_ids))
+        )  # fmt: skip
+    return result

@@ -1,0 +1,167 @@
+"""Written reasons for the synthetic judgements: plausible sentences about what a response got
+right or wrong, in the item's language, quoting the seed's key fact."""
+
+from __future__ import annotations
+
+import random
+
+from data.sample.seeds import ALIGNMMBENCH_TIERS, MMIE_TIERS, Language
+
+_TIER_LEVEL: dict[str, float] = {
+    **{tier: centre / 6.0 for tier, centre in MMIE_TIERS.items()},
+    **{tier: centre / 10.0 for tier, centre in ALIGNMMBENCH_TIERS.items()},
+}
+"""How good a tier is, as a fraction of its scale (to spot a preference for the worse answer)."""
+
+_HEDGED: dict[Language, tuple[str, ...]] = {
+    "en": (
+        "Close call. I slightly prefer the {better} response for its wording, though neither "
+        "answer is convincing.",
+        "Both have problems; on balance the {better} one reads better to me.",
+    ),
+    "zh": ("两个回答都有问题，权衡之下我稍微倾向于{better}回答的表达方式。",),
+}
+
+_POINTWISE: dict[Language, dict[str, tuple[str, ...]]] = {
+    "en": {
+        "excellent": (
+            "Correct and complete: {fact}. Nothing important is missing.",
+            "Matches the reference ({fact}) and is clearly organised.",
+            "Accurate and detailed; it gets that {fact} and adds only correct detail.",
+        ),
+        "good": (
+            "All steps are there and correct ({fact}), but the text is terse.",
+            "Correct overall ({fact}); the pictures fit, the writing could be fuller.",
+        ),
+        "thin": (
+            "The answer is right ({fact}) but very short, with no explanation.",
+            "Correct in substance, though it says little beyond the bare answer: {fact}.",
+            "Right but thin; a sentence of support would help. Reference: {fact}.",
+        ),
+        "partial": (
+            "Only partly answers the question; it misses that {fact}.",
+            "Part of the request is met, but the key point is left out: {fact}.",
+            "Some of it is right, yet it stops short of saying that {fact}.",
+        ),
+        "fair": (
+            "Only half of the steps are shown; the rest is waved through. Expected: {fact}.",
+            "Starts well but gives up halfway, so the answer is incomplete ({fact}).",
+        ),
+        "flawed": (
+            "More than half of the details are wrong; the picture shows that {fact}.",
+            "Several factual errors: it contradicts the image, where {fact}.",
+            "Mostly incorrect. The key fact is that {fact}, which the answer gets wrong.",
+        ),
+        "poor": (
+            "The pictures are empty frames and the conclusion does not hold; expected: {fact}.",
+            "Text and images do not support each other, and the result is off ({fact}).",
+        ),
+        "wrong": (
+            "On topic but wrong: {fact}, and the answer says otherwise.",
+            "The conclusion is incorrect; the correct answer is that {fact}.",
+            "It addresses the question but every claim is wrong ({fact}).",
+        ),
+        "fail": (
+            "Does not answer the task at all and has no pictures.",
+            "One unrelated sentence; none of the criteria are met.",
+        ),
+        "off_topic": (
+            "Does not answer the question at all; it talks about something else.",
+            "Ignores the question and the image content entirely.",
+            "Off topic: nothing in it relates to what was asked.",
+        ),
+    },
+    "zh": {
+        "excellent": (
+            "回答正确且完整：{fact}，没有遗漏任何重要内容。",
+            "与参考答案一致（{fact}），条理清楚，表达准确。",
+            "内容准确、细节充分，正确指出了{fact}，没有错误。",
+        ),
+        "thin": (
+            "答案正确（{fact}），但过于简略，没有给出任何解释。",
+            "结论是对的，只是除了“{fact}”之外几乎没有展开说明。",
+        ),
+        "partial": (
+            "只回答了问题的一部分，遗漏了关键点：{fact}。",
+            "部分正确，但没有说明{fact}，只满足了部分要求。",
+        ),
+        "flawed": (
+            "一半以上的细节有误，与图片不符；图中实际是：{fact}。",
+            "存在多处事实错误，与图片内容不符；正确的是{fact}。",
+        ),
+        "wrong": (
+            "切题但完全错误：{fact}，而回答给出了相反的结论。",
+            "回答虽然切题，但结论是错误的，正确答案应为：{fact}。",
+        ),
+        "off_topic": (
+            "答非所问：回答完全没有回应问题，也没有用到图片中的任何信息。",
+            "回答与图片和问题都无关，没有提供任何有用的信息。",
+        ),
+    },
+}
+
+_HOW: dict[Language, dict[str, str]] = {
+    "en": {
+        "excellent": "is complete and correct",
+        "good": "covers every step, if tersely",
+        "thin": "is correct but very brief",
+        "partial": "answers only part of the question",
+        "fair": "stops halfway",
+        "flawed": "gets most details wrong",
+        "poor": "has empty pictures and a shaky conclusion",
+        "wrong": "reaches a wrong answer",
+        "fail": "does not attempt the task",
+        "off_topic": "does not address the question",
+    },
+    "zh": {
+        "excellent": "完整且正确",
+        "thin": "正确但过于简略",
+        "partial": "只回答了一部分",
+        "flawed": "大部分细节有误",
+        "wrong": "结论错误",
+        "off_topic": "答非所问",
+    },
+}
+
+
+def pointwise_rationale(rng: random.Random, language: Language, tier: str, fact: str) -> str:
+    """A reason for a pointwise score of a response in ``tier``."""
+    return rng.choice(_POINTWISE[language][tier]).format(fact=fact)
+
+
+def pairwise_rationale(
+    rng: random.Random,
+    language: Language,
+    verdict: str,
+    first_tier: str,
+    second_tier: str,
+    fact: str,
+) -> str:
+    """A reason for a preference, written about the order shown (``verdict`` A = first shown).
+
+    When the verdict prefers the worse answer (the rater's noise), the reason is hedged instead of
+    praising an answer that is wrong.
+    """
+    how = _HOW[language]
+    if verdict == "tie":
+        if language == "zh":
+            return f"两个回答水平相当：第一个{how[first_tier]}，第二个{how[second_tier]}。"
+        opener = rng.choice(("Hard to separate", "About equally good", "Neither is clearly better"))
+        return f"{opener}: the first response {how[first_tier]} and the second {how[second_tier]}."
+    first_wins = verdict == "A"
+    winner, loser = (first_tier, second_tier) if first_wins else (second_tier, first_tier)
+    better, worse = ("first", "second") if first_wins else ("second", "first")
+    if language == "zh":
+        better, worse = ("第一个", "第二个") if first_wins else ("第二个", "第一个")
+    if _TIER_LEVEL[winner] < _TIER_LEVEL[loser]:
+        return rng.choice(_HEDGED[language]).format(better=better)
+    if language == "zh":
+        return f"{better}回答更好：它{how[winner]}，而{worse}{how[loser]}。要点：{fact}。"
+    return rng.choice(
+        (
+            f"The {better} response is better: it {how[winner]}, while the {worse} {how[loser]}. "
+            f"Key point: {fact}.",
+            f"I prefer the {better} one. The {worse} response {how[loser]}; the {better} "
+            f"{how[winner]} ({fact}).",
+        )
+    )

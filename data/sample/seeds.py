@@ -1,0 +1,126 @@
+"""What a sample item is made of, before any randomness: seed questions with their variants,
+reference, the key fact, and one written answer per quality tier.
+
+A *tier* is how good an answer is, in the words of the protocol's rubric bands; the synthetic
+models of :mod:`data.sample.synthetic` pick tiers, and the tier decides both the answer text and
+the latent "true" score that synthetic annotators and judges perceive with noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Literal
+
+from PIL import Image
+
+from data.sample import images
+
+Language = Literal["en", "zh"]
+
+ALIGNMMBENCH_TIERS: dict[str, float] = {
+    "excellent": 9.3,  # complete and correct
+    "thin": 7.6,  # correct but too thin
+    "partial": 6.1,  # part of the request met
+    "flawed": 4.6,  # more than half of the facts wrong
+    "wrong": 3.1,  # on topic, entirely wrong
+    "off_topic": 1.4,  # ignores the question
+}
+"""AlignMMBench tiers and the latent score (1–10) at their centre, best first."""
+
+MMIE_TIERS: dict[str, float] = {
+    "excellent": 5.5,  # every step, text and pictures
+    "good": 4.4,  # every step, terse text
+    "fair": 3.1,  # half of the steps
+    "poor": 1.7,  # text without usable pictures, or a wrong final answer
+    "fail": 0.5,  # one unrelated sentence, no pictures
+}
+"""MMIE tiers and the latent score (0–6) at their centre, best first."""
+
+TASK_CODES: dict[str, str] = {
+    "Description": "0000",
+    "Reasoning": "0001",
+    "Recognition": "0002",
+    "Counting": "0003",
+    "Chart": "0004",
+    "Comparison": "0005",
+    "Writing": "0006",
+    "Problem": "0007",
+    "Meme": "0008",
+    "Knowledge": "0009",
+    "OCR": "0010",
+    "Coherence": "0011",
+    "Incoherence": "0011",
+}
+"""The first four digits of an AlignMMBench ``question_id`` per task (as in the benchmark's
+metadata, where both dialogue tasks share ``0011``)."""
+
+Drawing = Callable[[], Image.Image]
+
+
+@dataclass(frozen=True)
+class Seed:
+    """One AlignMMBench seed question: its rewrites share the image, reference and answers."""
+
+    task: str
+    number: int
+    """Seed number within the task code (unique per code)."""
+    language: Language
+    image: Drawing
+    variants: tuple[str, ...]
+    """The seed question and its rewrites; variant ``v`` becomes ``question_id`` ``...-v``."""
+    reference: str
+    fact: str
+    """The key fact as a clause ("there are 7 red circles"), quoted in rationales."""
+    answers: Mapping[str, str]
+    """Answer text per tier, for every tier except ``off_topic`` (shared per language)."""
+    history: tuple[tuple[str, str], ...] = ()
+    """Earlier (user, assistant) turns for the dialogue tasks."""
+
+    @property
+    def group(self) -> str:
+        return f"{TASK_CODES[self.task]}{self.number:04d}"
+
+
+@dataclass(frozen=True)
+class MmieStep:
+    """One step of an ideal interleaved answer: text, then a picture (see
+    :func:`data.sample.images.step_panel`)."""
+
+    text: str
+    short: str
+    """The same step said tersely (the ``good`` and ``poor`` tiers)."""
+    caption: str
+    kind: str
+    amount: int
+    color: str
+
+    def drawing(self, *, blank: bool = False) -> Drawing:
+        """The step's picture, or the empty frame with the same caption that a weak model draws."""
+        if blank:
+            return partial(images.step_panel, self.caption, "blank", 0, "grey")
+        return partial(images.step_panel, self.caption, self.kind, self.amount, self.color)
+
+
+@dataclass(frozen=True)
+class MmieSeed:
+    """One MMIE-style item: an interleaved question and the steps of an ideal answer."""
+
+    item_id: str
+    """Prefixed with the category: ``SA-``, ``PBL-`` or ``MSR-``."""
+    field: str
+    question_before: str
+    image: Drawing
+    question_after: str
+    steps: tuple[MmieStep, ...]
+    fact: str
+    ground_truth: str | None = None
+    """MSR only: the final answer, which becomes the reference."""
+    wrong_final: str | None = None
+    """MSR only: the wrong final answer of the ``poor`` tier."""
+    off_topic: str = field(default="I like this picture. It reminds me of many things.")
+
+    @property
+    def category(self) -> str:
+        return self.item_id.split("-", 1)[0]

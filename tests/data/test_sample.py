@@ -1,0 +1,305 @@
+"""The bundled sample project: coverage, flags, consistency of the synthetic labels, idempotency,
+determinism. One build per module (a few seconds) serves the read-only tests."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from statistics import mean
+
+import pytest
+from PIL import Image
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from critic.parsing import parse_judgement
+from data.content import iter_images, resolve_image
+from data.sample import (
+    ALIGNMMBENCH_DATASET,
+    CAMPAIGNS,
+    DEMO_ACCOUNTS,
+    MMIE_DATASET,
+    SampleSummary,
+    build_sample_project,
+)
+from data.storage import make_engine, upgrade_database
+from data.users import password_matches
+from schemas.protocols import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES, get_protocol, to_canonical
+from schemas.tables import (
+    Annotation,
+    Assignment,
+    Campaign,
+    Dataset,
+    Item,
+    Judgement,
+    Pair,
+    Response,
+    Unit,
+    User,
+)
+
+FINISHED = [plan.spec.name for plan in CAMPAIGNS if plan.finished]
+OPEN = [plan.spec.name for plan in CAMPAIGNS if not plan.finished]
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, SampleSummary, Path]]:
+    folder = tmp_path_factory.mktemp("sample")
+    engine = make_engine(f"sqlite:///{folder / 'sample.db'}")
+    upgrade_database(engine)
+    summary = build_sample_project(engine, data_dir=folder / "files")
+    yield engine, summary, folder / "files"
+    engine.dispose()
+
+
+@pytest.fixture
+def session(built: tuple[Engine, SampleSummary, Path]) -> Iterator[Session]:
+    with Session(built[0]) as session:
+        yield session
+
+
+def _items(session: Session, dataset: str) -> list[Item]:
+    query = select(Item).join(Dataset).where(Dataset.name == dataset).order_by(Item.item_id)
+    return list(session.exec(query))
+
+
+def _campaign(session: Session, name: str) -> Campaign:
+    return session.exec(select(Campaign).where(Campaign.name == name)).one()
+
+
+def test_alignmmbench_items_cover_every_task_with_prompt_variants(session: Session) -> None:
+    items = _items(session, ALIGNMMBENCH_DATASET)
+    assert len(items) >= 60
+    assert {item.task for item in items} == set(ALIGNMMBENCH_TASKS)
+    assert all(item.category == ALIGNMMBENCH_TASKS[item.task] for item in items)
+    variants = Counter(item.group for item in items)
+    assert min(variants.values()) >= 2, "every seed needs several variants for the alignment score"
+    for item in items:
+        assert re.fullmatch(r"amb-\d{8}-\d", item.item_id)
+        assert item.item_id.split("-")[1] == item.group
+    dialogue = [item for item in items if item.category == "Dialogue Context"]
+    assert dialogue and all(len(item.history) >= 2 for item in dialogue)
+    assert all(item.history == [] for item in items if item.category != "Dialogue Context")
+    chinese = [item for item in items if CJK.search(str(item.question))]
+    assert 10 <= len(chinese) < len(items)
+
+
+def test_mmie_items_cover_the_three_categories_with_interleaved_answers(session: Session) -> None:
+    items = _items(session, MMIE_DATASET)
+    assert len(items) >= 12
+    assert {item.category for item in items} == set(MMIE_CATEGORIES)
+    assert all(item.item_id.startswith(f"{item.category}-") for item in items)
+    assert all(item.reference for item in items if item.category == "MSR")
+    responses = session.exec(
+        select(Response).where(col(Response.item_pk).in_([item.id for item in items]))
+    ).all()
+    interleaved = [
+        r for r in responses
+        if isinstance(r.content, list) and {s["type"] for s in r.content} == {"text", "image"}
+    ]  # fmt: skip
+    assert len(interleaved) >= len(items)
+    assert max(len(iter_images(r.content)) for r in responses) <= 3  # what the MMIE judge keeps
+
+
+def test_every_item_has_responses_from_at_least_three_fictional_models(session: Session) -> None:
+    per_item = defaultdict(set)
+    for item_pk, model in session.exec(select(Response.item_pk, Response.model)):
+        per_item[item_pk].add(model)
+    assert len(per_item) == session.exec(select(func.count()).select_from(Item)).one()
+    assert min(len(models) for models in per_item.values()) >= 3
+    assert all(m.startswith("synthetic-") for models in per_item.values() for m in models)
+
+
+def test_pairs_compare_two_responses_of_the_same_item(session: Session) -> None:
+    pairs = session.exec(select(Pair)).all()
+    assert len(pairs) >= 60
+    for pair in pairs:
+        a = session.get(Response, pair.response_a_pk)
+        b = session.get(Response, pair.response_b_pk)
+        assert a.item_pk == b.item_pk == pair.item_pk
+        assert a.model != b.model
+
+
+def test_accounts_have_roles_synthetic_flags_and_the_printed_passwords(
+    session: Session, built: tuple[Engine, SampleSummary, Path]
+) -> None:
+    users = {user.name: user for user in session.exec(select(User))}
+    roles = Counter(users[account.name].role for account in DEMO_ACCOUNTS)
+    assert roles["annotator"] == 3 and roles["admin"] == 1 and roles["reviewer"] == 1
+    for account in DEMO_ACCOUNTS:
+        user = users[account.name]
+        assert user.synthetic and "demo" in user.name and user.role == account.role
+        assert password_matches(user.password_hash, account.password)
+        assert account.password in built[1].login_details()
+
+
+def test_every_image_is_stored_and_decodable(
+    session: Session, built: tuple[Engine, SampleSummary, Path]
+) -> None:
+    paths = set()
+    for item in session.exec(select(Item)):
+        paths.update(iter_images(item.question))
+        for turn in item.history:
+            paths.update(iter_images(turn["content"]))
+    for content in session.exec(select(Response.content)):
+        paths.update(iter_images(content))
+    assert len(paths) >= 40
+    for path in paths:
+        with Image.open(resolve_image(path, built[2])) as image:
+            image.load()
+            assert image.size[0] > 100 and image.size[1] > 100
+
+
+def test_everything_synthetic_is_marked(session: Session) -> None:
+    datasets = session.exec(select(Dataset)).all()
+    assert {d.name for d in datasets} == {ALIGNMMBENCH_DATASET, MMIE_DATASET}
+    assert all(d.synthetic and "synthetic" in d.name for d in datasets)
+    campaigns = session.exec(select(Campaign)).all()
+    assert {c.name for c in campaigns} == set(FINISHED + OPEN)
+    assert all(c.synthetic and "demo" in c.name for c in campaigns)
+    assert all(a.synthetic for a in session.exec(select(Annotation)))
+    assert all(j.synthetic and "synthetic" in j.judge for j in session.exec(select(Judgement)))
+    assert all(r.meta.get("synthetic") is True for r in session.exec(select(Response)))
+
+
+@pytest.mark.parametrize("name", FINISHED)
+def test_finished_campaigns_have_three_consistent_annotations_per_unit(
+    session: Session, name: str
+) -> None:
+    campaign = _campaign(session, name)
+    protocol = get_protocol(campaign.protocol)
+    assert campaign.status == "closed" and campaign.overlap == 3
+    units = session.exec(select(Unit).where(Unit.campaign_id == campaign.id)).all()
+    annotations = defaultdict(list)
+    for annotation in session.exec(select(Annotation).where(Annotation.campaign_id == campaign.id)):
+        annotations[annotation.unit_id].append(annotation)
+    assignments = {a.id: a for a in session.exec(
+        select(Assignment).where(Assignment.campaign_id == campaign.id))}  # fmt: skip
+    for unit in units:
+        live = annotations[unit.id]
+        assert len(live) == 3 == unit.slots_taken == unit.n_submitted
+        assert len({a.annotator_id for a in live}) == 3
+        for annotation in live:
+            assert annotation.is_live and annotation.revision == 1
+            assert len(annotation.rationale) >= campaign.rationale_min
+            assignment = assignments[annotation.assignment_id]
+            assert assignment.status == "submitted" and assignment.unit_id == unit.id
+            assert assignment.annotator_id == annotation.annotator_id
+            assert assignment.closed_at is not None and annotation.seconds > 0
+            if protocol.is_pointwise:
+                assert protocol.validate_score(annotation.score) == annotation.score
+                assert annotation.preference is None
+            else:
+                assert annotation.preference in protocol.labels and annotation.score is None
+                assert annotation.shown_order == assignment.shown_order
+        assert sorted(assignments[a.assignment_id].slot for a in live) == [0, 1, 2]
+    assert len(assignments) == 3 * len(units)
+
+
+@pytest.mark.parametrize("name", FINISHED)
+def test_finished_campaigns_are_judged_by_two_judges_with_some_unparsed_outputs(
+    session: Session, name: str
+) -> None:
+    campaign = _campaign(session, name)
+    protocol = get_protocol(campaign.protocol)
+    units = session.exec(select(Unit).where(Unit.campaign_id == campaign.id)).all()
+    column = Judgement.pair_pk if campaign.protocol == "pairwise" else Judgement.response_pk
+    targets = {u.pair_pk if campaign.protocol == "pairwise" else u.response_pk for u in units}
+    judgements = session.exec(select(Judgement).where(col(column).in_(targets))).all()
+    orders = ("AB", "BA") if campaign.protocol == "pairwise" else ("AB",)
+    per_judge = Counter(j.judge for j in judgements)
+    assert len(per_judge) >= 2
+    assert set(per_judge.values()) == {len(units) * len(orders)}
+    assert {j.shown_order for j in judgements} == set(orders)
+    unparsed = [j for j in judgements if j.parse_status != "ok"]
+    assert 0 < len(unparsed) < len(judgements) * 0.15
+    assert all(j.score is None and j.preference is None for j in unparsed)
+    for judgement in judgements:  # the raw output says what the stored row says
+        parsed = parse_judgement(judgement.raw_output, protocol)
+        assert parsed.status == judgement.parse_status, judgement.raw_output
+        if campaign.protocol == "pairwise" and parsed.value is not None:
+            swapped = judgement.shown_order == "BA"
+            assert to_canonical(parsed.value, swapped=swapped) == judgement.preference
+        elif campaign.protocol != "pairwise":
+            assert parsed.value == judgement.score
+
+
+def _human_means(session: Session, campaign: Campaign) -> dict[int, float]:
+    scores = defaultdict(list)
+    query = (
+        select(Unit.response_pk, Annotation.score)
+        .join(Unit, Unit.id == Annotation.unit_id)
+        .where(Annotation.campaign_id == campaign.id)
+    )
+    for response_pk, score in session.exec(query):
+        scores[response_pk].append(score)
+    return {pk: mean(values) for pk, values in scores.items()}
+
+
+@pytest.mark.parametrize("name", ["demo-alignmmbench-finished", "demo-mmie-finished"])
+def test_scores_separate_the_models_and_the_judges(session: Session, name: str) -> None:
+    campaign = _campaign(session, name)
+    humans = _human_means(session, campaign)
+    by_model = defaultdict(list)
+    for response in session.exec(select(Response).where(col(Response.id).in_(humans))):
+        by_model[response.model].append(humans[response.id])
+    model_means = sorted(mean(values) for values in by_model.values())
+    protocol = get_protocol(campaign.protocol)
+    assert model_means[-1] - model_means[0] > 0.15 * protocol.scale_range
+    errors = {}
+    for judge in ("synthetic-gpt4-like", "synthetic-critic-v0"):
+        rows = session.exec(
+            select(Judgement.response_pk, Judgement.score).where(
+                Judgement.judge == judge, col(Judgement.response_pk).in_(humans),
+                Judgement.parse_status == "ok",
+            )
+        ).all()  # fmt: skip
+        errors[judge] = mean(abs(score - humans[pk]) for pk, score in rows)
+    assert errors["synthetic-gpt4-like"] < errors["synthetic-critic-v0"]
+
+
+def test_the_noisier_pairwise_judge_prefers_the_response_shown_first(session: Session) -> None:
+    share = {}
+    for judge in ("synthetic-gpt4-like", "synthetic-critic-v0"):
+        verdicts = session.exec(
+            select(Judgement.shown_order, Judgement.preference).where(
+                Judgement.judge == judge, Judgement.protocol == "pairwise",
+                Judgement.parse_status == "ok",
+            )
+        ).all()  # fmt: skip
+        first = [p == ("A" if order == "AB" else "B") for order, p in verdicts]
+        share[judge] = mean(first)
+    assert share["synthetic-critic-v0"] > share["synthetic-gpt4-like"] + 0.1
+
+
+@pytest.mark.parametrize("name", OPEN)
+def test_open_campaigns_are_active_and_untouched(session: Session, name: str) -> None:
+    campaign = _campaign(session, name)
+    assert campaign.status == "active"
+    units = session.exec(select(Unit).where(Unit.campaign_id == campaign.id)).all()
+    assert len(units) >= 20
+    assert all(u.slots_taken == 0 and u.n_submitted == 0 for u in units)
+    count = (
+        select(func.count()).select_from(Annotation).where(Annotation.campaign_id == campaign.id)
+    )
+    assert session.exec(count).one() == 0
+
+
+def test_summary_counts_match_the_database(
+    session: Session, built: tuple[Engine, SampleSummary, Path]
+) -> None:
+    summary = built[1]
+    assert summary.created
+    assert summary.items == session.exec(select(func.count()).select_from(Item)).one()
+    assert summary.responses == session.exec(select(func.count()).select_from(Response)).one()
+    assert summary.pairs == session.exec(select(func.count()).select_from(Pair)).one()
+    assert summary.annotations == summary.added_annotations
+    assert summary.annotations == session.exec(select(func.count()).select_from(Annotation)).one()
+    assert summary.judgements == summary.added_judgements
+    assert summary.judgements == session.exec(select(func.count()).select_from(Judgement)).one()
+    unparsed = select(func.count()).select_from(Judgement).where(Judgement.parse_status != "ok")
+    assert summary.unparsed_judgements == session.exec(unparsed).one() > 0
