@@ -1,0 +1,117 @@
+"""``critiquelab calibrate``: judges against humans, from a campaign or from files alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from annotate_app.cli.context import state
+from calibration import CalibrationInputError, CalibrationOptions, calibrate
+from calibration.io import read_judgement_frame
+from calibration.report_html import write_html
+from data.frames import campaign_judgement_frame, campaign_reference_overrides, find_campaign
+from data.storage import session_scope
+from schemas.protocols import get_protocol, parse_scale
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``calibrate`` command to the root app."""
+    app.command("calibrate")(calibrate_command)
+
+
+def calibrate_command(
+    ctx: typer.Context,
+    campaign: str = typer.Option(None, "--campaign", help="Campaign name (database mode)."),
+    judgments: list[Path] = typer.Option(
+        None, "--judgments", help="Judgement JSONL file, humans and models (repeatable; file mode)."
+    ),
+    dataset: Path = typer.Option(
+        None, "--dataset", help="File mode: dataset JSONL giving task/category/model per response."
+    ),
+    protocol: str = typer.Option(
+        None, "--protocol", help="alignmmbench | mmie | pairwise | score (default: the campaign's)."
+    ),
+    scale: str = typer.Option(None, "--scale", help="score protocol: MIN:MAX[:STEP], e.g. 1:5."),
+    judge: list[str] = typer.Option(None, "--judge", help="Only this judge (repeatable)."),
+    by: list[str] = typer.Option(
+        None,
+        "--by",
+        help="Metrics per value of this field (repeatable; default: task and "
+        "category where present; 'none' for no grouping).",
+    ),
+    aggregate: str = typer.Option("mean", "--aggregate", help="mean | fisher | tanh-mean."),
+    unparsed: str = typer.Option("wrong", "--unparsed", help="tie | drop | wrong."),
+    consensus: str = typer.Option(
+        None, "--consensus", help="mean | median | majority (default: mean; pairwise: majority)."
+    ),
+    no_majority: str = typer.Option("tie", "--no-majority", help="tie | drop."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Resamples for intervals; 0 = none."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and of the map split."),
+    json_out: Path = typer.Option(None, "--json", help="Write the metrics JSON here."),
+    html_out: Path = typer.Option(None, "--html", help="Write the HTML audit report here."),
+) -> None:
+    """Agreement of each judge with the humans, human ceiling, intervals (METRICS.md)."""
+    cli = state(ctx)
+    if (campaign is None) == (not judgments):
+        raise CalibrationInputError(
+            "give either --campaign NAME (database) or --judgments FILE... (files), not both"
+        )
+    scale_parts = parse_scale(scale) if scale else (None, None, None)
+    overrides: dict[str, object] = {}
+    if campaign is not None:
+        with session_scope(cli.engine()) as session:
+            found = find_campaign(session, campaign)
+            protocol = protocol or found.protocol
+            if found.protocol == "score" and scale is None:
+                scale_parts = (found.scale_min, found.scale_max, found.scale_step)
+            frame = campaign_judgement_frame(session, found.id, judges=judge or None)
+            overrides = campaign_reference_overrides(session, found.id)
+        data_sha256 = None
+    else:
+        if protocol is None:
+            raise CalibrationInputError(
+                "file mode needs --protocol alignmmbench|mmie|pairwise|score"
+            )
+        chosen = get_protocol(
+            protocol, scale_min=scale_parts[0], scale_max=scale_parts[1], step=scale_parts[2]
+        )
+        frame, data_sha256 = read_judgement_frame(judgments, chosen, dataset)
+    options = CalibrationOptions(
+        protocol=get_protocol(
+            protocol, scale_min=scale_parts[0], scale_max=scale_parts[1], step=scale_parts[2]
+        ),
+        consensus=consensus,  # type: ignore[arg-type]
+        no_majority=no_majority,  # type: ignore[arg-type]
+        unparsed=unparsed,  # type: ignore[arg-type]
+        bootstrap=bootstrap,
+        seed=seed,
+        by=None if not by else tuple(f for f in by if f != "none"),
+        aggregate=aggregate,  # type: ignore[arg-type]
+        judges=tuple(judge) if judge else None,
+    )
+    with cli.progress("bootstrap resamples", total=bootstrap or None) as advance:
+        report = calibrate(
+            frame, options, overrides=overrides, data_sha256=data_sha256, progress=advance
+        )
+    if json_out is not None:
+        json_out.write_text(json.dumps(report.summary, indent=2, ensure_ascii=False), "utf-8")
+    if html_out is not None:
+        write_html(report, html_out)
+    cli.emit(report.summary, text=_summary_text(report.summary, json_out, html_out))
+
+
+def _summary_text(summary: dict, json_out: Path | None, html_out: Path | None) -> str:
+    lines = [
+        f"{summary['protocol']}: {summary['reference']['n_units']} units with a reference, "
+        f"{summary['human']['n_annotators']} annotators"
+    ]
+    headline = ("mae", "pearson", "kendall", "acc_with_tie", "f1_macro", "consistency")
+    for name, block in summary["judges"].items():
+        parts = [f"{k} {block[k]:.3f}" for k in headline if isinstance(block.get(k), float)]
+        lines.append(f"  {name}: n {block['n']}, " + ", ".join(parts))
+    for label, path in (("json", json_out), ("html", html_out)):
+        if path is not None:
+            lines.append(f"wrote {label}: {path}")
+    return "\n".join(lines)

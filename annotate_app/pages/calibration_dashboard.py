@@ -1,0 +1,214 @@
+"""Calibration dashboard: judges against the humans, the human ceiling, where judges go wrong.
+
+Pick a campaign, the judges and a grouping; filter by task and model. The numbers are those of
+``critiquelab calibrate --campaign`` (same library); both the HTML audit report and the JSON can
+be downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app.auth import require_role
+from annotate_app.db import get_engine
+from annotate_app.render import render_content, render_history
+from annotate_app.text import escape_markdown
+from calibration import CalibrationOptions, CalibrationReport, calibrate
+from calibration.report_html import render_html
+from calibration.tables import (
+    ceiling_table,
+    group_table,
+    judge_table,
+    model_table,
+    select_units,
+)
+from data.campaigns import list_campaigns
+from data.frames import (
+    campaign_judgement_frame,
+    campaign_judges,
+    campaign_reference_overrides,
+    unit_content,
+)
+from data.queue import campaign_protocol
+from data.storage import session_scope
+
+GROUPINGS = ("(none)", "task", "category", "model", "group")
+
+
+@st.cache_data(show_spinner="Computing agreement and bootstrap intervals…", max_entries=16)
+def _report(
+    frame: pd.DataFrame,
+    overrides: dict,
+    protocol_name: str,
+    _protocol,
+    judges: tuple[str, ...],
+    by: tuple[str, ...],
+    unparsed: str,
+    bootstrap: int,
+    seed: int,
+) -> CalibrationReport:
+    options = CalibrationOptions(
+        protocol=_protocol,
+        judges=judges,
+        by=by,
+        unparsed=unparsed,  # type: ignore[arg-type]
+        bootstrap=bootstrap,
+        seed=seed,
+    )
+    return calibrate(frame, options, overrides=overrides)
+
+
+def _dashboard() -> None:
+    """The page: require a reviewer or admin, then pick, compute and show."""
+    require_role("admin", "reviewer")
+    engine = get_engine()
+    st.title("Calibration")
+    with session_scope(engine) as session:
+        campaigns = list_campaigns(session)
+    if not campaigns:
+        st.info("There is no campaign yet. Create one on the Campaigns page.")
+        st.stop()
+    campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: f"{c.name} ({c.protocol})")
+    protocol = campaign_protocol(campaign)
+    with session_scope(engine) as session:
+        available = campaign_judges(session, campaign.id)
+        frame = campaign_judgement_frame(session, campaign.id)
+        overrides = campaign_reference_overrides(session, campaign.id)
+    if frame.empty:
+        st.info("This campaign has no judgements yet, human or model.")
+        st.stop()
+
+    left, middle, right = st.columns(3)
+    judges = left.multiselect("Judges", available, default=available)
+    grouping = middle.selectbox("Group by", GROUPINGS)
+    unparsed = right.selectbox(
+        "Unparsed judge outputs",
+        ("wrong", "tie", "drop"),
+        disabled=protocol.is_pointwise,
+        help="Pairwise only: count an unparsed verdict as wrong, as a tie, or leave it out.",
+    )
+    tasks = sorted(frame["task"].dropna().astype(str).unique())
+    models = sorted(frame["model"].dropna().astype(str).unique())
+    left, middle, right = st.columns(3)
+    chosen_tasks = left.multiselect("Tasks", tasks, default=tasks)
+    chosen_models = middle.multiselect("Models", models, default=models)
+    bootstrap = right.number_input("Bootstrap resamples", 0, 5000, 1000, step=100)
+    if tasks and chosen_tasks != tasks:
+        frame = select_units(frame, "task", chosen_tasks)
+    if models and chosen_models != models:
+        frame = select_units(frame, "model", chosen_models)
+    if frame.empty:
+        st.info("No unit matches these filters.")
+        st.stop()
+
+    by = () if grouping == "(none)" else (grouping,)
+    report = _report(
+        frame, overrides, protocol.name, protocol, tuple(judges), by, unparsed, int(bootstrap), 0
+    )
+    summary = report.summary
+    reference = summary["reference"]
+    st.caption(
+        f"Reference: {reference['consensus']} of the humans, adjudicated label where one exists "
+        f"({reference['n_adjudicated']}); {reference['n_units']} units with a reference, "
+        f"{reference['n_units_without_reference']} without. 95% intervals: bootstrap over units, "
+        f"B = {summary['options']['bootstrap']}, seed {summary['options']['seed']}."
+    )
+    download_html, download_json = st.columns(2)
+    download_html.download_button(
+        "Download the HTML report",
+        render_html(report),
+        file_name=f"calibration-{campaign.name}.html",
+        mime="text/html",
+    )
+    download_json.download_button(
+        "Download the JSON",
+        json.dumps(summary, indent=2, ensure_ascii=False),
+        file_name=f"calibration-{campaign.name}.json",
+        mime="application/json",
+    )
+
+    st.subheader("Judges against the reference")
+    if judges:
+        st.dataframe(judge_table(summary))
+    else:
+        st.info("No judge selected (or none has scored this campaign): only the humans are shown.")
+
+    st.subheader("The human ceiling")
+    human = summary["human"]
+    alphas = {k: v for k, v in human.items() if k.startswith("alpha_")}
+    st.write(
+        f"{human['n_annotators']} annotators, {human['n_units']} units. "
+        + ", ".join(f"{k} = {v:.3f}" if v is not None else f"{k} = n/a" for k, v in alphas.items())
+    )
+    for judge in judges:
+        table = ceiling_table(summary, judge)
+        if not table.empty:
+            st.markdown(
+                f"**{escape_markdown(judge)}** against one more human (degradation = judge − human)"
+            )
+            st.dataframe(table)
+
+    if by:
+        st.subheader(f"By {grouping}")
+        for judge in judges:
+            st.markdown(f"**{escape_markdown(judge)}**")
+            st.dataframe(group_table(summary, judge, grouping))
+
+    if summary.get("models"):
+        st.subheader("Models")
+        st.dataframe(model_table(summary))
+
+    for judge in judges:
+        details = report.details[judge]
+        block = summary["judges"][judge]
+        st.subheader(f"Judge: {judge}")
+        status = ", ".join(f"{k}: {v}" for k, v in block.get("parse_status", {}).items())
+        st.write(f"Parse coverage {block['coverage']:.3f} ({status})")
+        shares = details.distribution / details.distribution.sum().replace(0, 1)
+        st.markdown("Distribution of values (share), judge beside the humans")
+        st.bar_chart(shares, stack=False)
+        st.markdown("Confusion: reference (rows) × judge (columns)")
+        st.dataframe(details.confusion)
+        if not details.bias.empty:
+            st.markdown("Bias by reference score: mean judge − reference")
+            st.bar_chart(details.bias["mean_bias"])
+        if details.disagreements.empty:
+            continue
+        st.markdown("Largest disagreements: select a row to see the item and every rationale")
+        shown = details.disagreements[["item_id", "unit", "task", "model", "judge", "reference"]]
+        event = st.dataframe(
+            shown, on_select="rerun", selection_mode="single-row", key=f"disagreements-{judge}"
+        )
+        rows = event.selection.rows if event is not None else []
+        if rows:
+            chosen = details.disagreements.iloc[rows[0]]
+            with session_scope(engine) as session:
+                content = unit_content(session, campaign.id, chosen["unit"])
+            with st.container(border=True):
+                st.markdown(f"**Item {escape_markdown(content.item_id)}**")
+                render_history(content.history)
+                render_content(content.question)
+                if content.reference is not None:
+                    st.markdown("**Reference answer**")
+                    render_content(content.reference)
+                for label, response in zip("AB", content.responses, strict=False):
+                    title = f"Response {label}" if len(content.responses) > 1 else "Response"
+                    st.markdown(f"**{title}** ({escape_markdown(response.model)})")
+                    render_content(response.content)
+                st.markdown(
+                    f"**Human rationales** (reference {escape_markdown(chosen['reference'])})"
+                )
+                for rater, value, text in chosen["human_rationales"]:
+                    st.markdown(f"*{escape_markdown(rater)}* gave {escape_markdown(value)}")
+                    st.text(text)
+                st.markdown(f"**{escape_markdown(judge)}** gave {escape_markdown(chosen['judge'])}")
+                for order, value, text in chosen["judge_rationales"]:
+                    st.markdown(f"shown {escape_markdown(order)}: {escape_markdown(value)}")
+                    st.text(text)
+
+
+if __name__ != "calibration":
+    _dashboard()

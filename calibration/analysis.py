@@ -1,0 +1,410 @@
+"""The whole calibration of one protocol: humans, reference, every judge, intervals, models.
+
+:func:`calibrate` turns a judgement frame into a :class:`CalibrationReport`: ``summary`` is the
+JSON of METRICS.md ("Output"), ``details`` holds what the audit report and the dashboard draw
+(confusion tables, distributions, bias by score point, largest disagreements).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from calibration.alpha import AlphaData
+from calibration.bootstrap import (
+    CI_LEVEL,
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_SEED,
+    percentile_interval,
+    unit_resample_counts,
+)
+from calibration.ceiling import LeaveOneOut
+from calibration.details import JudgeDetails, pairwise_details, pointwise_details
+from calibration.errors import CalibrationInputError
+from calibration.grouped import AggregateMode, aggregate_groups, check_aggregate, group_weights
+from calibration.leaderboard import alignment_scores, model_scores, ranking_kendall
+from calibration.maps import calibration_maps
+from calibration.pairwise import LABELS, PairwiseKernel, UnparsedRule, check_unparsed_rule
+from calibration.pointwise import PointwiseKernel
+from calibration.reference import ConsensusRule, NoMajorityRule, check_consensus
+from calibration.scale import Scale
+from calibration.units import UnitData, prepare_units
+from schemas.protocols import Protocol
+
+DEFINITIONS: dict[str, str] = {
+    "reference": "adjudicated label where one exists, else the consensus of the human judgements",
+    "strict_acc": "fraction with round(J) == round(H), rounding half up on the scale's step; "
+    "our definition, not AlignMMBench's unpublished code",
+    "fuzzy_acc": "fraction with |round(J) - round(H)| <= 1 step; our definition, not "
+    "AlignMMBench's unpublished code",
+    "alignment_score": "1 / mean over prompt-variant groups (>= 2 variants) of the population "
+    "variance of a model's scores across variants: our reading of AlignMMBench; null when "
+    "every group's variants got the same score (infinite)",
+    "degradation": "judge minus human leave-one-out value: positive is worse for error metrics "
+    "(mae, mse, rmse, percent_mae), negative is worse for agreement metrics",
+    "ci": "95% percentile bootstrap interval over units (all raters of a unit resampled together)",
+    "pairwise_weights": "a pair judged in both orders gives each verdict weight 1/2",
+}
+
+
+@dataclass(frozen=True)
+class CalibrationOptions:
+    """Every option that changes a number; all of them are written into the report."""
+
+    protocol: Protocol
+    consensus: ConsensusRule | None = None
+    """Reference rule; default ``mean`` for scores, ``majority`` for preferences."""
+    no_majority: NoMajorityRule = "tie"
+    unparsed: UnparsedRule = "wrong"
+    bootstrap: int = DEFAULT_BOOTSTRAP
+    """Resamples for the intervals; 0 turns intervals off."""
+    seed: int = DEFAULT_SEED
+    by: tuple[str, ...] | None = None
+    """Fields to group by; default ``task`` and ``category`` where the units have them."""
+    aggregate: AggregateMode = "mean"
+    judges: tuple[str, ...] | None = None
+    """Judges to report (default: every model judge in the frame)."""
+    calibration_fraction: float = 0.5
+    max_disagreements: int = 25
+
+    @property
+    def reference_rule(self) -> ConsensusRule:
+        if self.consensus is not None:
+            return self.consensus
+        return "mean" if self.protocol.is_pointwise else "majority"
+
+    def validate(self) -> None:
+        check_consensus(
+            self.reference_rule, self.no_majority, pairwise=not self.protocol.is_pointwise
+        )
+        check_unparsed_rule(self.unparsed)
+        check_aggregate(self.aggregate)
+        if self.bootstrap < 0:
+            raise CalibrationInputError(f"--bootstrap {self.bootstrap} must be 0 or more")
+        if not 0 < self.calibration_fraction < 1:
+            raise CalibrationInputError("the calibration split fraction must be between 0 and 1")
+
+
+@dataclass
+class CalibrationReport:
+    """``summary``: the METRICS.md JSON; ``details``: per judge tables for figures."""
+
+    summary: dict
+    details: dict[str, JudgeDetails] = field(default_factory=dict)
+    units: pd.DataFrame | None = None
+
+
+def calibrate(
+    frame: pd.DataFrame,
+    options: CalibrationOptions,
+    *,
+    overrides: dict[str, object] | None = None,
+    data_sha256: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> CalibrationReport:
+    """Calibrate every judge of ``frame`` against the humans (METRICS.md).
+
+    ``overrides``: adjudicated reference per unit key; ``data_sha256``: the hash of the input
+    files to record (default: a hash of the frame); ``progress``: called with the number of
+    bootstrap resamples just done.
+    """
+    options.validate()
+    data = prepare_units(
+        frame,
+        options.protocol,
+        rule=options.reference_rule,
+        no_majority=options.no_majority,
+        overrides=overrides,
+    )
+    judges = _judge_names(data, options)
+    scale = Scale.of(options.protocol) if options.protocol.is_pointwise else None
+    human_alpha = AlphaData.from_matrix(data.humans)
+    alpha_levels = ("interval", "ordinal") if scale else ("nominal",)
+    kernels = {name: _kernel(data, name, scale, options) for name in judges}
+    human_block = _human_block(data, human_alpha, alpha_levels, options, scale)
+    ones = np.ones((1, data.n_units))
+    judge_blocks = {}
+    for name, kernel in kernels.items():
+        block: dict = {"n": int(kernel.n()[0]), "coverage": _coverage(data, name, kernel)}
+        block.update({k: float(v[0]) for k, v in kernel.evaluate(ones).items()})
+        judge_blocks[name] = block
+    if options.bootstrap > 0:
+        _add_intervals(
+            data, human_alpha, alpha_levels, kernels, human_block, judge_blocks, options, progress
+        )
+    loo = LeaveOneOut(
+        data.humans, data.raters, options.reference_rule, options.no_majority, scale=scale
+    )
+    human_block["loo"] = loo.pointwise(None) if scale else loo.pairwise()
+    details: dict[str, JudgeDetails] = {}
+    for name, kernel in kernels.items():
+        block = judge_blocks[name]
+        block["parse_status"] = _parse_status(data, name)
+        _add_groups(data, kernel, block, options)
+        if scale:
+            judge_values = _judge_scores(data, name)
+            block["loo"] = loo.pointwise(judge_values)
+            block["maps"] = calibration_maps(
+                judge_values,
+                data.reference,
+                _items(data),
+                scale,
+                expected=_judge_scores(data, name, column="expected_score"),
+                fraction=options.calibration_fraction,
+                seed=options.seed,
+            )
+            details[name] = pointwise_details(
+                data, name, judge_values, scale, options.max_disagreements
+            )
+        else:
+            rows = data.judge_rows(name)
+            block["loo"] = loo.pairwise(
+                rows["unit_index"].to_numpy(),
+                _verdicts(rows),
+                rows["shown_order"].to_numpy(),
+                options.unparsed,
+            )
+            details[name] = pairwise_details(
+                data, name, options.unparsed, options.max_disagreements
+            )
+    summary = {
+        "protocol": options.protocol.name,
+        "scale": _scale_summary(options.protocol),
+        "reference": _reference_summary(data, options),
+        "options": _options_summary(options, judges, _grouping(data, options)),
+        "definitions": DEFINITIONS,
+        "human": human_block,
+        "judges": judge_blocks,
+        "versions": _versions(data_sha256 or frame_sha256(data.frame)),
+    }
+    if scale:
+        summary["models"] = _models(data, judges, judge_blocks, scale)
+    return CalibrationReport(_jsonable(summary), details, data.meta)
+
+
+def frame_sha256(frame: pd.DataFrame) -> str:
+    """A hash of the judgement rows, independent of their order."""
+    columns = ["unit", "rater", "kind", "value", "shown_order", "parse_status"]
+    text = frame[columns].astype(str).sort_values(columns).to_csv(index=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _judge_names(data: UnitData, options: CalibrationOptions) -> list[str]:
+    present = sorted(data.frame.loc[data.frame["kind"] == "model", "rater"].unique())
+    if options.judges is None:
+        return present
+    unknown = [name for name in options.judges if name not in present]
+    if unknown:
+        raise CalibrationInputError(
+            f"judge(s) {', '.join(unknown)} have no judgements here; present: "
+            + (", ".join(present) or "none")
+        )
+    return list(options.judges)
+
+
+def _kernel(data: UnitData, name: str, scale: Scale | None, options: CalibrationOptions):
+    if scale is not None:
+        return PointwiseKernel(_judge_scores(data, name), data.reference, scale)
+    rows = data.judge_rows(name)
+    reference = np.array(
+        [None if np.isnan(c) else LABELS[int(c)] for c in data.reference], dtype=object
+    )
+    return PairwiseKernel(
+        rows["unit_index"].to_numpy(),
+        _verdicts(rows),
+        rows["shown_order"].to_numpy(),
+        reference,
+        options.unparsed,
+    )
+
+
+def _verdicts(rows: pd.DataFrame) -> np.ndarray:
+    return np.array([v if v in LABELS else None for v in rows["value"]], dtype=object)
+
+
+def _judge_scores(data: UnitData, name: str, column: str = "code") -> np.ndarray:
+    """Mean of the judge's parsed values per unit (samples and orders averaged), NaN if none."""
+    rows = data.judge_rows(name)
+    values = pd.to_numeric(rows[column], errors="coerce")
+    means = values.groupby(rows["unit_index"]).mean()
+    result = np.full(data.n_units, np.nan)
+    result[means.index.to_numpy()] = means.to_numpy(dtype=np.float64)
+    return result
+
+
+def _coverage(data: UnitData, name: str, kernel) -> float:
+    if isinstance(kernel, PairwiseKernel):
+        return kernel.coverage
+    rows = data.judge_rows(name)
+    asked = rows["unit_index"].nunique()
+    parsed = rows.loc[rows["code"].notna(), "unit_index"].nunique()
+    return parsed / asked if asked else float("nan")
+
+
+def _parse_status(data: UnitData, name: str) -> dict[str, int]:
+    rows = data.judge_rows(name)
+    status = rows["parse_status"].fillna("ok").astype(str)
+    status = status.where(rows["code"].notna() | (status != "ok"), "unparsed")
+    return {str(k): int(v) for k, v in status.value_counts().sort_index().items()}
+
+
+def _human_block(data, human_alpha, levels, options, scale) -> dict:
+    ones = np.ones((1, data.n_units))
+    present = ~np.isnan(data.humans)
+    block: dict = {
+        "n_annotators": len(data.raters),
+        "n_units": int(present.any(axis=0).sum()),
+        "n_judgements": int(present.sum()),
+        "annotations_per_unit": float(present.sum() / max(present.any(axis=0).sum(), 1)),
+    }
+    for level in levels:
+        block[f"alpha_{level}"] = float(human_alpha.evaluate(ones, level)[0])
+    return block
+
+
+def _add_intervals(
+    data, human_alpha, levels, kernels, human_block, judge_blocks, options, progress
+) -> None:
+    samples: dict[tuple[str, str], list[np.ndarray]] = {}
+    for weights in unit_resample_counts(data.n_units, options.bootstrap, options.seed):
+        if progress is not None:
+            progress(weights.shape[0])
+        for level in levels:
+            key = ("", f"alpha_{level}")
+            samples.setdefault(key, []).append(human_alpha.evaluate(weights, level))
+        for name, kernel in kernels.items():
+            for metric, values in kernel.evaluate(weights).items():
+                samples.setdefault((name, metric), []).append(values)
+    for (name, metric), parts in samples.items():
+        block = human_block if name == "" else judge_blocks[name]
+        block.setdefault("ci", {})[metric] = list(percentile_interval(np.concatenate(parts)))
+
+
+def _add_groups(data: UnitData, kernel, block: dict, options: CalibrationOptions) -> None:
+    for field_name in _grouping(data, options):
+        if field_name not in data.meta.columns:
+            raise CalibrationInputError(
+                f"--by {field_name}: no such field; use task, category, model, group, item_id "
+                "or a key of the items' or responses' meta"
+            )
+        names, weights = group_weights(data.meta[field_name].to_numpy(dtype=object))
+        if not names:
+            raise CalibrationInputError(f"--by {field_name}: no unit has a value for it")
+        values = kernel.evaluate(weights)
+        values = {"n": kernel.n(weights), **values}
+        block.setdefault("by", {})[field_name] = {
+            group: {m: int(v[i]) if m == "n" else float(v[i]) for m, v in values.items()}
+            for i, group in enumerate(names)
+        }
+        block.setdefault("by_aggregate", {})[field_name] = aggregate_groups(
+            values, options.aggregate
+        )
+
+
+def _items(data: UnitData) -> np.ndarray:
+    items = data.meta["item_id"].to_numpy(dtype=object)
+    return np.array([i if i is not None else u for i, u in zip(items, data.units, strict=True)])
+
+
+def _models(data: UnitData, judges: list[str], blocks: dict, scale: Scale) -> dict:
+    meta = data.meta
+    protocol = data.protocol.name
+    sources = {"human": data.reference}
+    sources.update({f"judge:{name}": _judge_scores(data, name) for name in judges})
+    per_source = {
+        key: model_scores(meta, values, protocol, scale) for key, values in sources.items()
+    }
+    alignment = {key: alignment_scores(meta, values) for key, values in sources.items()}
+    for name in judges:
+        judge = sources[f"judge:{name}"]
+        common = ~np.isnan(judge) & ~np.isnan(data.reference)
+        human_common = model_scores(meta, np.where(common, data.reference, np.nan), protocol, scale)
+        judge_common = model_scores(meta, np.where(common, judge, np.nan), protocol, scale)
+        blocks[name]["ranking_kendall"] = ranking_kendall(judge_common, human_common)
+    models: dict[str, dict] = {}
+    for key, table in per_source.items():
+        for model, entry in table.items():
+            if model in alignment[key]:
+                entry["alignment_score"] = alignment[key][model]
+            models.setdefault(model, {})[key] = entry
+    return models
+
+
+def _scale_summary(protocol: Protocol) -> dict:
+    if not protocol.is_pointwise:
+        return {"labels": list(LABELS)}
+    return {
+        "min": protocol.scale_min,
+        "max": protocol.scale_max,
+        "step": protocol.step,
+        "percent": protocol.percent,
+    }
+
+
+def _reference_summary(data: UnitData, options: CalibrationOptions) -> dict:
+    has = ~np.isnan(data.reference)
+    return {
+        "consensus": options.reference_rule,
+        "no_majority": options.no_majority,
+        "n_units": int(has.sum()),
+        "n_units_total": data.n_units,
+        "n_units_without_reference": int((~has).sum()),
+        "n_adjudicated": int(data.adjudicated.sum()),
+    }
+
+
+def _grouping(data: UnitData, options: CalibrationOptions) -> tuple[str, ...]:
+    if options.by is not None:
+        return options.by
+    return tuple(f for f in ("task", "category") if data.meta[f].notna().any())
+
+
+def _options_summary(options: CalibrationOptions, judges: list[str], by: tuple[str, ...]) -> dict:
+    return {
+        "unparsed": options.unparsed,
+        "bootstrap": options.bootstrap,
+        "seed": options.seed,
+        "ci_level": CI_LEVEL,
+        "ci_method": "percentile, resampling units",
+        "consensus": options.reference_rule,
+        "no_majority": options.no_majority,
+        "by": list(by),
+        "aggregate": options.aggregate,
+        "judges": judges,
+        "calibration_fraction": options.calibration_fraction,
+    }
+
+
+def _versions(data_sha256: str) -> dict[str, str]:
+    versions = {"critiquelab": _version("critiquelab")}
+    for package in ("numpy", "scipy", "scikit-learn", "pandas"):
+        versions[package] = _version(package)
+    versions["python"] = platform.python_version()
+    versions["data_sha256"] = data_sha256
+    return versions
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _jsonable(value: object) -> object:
+    """Plain JSON types; NaN and infinities become null (JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,348 @@
+"""The audit report: one self-contained HTML file (inline CSS and SVG, no script, no URL).
+
+Every piece of data text (model and human text, names, ids) goes through :func:`html.escape`, so
+it is shown, never interpreted.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from pathlib import Path
+
+import pandas as pd
+
+from calibration.analysis import CalibrationReport
+from calibration.details import JudgeDetails
+from calibration.svg import bar_chart, heatmap
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222;line-height:1.4}
+h1{font-size:1.6rem}h2{border-bottom:2px solid #4269d0;padding-bottom:.2rem;margin-top:2.2rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.85rem;display:block;overflow-x:auto}
+th,td{border:1px solid #ccc;padding:.25rem .45rem;text-align:right;vertical-align:top}
+th{background:#f0f3fa}td.text,th.text{text-align:left;white-space:pre-wrap;max-width:28rem}
+.ci{color:#666;font-size:.75rem}.note{color:#555;font-size:.85rem}
+.worse{color:#b3261e}.better{color:#1b6e20}dl{display:grid;grid-template-columns:14rem 1fr}
+dt{font-weight:bold}dd{margin:0 0 .3rem 0;word-break:break-all}
+"""
+_ERROR_METRICS = {"mae", "mse", "rmse", "percent_mae"}
+_SIGNED_METRICS = {"bias", "smd"}  # a difference of signed errors is neither better nor worse
+
+
+def write_html(report: CalibrationReport, path: Path) -> None:
+    """Write the audit report to ``path`` (UTF-8)."""
+    Path(path).write_text(render_html(report), encoding="utf-8")
+
+
+def render_html(report: CalibrationReport) -> str:
+    """The audit report as one HTML document."""
+    summary = report.summary
+    sections = [
+        _setup(summary),
+        _headline(summary),
+        _ceiling(summary),
+        _groups(summary),
+        _models(summary),
+        _maps(summary),
+    ]
+    for name, details in report.details.items():
+        sections.append(_judge_section(summary, name, details))
+    title = f"CritiqueLab calibration report — {summary['protocol']}"
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{escape(title)}</h1>" + "".join(sections) + "</body></html>"
+    )
+
+
+def _setup(summary: dict) -> str:
+    reference, options = summary["reference"], summary["options"]
+    judges = ", ".join(summary["judges"]) or "none"
+    facts = {
+        "Protocol": f"{summary['protocol']} {_scale_text(summary['scale'])}",
+        "Judges compared": judges,
+        "Humans": f"{summary['human']['n_annotators']} annotators on "
+        f"{summary['human']['n_units']} units",
+        "Reference": f"{reference['consensus']} of the human judgements; adjudicated label where "
+        f"one exists ({reference['n_adjudicated']} units); no majority → "
+        f"{reference['no_majority']}",
+        "Units": f"{reference['n_units']} with a reference of {reference['n_units_total']} "
+        f"({reference['n_units_without_reference']} without one, not scored)",
+        "Unparsed judge outputs": options["unparsed"],
+        "Intervals": f"{options['ci_method']}, B = {options['bootstrap']}, level "
+        f"{options['ci_level']}, seed {options['seed']}",
+        "Grouping": (", ".join(options["by"]) or "none")
+        + f" (aggregate over groups: {options['aggregate']})",
+    }
+    facts |= {f"Version of {k}": v for k, v in summary["versions"].items()}
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in facts.items())
+    definitions = "".join(
+        f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in summary["definitions"].items()
+    )
+    return (
+        "<h2>What was compared, and how</h2>"
+        "<p class='note'>Each judge's judgements are compared with the reference label of each "
+        "unit (a model response, or a pair of responses). Intervals come from resampling whole "
+        "units with replacement.</p>"
+        f"<dl>{items}</dl><ul class='note'>{definitions}</ul>"
+    )
+
+
+def _headline(summary: dict) -> str:
+    judges = summary["judges"]
+    if not judges:
+        return "<h2>Judges against the reference</h2><p>No judge judgements were found.</p>"
+    metrics = [k for k in next(iter(judges.values())) if _is_metric(judges, k)]
+    header = "<tr><th class='text'>metric</th>" + "".join(
+        f"<th>{escape(name)}</th>" for name in judges
+    )
+    rows = "".join(
+        f"<tr><th class='text'>{escape(metric)}</th>"
+        + "".join(
+            f"<td>{_value(block.get(metric), block.get('ci', {}).get(metric))}</td>"
+            for block in judges.values()
+        )
+        + "</tr>"
+        for metric in metrics
+    )
+    return (
+        "<h2>Judges against the reference</h2>"
+        "<p class='note'>Point estimate, 95% interval below it. n = units scored; coverage = "
+        "share of the judge's answers that could be parsed.</p>"
+        f"<table>{header}</tr>{rows}</table>"
+    )
+
+
+def _ceiling(summary: dict) -> str:
+    human = summary["human"]
+    alphas = "".join(
+        _row(k, _value(v, human.get("ci", {}).get(k)))
+        for k, v in human.items()
+        if k.startswith("alpha_")
+    )
+    parts = [
+        "<h2>The human ceiling</h2>",
+        "<p class='note'>Agreement among the annotators themselves (Krippendorff's alpha over "
+        "all of them), and leave-one-out: each annotator against the consensus of the others, "
+        "beside each judge against that same consensus on the same units. Degradation = judge "
+        "− human: red where the judge is further from the humans than a human is.</p>",
+        f"<table><tr><th class='text'>inter-human</th><th>value</th></tr>{alphas}</table>",
+    ]
+    for name, block in summary["judges"].items():
+        loo = block.get("loo", {})
+        if "judge" not in loo:
+            continue
+        rows = "".join(
+            f"<tr><th class='text'>{escape(metric)}</th><td>{_fmt(loo['human'][metric])}</td>"
+            f"<td>{_fmt(loo['judge'][metric])}</td>"
+            f"{_degradation(metric, loo['degradation'][metric])}</tr>"
+            for metric in loo["judge"]
+        )
+        parts.append(
+            f"<h3>{escape(name)} against one more human ({loo['n_annotators']} annotators)</h3>"
+            "<table><tr><th class='text'>metric</th><th>human LOO</th><th>judge LOO</th>"
+            f"<th>degradation</th></tr>{rows}</table>"
+        )
+    return "".join(parts)
+
+
+def _groups(summary: dict) -> str:
+    parts = []
+    for name, block in summary["judges"].items():
+        for field, groups in block.get("by", {}).items():
+            metrics = [m for m in next(iter(groups.values()))]
+            header = f"<tr><th class='text'>{escape(field)}</th>" + "".join(
+                f"<th>{escape(m)}</th>" for m in metrics
+            )
+            rows = "".join(
+                f"<tr><th class='text'>{escape(group)}</th>"
+                + "".join(f"<td>{_fmt(values.get(m))}</td>" for m in metrics)
+                + "</tr>"
+                for group, values in groups.items()
+            )
+            aggregate = block["by_aggregate"][field]
+            agg_row = (
+                f"<tr><th class='text'>aggregate ({escape(aggregate['mode'])})</th>"
+                + "".join(f"<td>{_fmt(aggregate.get(m))}</td>" for m in metrics)
+            )
+            parts.append(
+                f"<h3>{escape(name)} by {escape(field)}</h3><table>{header}</tr>{rows}{agg_row}"
+                f"</tr></table><p class='note'>{aggregate['groups_without_correlation']} group(s) "
+                "gave no correlation (fewer than 2 units or a constant side).</p>"
+            )
+    return ("<h2>Per group</h2>" + "".join(parts)) if parts else ""
+
+
+def _models(summary: dict) -> str:
+    models = summary.get("models")
+    if not models:
+        return ""
+    sources = sorted({source for entry in models.values() for source in entry})
+    header = "<tr><th class='text'>model</th>" + "".join(
+        f"<th>{escape(s)} avg</th><th>{escape(s)} alignment</th>" for s in sources
+    )
+    rows = "".join(
+        f"<tr><th class='text'>{escape(model)}</th>"
+        + "".join(
+            f"<td>{_fmt(entry.get(s, {}).get('avg'))}</td>"
+            f"<td>{_fmt(entry.get(s, {}).get('alignment_score'))}</td>"
+            for s in sources
+        )
+        + "</tr>"
+        for model, entry in models.items()
+    )
+    ranks = "".join(
+        f"<li>{escape(name)}: Kendall's tau between model rankings = "
+        f"{_fmt(block.get('ranking_kendall'))}</li>"
+        for name, block in summary["judges"].items()
+    )
+    return (
+        "<h2>Models (leaderboard)</h2><p class='note'>AlignMMBench: unweighted mean of the task "
+        "means; MMIE: percent of the maximum. The alignment score is our reading of "
+        "AlignMMBench (1 / mean variance across prompt variants).</p>"
+        f"<table>{header}</tr>{rows}</table><ul>{ranks}</ul>"
+    )
+
+
+def _maps(summary: dict) -> str:
+    parts = []
+    for name, block in summary["judges"].items():
+        maps = block.get("maps")
+        if not maps:
+            continue
+        kinds = [k for k in ("raw", "isotonic", "linear", "expected") if k in maps]
+        metrics = list(maps["raw"])
+        rows = "".join(
+            f"<tr><th class='text'>{escape(m)}</th>"
+            + "".join(f"<td>{_fmt(maps[k].get(m))}</td>" for k in kinds)
+            + "</tr>"
+            for m in metrics
+        )
+        split = maps["split"]
+        parts.append(
+            f"<h3>{escape(name)}</h3><p class='note'>Fitted on {split['calibration_units']} units, "
+            f"reported on {split['held_out_units']} held-out units (split by item, seed "
+            f"{split['seed']}).</p><table><tr><th class='text'>metric</th>"
+            + "".join(f"<th>{escape(k)}</th>" for k in kinds)
+            + f"</tr>{rows}</table>"
+        )
+    return ("<h2>Calibration maps (before / after)</h2>" + "".join(parts)) if parts else ""
+
+
+def _judge_section(summary: dict, name: str, details: JudgeDetails) -> str:
+    block = summary["judges"][name]
+    parts = [f"<h2>Judge {escape(name)}</h2>"]
+    status = ", ".join(f"{escape(k)}: {v}" for k, v in block.get("parse_status", {}).items())
+    parts.append(f"<p><b>Parse coverage</b>: {_fmt(block.get('coverage'))} ({status})</p>")
+    if "acc_with_tie" in block:
+        keys = (
+            "acc_with_tie",
+            "acc_without_tie",
+            "consistency",
+            "agreement_both_orders",
+            "prefer_first",
+            "tie_rate",
+        )
+        rows = "".join(_row(k, _value(block.get(k), block.get("ci", {}).get(k))) for k in keys)
+        parts.append(
+            "<p class='note'>Accuracy with ties counts tie as a class; without ties it is over "
+            "pairs the humans did not call a tie. Consistency: both orders give the same "
+            "verdict (n/a when no pair was judged in both orders). "
+            "prefer_first above 0.5 means the judge favours whichever response is shown first.</p>"
+            f"<table>{rows}</table>"
+        )
+    distribution = details.distribution
+    totals = distribution.sum().replace(0, 1)
+    shares = distribution / totals
+    parts.append(
+        bar_chart(
+            [str(i) for i in distribution.index],
+            {col: shares[col].tolist() for col in distribution.columns},
+            title=f"Distribution of values: {name} beside the humans (share of each)",
+        )
+    )
+    confusion = details.confusion
+    parts.append(
+        heatmap(
+            [str(i) for i in confusion.index],
+            [str(c) for c in confusion.columns],
+            confusion.to_numpy().tolist(),
+            title=f"Confusion: reference × {name}",
+            row_label="reference (humans)",
+            column_label=f"{name}",
+        )
+    )
+    if not details.bias.empty:
+        parts.append(
+            bar_chart(
+                [str(i) for i in details.bias.index],
+                {"judge − reference": details.bias["mean_bias"].tolist()},
+                title=f"Bias of {name} by reference score (mean judge − reference)",
+                symmetric=True,
+            )
+        )
+    parts.append(_disagreements(name, details.disagreements))
+    return "".join(parts)
+
+
+def _disagreements(name: str, table: pd.DataFrame) -> str:
+    if table.empty:
+        return "<p>No disagreements.</p>"
+    rows = []
+    for row in table.to_dict("records"):
+        humans = "\n\n".join(f"{r} ({v}): {t}" for r, v, t in row["human_rationales"])
+        judge = "\n\n".join(f"[{o}] ({v}): {t}" for o, v, t in row["judge_rationales"])
+        rows.append(
+            f"<tr><td class='text'>{escape(str(row['item_id']))}<br>{escape(str(row['unit']))}"
+            f"<br>{escape(str(row.get('task')))} · {escape(str(row.get('model')))}</td>"
+            f"<td>{escape(str(row['judge']))}</td><td>{escape(str(row['reference']))}"
+            f"{' (adjudicated)' if row['adjudicated'] else ''}</td>"
+            f"<td class='text'>{escape(humans)}</td><td class='text'>{escape(judge)}</td></tr>"
+        )
+    return (
+        f"<h3>Largest disagreements of {escape(name)}</h3><table><tr><th class='text'>item / "
+        "unit</th><th>judge</th><th>reference</th><th class='text'>human rationales</th>"
+        f"<th class='text'>judge rationale</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _row(label: str, cell: str) -> str:
+    return f"<tr><th class='text'>{escape(label)}</th><td>{cell}</td></tr>"
+
+
+def _is_metric(judges: dict, key: str) -> bool:
+    return all(
+        isinstance(block.get(key), int | float | type(None)) for block in judges.values()
+    ) and key not in ("ranking_kendall",)
+
+
+def _scale_text(scale: dict) -> str:
+    if "labels" in scale:
+        return "(" + " / ".join(scale["labels"]) + ")"
+    step = "continuous" if scale["step"] is None else f"step {scale['step']}"
+    return f"({scale['min']}–{scale['max']}, {step})"
+
+
+def _fmt(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.3f}" if isinstance(value, float) else escape(str(value))
+
+
+def _value(value: object, interval: list | None) -> str:
+    text = _fmt(value)
+    if interval and all(v is not None for v in interval):
+        text += f"<br><span class='ci'>[{interval[0]:.3f}, {interval[1]:.3f}]</span>"
+    return text
+
+
+def _degradation(metric: str, value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "<td>n/a</td>"
+    if metric in _SIGNED_METRICS:
+        return f"<td>{value:+.3f}</td>"
+    worse = value > 0 if metric in _ERROR_METRICS else value < 0
+    return f"<td class='{'worse' if worse else 'better'}'>{value:+.3f}</td>"

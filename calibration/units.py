@@ -1,0 +1,177 @@
+"""From the long judgement frame to arrays over units: humans, reference, judges, metadata.
+
+The frame has the columns of :data:`schemas.records.JUDGEMENT_FRAME_COLUMNS` (one row per unit,
+rater, shown order, sample). Units are sorted by key so that a seed always draws the same units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from calibration.errors import CalibrationInputError
+from calibration.pairwise import LABELS
+from calibration.reference import ConsensusRule, NoMajorityRule, consensus, with_overrides
+from schemas.protocols import Protocol
+from schemas.records import JUDGEMENT_FRAME_COLUMNS
+
+REQUIRED_COLUMNS: tuple[str, ...] = ("unit", "rater", "kind", "value")
+META_COLUMNS: tuple[str, ...] = ("item_id", "task", "category", "group", "model")
+
+
+@dataclass(frozen=True)
+class UnitData:
+    """Everything calibration needs, aligned over ``units``.
+
+    ``humans``: raters × units values (pairwise coded 0 = A, 1 = B, 2 = tie), NaN = none;
+    ``reference``: per unit, NaN = no reference; ``adjudicated``: per unit, reference came from
+    an adjudication; ``meta``: one row per unit (item_id, task, category, group, model, extras).
+    """
+
+    protocol: Protocol
+    units: np.ndarray
+    meta: pd.DataFrame
+    raters: list[str]
+    humans: np.ndarray
+    reference: np.ndarray
+    adjudicated: np.ndarray
+    frame: pd.DataFrame
+
+    @property
+    def n_units(self) -> int:
+        return int(self.units.size)
+
+    def unit_index(self, keys: pd.Series) -> np.ndarray:
+        return np.searchsorted(self.units, keys.to_numpy(dtype=object).astype(str))
+
+    def judge_rows(self, judge: str) -> pd.DataFrame:
+        rows = self.frame[(self.frame["kind"] == "model") & (self.frame["rater"] == judge)]
+        return rows.assign(unit_index=self.unit_index(rows["unit"]))
+
+    def human_rows(self) -> pd.DataFrame:
+        rows = self.frame[self.frame["kind"] == "human"]
+        return rows.assign(unit_index=self.unit_index(rows["unit"]))
+
+
+def normalise_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Check the required columns and add the optional ones (None / 'AB' / 'ok' / '')."""
+    missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
+    if missing:
+        raise CalibrationInputError(
+            "the judgement frame lacks column(s) "
+            + ", ".join(missing)
+            + "; build it with data.frames.campaign_judgement_frame or calibration.io"
+        )
+    frame = frame.copy()
+    defaults = {
+        "shown_order": "AB",
+        "parse_status": "ok",
+        "rationale": "",
+        "expected_score": np.nan,
+    }
+    for column in JUDGEMENT_FRAME_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = defaults.get(column)
+    frame["unit"] = frame["unit"].astype(str)
+    frame["rater"] = frame["rater"].astype(str)
+    frame["rationale"] = frame["rationale"].fillna("").astype(str)
+    frame["shown_order"] = frame["shown_order"].fillna("AB").astype(str)
+    kinds = set(frame["kind"].unique()) - {"human", "model"}
+    if kinds:
+        raise CalibrationInputError(
+            f"judgement kind(s) {sorted(map(str, kinds))} are not 'human' or 'model'"
+        )
+    return frame
+
+
+def prepare_units(
+    frame: pd.DataFrame,
+    protocol: Protocol,
+    *,
+    rule: ConsensusRule,
+    no_majority: NoMajorityRule,
+    overrides: dict[str, object] | None = None,
+) -> UnitData:
+    """Align the frame over its units and compute the reference (adjudication, else consensus)."""
+    frame = normalise_frame(frame)
+    if frame.empty:
+        raise CalibrationInputError("there are no judgements to calibrate")
+    frame = _coded_values(frame, protocol)
+    units = np.array(sorted(frame["unit"].unique()), dtype=object).astype(str)
+    index = np.searchsorted(units, frame["unit"].to_numpy(dtype=object).astype(str))
+    humans = frame[frame["kind"] == "human"].assign(unit_index=index[frame["kind"] == "human"])
+    humans = humans[humans["code"].notna()]
+    raters = sorted(humans["rater"].unique())
+    matrix = np.full((len(raters), units.size), np.nan)
+    if raters:
+        per_cell = humans.groupby(["rater", "unit_index"], sort=False)["code"].first()
+        rows = np.searchsorted(np.array(raters, dtype=object), per_cell.index.get_level_values(0))
+        matrix[rows, per_cell.index.get_level_values(1)] = per_cell.to_numpy(dtype=np.float64)
+    reference = (
+        consensus(matrix, rule, no_majority=no_majority, pairwise=not protocol.is_pointwise)
+        if raters
+        else np.full(units.size, np.nan)
+    )
+    adjudicated = np.full(units.size, np.nan)
+    for key, value in (overrides or {}).items():
+        position = np.searchsorted(units, str(key))
+        if position < units.size and units[position] == str(key):
+            adjudicated[position] = _code(value, protocol, where=f"adjudication of {key}")
+    reference = with_overrides(reference, adjudicated)
+    meta = _unit_meta(frame, units, index)
+    return UnitData(
+        protocol, units, meta, list(raters), matrix, reference, ~np.isnan(adjudicated), frame
+    )
+
+
+def _coded_values(frame: pd.DataFrame, protocol: Protocol) -> pd.DataFrame:
+    if protocol.is_pointwise:
+        raw = frame["value"]
+        code = pd.to_numeric(raw, errors="coerce").astype(np.float64)
+        bad = raw.notna() & code.isna()
+        if bad.any():
+            row = frame[bad].iloc[0]
+            raise CalibrationInputError(
+                f"rater {row['rater']} on unit {row['unit']}: value {row['value']!r} is not a "
+                f"number, but {protocol.name} judgements are scores"
+            )
+        low, high, tol = protocol.scale_min, protocol.scale_max, protocol.tolerance
+        off = (code < low - tol) | (code > high + tol)
+        if off.any():
+            row = frame[off].iloc[0]
+            raise CalibrationInputError(
+                f"rater {row['rater']} on unit {row['unit']}: score {row['value']} is off the "
+                f"{protocol.name} scale ({protocol.describe_scale()}); fix the data or give "
+                "--protocol score --scale MIN:MAX[:STEP]"
+            )
+        return frame.assign(code=code)
+    codes = frame["value"].map(lambda v: float(LABELS.index(v)) if v in LABELS else np.nan)
+    bad = frame["value"].notna() & codes.isna() & frame["value"].map(lambda v: v == v)
+    if bad.any():
+        row = frame[bad].iloc[0]
+        raise CalibrationInputError(
+            f"rater {row['rater']} on unit {row['unit']}: preference {row['value']!r} is not "
+            "one of A, B, tie (canonical order)"
+        )
+    return frame.assign(code=codes.astype(np.float64))
+
+
+def _code(value: object, protocol: Protocol, *, where: str) -> float:
+    if value is None:
+        return np.nan
+    if protocol.is_pointwise:
+        return protocol.validate_score(value, field_name=where)
+    return float(LABELS.index(protocol.validate_preference(value, field_name=where)))
+
+
+def _unit_meta(frame: pd.DataFrame, units: np.ndarray, index: np.ndarray) -> pd.DataFrame:
+    extra = [c for c in frame.columns if c not in JUDGEMENT_FRAME_COLUMNS and c != "code"]
+    columns = list(META_COLUMNS) + extra
+    firsts = frame.assign(unit_index=index).groupby("unit_index")[columns].first()
+    meta = firsts.reindex(range(units.size))
+    meta.insert(0, "unit", units)
+    return (
+        meta.reset_index(drop=True).astype(object).where(meta.notna().reset_index(drop=True), None)
+    )

@@ -1,0 +1,274 @@
+"""A campaign as the long judgement frame that :mod:`calibration` reads.
+
+Three set-based queries (units with their item and responses, live annotations, model
+judgements on the campaign's responses or pairs), joined in pandas: no query per row. Columns are
+:data:`schemas.records.JUDGEMENT_FRAME_COLUMNS` plus the scalar keys of the items' and responses'
+``meta`` (usable with ``--by``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import select
+from sqlalchemy.orm import Session, aliased
+
+from schemas.records import JUDGEMENT_FRAME_COLUMNS
+from schemas.tables import (
+    Adjudication,
+    Annotation,
+    Campaign,
+    Item,
+    Judgement,
+    Pair,
+    Response,
+    Unit,
+    User,
+)
+
+
+class CampaignNotFound(ValueError):
+    """No campaign with that id or name."""
+
+
+@dataclass(frozen=True)
+class ResponseContent:
+    """One response of a unit, as stored (CONTENT: text or segments)."""
+
+    response_id: str
+    model: str
+    content: Any
+
+
+@dataclass(frozen=True)
+class UnitContent:
+    """What a unit shows: the item (question, earlier turns, reference) and its response(s)."""
+
+    unit: str
+    item_id: str
+    task: str | None
+    question: Any
+    history: list
+    reference: Any | None
+    responses: tuple[ResponseContent, ...]
+
+
+def find_campaign(session: Session, name_or_id: str | int) -> Campaign:
+    """The campaign called ``name_or_id`` (or with that id)."""
+    statement = select(Campaign).where(Campaign.name == str(name_or_id))
+    campaign = session.execute(statement).scalars().first()
+    if campaign is None and str(name_or_id).isdigit():
+        campaign = session.get(Campaign, int(name_or_id))
+    if campaign is None:
+        names = session.execute(select(Campaign.name).order_by(Campaign.name)).scalars().all()
+        raise CampaignNotFound(
+            f"campaign {name_or_id!r} not found; existing: " + (", ".join(names) or "none")
+        )
+    return campaign
+
+
+def campaign_judges(session: Session, campaign_id: int) -> list[str]:
+    """Names of the model judges that scored units of the campaign."""
+    campaign = session.get(Campaign, campaign_id)
+    units = _units_subquery(campaign)
+    link = _judgement_link(campaign, units)
+    rows = session.execute(
+        select(Judgement.judge).distinct().join(units, link).order_by(Judgement.judge)
+    ).all()
+    return [row[0] for row in rows]
+
+
+def campaign_judgement_frame(
+    session: Session, campaign_id: int, judges: list[str] | None = None
+) -> pd.DataFrame:
+    """One row per live annotation and per model judgement of the campaign's units."""
+    campaign = session.get(Campaign, campaign_id)
+    if campaign is None:
+        raise CampaignNotFound(f"campaign id {campaign_id} not found")
+    units = _unit_table(session, campaign)
+    humans = _annotations(session, campaign)
+    models = _judgements(session, campaign, judges)
+    frame = pd.concat([humans, models], ignore_index=True)
+    if frame.empty:
+        return pd.DataFrame(columns=[*JUDGEMENT_FRAME_COLUMNS, "unit_id"])
+    frame = frame.merge(units, on="unit_id", how="left")
+    ordered = [c for c in JUDGEMENT_FRAME_COLUMNS if c in frame.columns]
+    rest = [c for c in frame.columns if c not in ordered and c != "unit_id"]
+    return frame[ordered + rest].reset_index(drop=True)
+
+
+def campaign_reference_overrides(session: Session, campaign_id: int) -> dict[str, object]:
+    """Live adjudications of the campaign: unit key → adjudicated score or preference."""
+    campaign = session.get(Campaign, campaign_id)
+    keys = _unit_table(session, campaign).set_index("unit_id")["unit"]
+    rows = session.execute(
+        select(Adjudication.unit_id, Adjudication.score, Adjudication.preference).where(
+            Adjudication.campaign_id == campaign_id, Adjudication.is_live.is_(True)
+        )
+    ).all()
+    result: dict[str, object] = {}
+    for unit_id, score, preference in rows:
+        value = score if score is not None else preference
+        if value is not None and unit_id in keys.index:
+            result[str(keys[unit_id])] = value
+    return result
+
+
+def unit_content(session: Session, campaign_id: int, unit_key: str) -> UnitContent:
+    """The item and response(s) behind ``unit_key`` (``r:<response_id>`` or ``p:<a>|<b>``)."""
+    if unit_key.startswith("r:"):
+        response_ids = [unit_key[2:]]
+    elif unit_key.startswith("p:") and "|" in unit_key:
+        response_ids = unit_key[2:].split("|", 1)
+    else:
+        raise ValueError(f"unit key {unit_key!r} must look like r:<response_id> or p:<a>|<b>")
+    rows = session.execute(
+        select(Response, Item)
+        .join(Item, Item.id == Response.item_pk)
+        .where(Response.response_id.in_(response_ids))
+    ).all()
+    by_id = {response.response_id: (response, item) for response, item in rows}
+    missing = [rid for rid in response_ids if rid not in by_id]
+    if missing:
+        raise ValueError(f"unit {unit_key}: response(s) {', '.join(missing)} not in the database")
+    item = by_id[response_ids[0]][1]
+    responses = tuple(
+        ResponseContent(rid, by_id[rid][0].model, by_id[rid][0].content) for rid in response_ids
+    )
+    return UnitContent(
+        unit_key, item.item_id, item.task, item.question, item.history, item.reference, responses
+    )
+
+
+def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:
+    response, response_a, response_b = aliased(Response), aliased(Response), aliased(Response)
+    statement = (
+        select(
+            Unit.id,
+            Item.item_id,
+            Item.task,
+            Item.category,
+            Item.group,
+            Item.meta,
+            response.response_id,
+            response.model,
+            response.meta,
+            response_a.response_id,
+            response_b.response_id,
+        )
+        .join(Item, Item.id == Unit.item_pk)
+        .outerjoin(response, response.id == Unit.response_pk)
+        .outerjoin(Pair, Pair.id == Unit.pair_pk)
+        .outerjoin(response_a, response_a.id == Pair.response_a_pk)
+        .outerjoin(response_b, response_b.id == Pair.response_b_pk)
+        .where(Unit.campaign_id == campaign.id)
+    )
+    records = []
+    for row in session.execute(statement).all():
+        unit_id, item_id, task, category, group, item_meta, rid, model, rmeta, ra, rb = row
+        record = _scalars(item_meta) | _scalars(rmeta)
+        record |= {
+            "unit_id": unit_id,
+            "unit": f"r:{rid}" if rid is not None else f"p:{ra}|{rb}",
+            "item_id": item_id,
+            "task": task,
+            "category": category,
+            "group": group,
+            "model": model,
+        }
+        records.append(record)
+    columns = ["unit_id", "unit", "item_id", "task", "category", "group", "model"]
+    return pd.DataFrame(records, columns=None if records else columns)
+
+
+def _annotations(session: Session, campaign: Campaign) -> pd.DataFrame:
+    statement = (
+        select(
+            Annotation.unit_id,
+            User.name,
+            Annotation.score,
+            Annotation.preference,
+            Annotation.shown_order,
+            Annotation.rationale,
+        )
+        .join(User, User.id == Annotation.annotator_id)
+        .where(Annotation.campaign_id == campaign.id, Annotation.is_live.is_(True))
+    )
+    rows = session.execute(statement).all()
+    pointwise = campaign.protocol != "pairwise"
+    return pd.DataFrame(
+        {
+            "unit_id": [r[0] for r in rows],
+            "rater": [f"annotator:{r[1]}" for r in rows],
+            "kind": "human",
+            "value": pd.Series([r[2] if pointwise else r[3] for r in rows], dtype=object),
+            "shown_order": [r[4] or "AB" for r in rows],
+            "parse_status": "ok",
+            "rationale": [r[5] or "" for r in rows],
+            "expected_score": np.nan,
+        }
+    )
+
+
+def _judgements(session: Session, campaign: Campaign, judges: list[str] | None) -> pd.DataFrame:
+    units = (
+        select(Unit.id, Unit.response_pk, Unit.pair_pk)
+        .where(Unit.campaign_id == campaign.id)
+        .subquery()
+    )
+    statement = (
+        select(
+            units.c.id,
+            Judgement.judge,
+            Judgement.score,
+            Judgement.preference,
+            Judgement.shown_order,
+            Judgement.parse_status,
+            Judgement.rationale,
+            Judgement.expected_score,
+        )
+        .join(units, _judgement_link(campaign, units))
+        .where(Judgement.protocol == campaign.protocol)
+    )
+    if judges:
+        statement = statement.where(Judgement.judge.in_(judges))
+    rows = session.execute(statement.order_by(units.c.id, Judgement.id)).all()
+    pointwise = campaign.protocol != "pairwise"
+    return pd.DataFrame(
+        {
+            "unit_id": [r[0] for r in rows],
+            "rater": [r[1] for r in rows],
+            "kind": "model",
+            "value": pd.Series([r[2] if pointwise else r[3] for r in rows], dtype=object),
+            "shown_order": [r[4] or "AB" for r in rows],
+            "parse_status": [r[5] for r in rows],
+            "rationale": [r[6] or "" for r in rows],
+            "expected_score": pd.Series([r[7] for r in rows], dtype=np.float64),
+        }
+    )
+
+
+def _units_subquery(campaign: Campaign):
+    return (
+        select(Unit.id, Unit.response_pk, Unit.pair_pk)
+        .where(Unit.campaign_id == campaign.id)
+        .subquery()
+    )
+
+
+def _judgement_link(campaign: Campaign, units):
+    if campaign.protocol == "pairwise":
+        return Judgement.pair_pk == units.c.pair_pk
+    return Judgement.response_pk == units.c.response_pk
+
+
+def _scalars(meta: dict | None) -> dict:
+    reserved = set(JUDGEMENT_FRAME_COLUMNS) | {"unit_id"}
+    return {
+        str(k): v
+        for k, v in (meta or {}).items()
+        if isinstance(v, str | int | float | bool) and str(k) not in reserved
+    }

@@ -1,0 +1,235 @@
+"""data.frames: a campaign as the judgement frame, adjudications as overrides; DB-mode CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy.engine import Engine
+from typer.testing import CliRunner
+
+from annotate_app.cli.main import app
+from calibration import CalibrationOptions, calibrate
+from data.frames import (
+    CampaignNotFound,
+    campaign_judgement_frame,
+    campaign_judges,
+    campaign_reference_overrides,
+    find_campaign,
+)
+from data.storage import session_scope
+from schemas.protocols import ALIGNMMBENCH, PAIRWISE
+from schemas.records import JUDGEMENT_FRAME_COLUMNS
+from schemas.tables import (
+    Adjudication,
+    Annotation,
+    Campaign,
+    Dataset,
+    Item,
+    Judgement,
+    Pair,
+    Response,
+    Unit,
+    User,
+)
+
+
+def _build(engine: Engine) -> dict[str, int]:
+    """Two items × two models; a pointwise campaign (2 annotators, one retired revision, one
+    adjudication, two judges, one unparsed) and a pairwise campaign (both orders judged)."""
+    with session_scope(engine) as s:
+        users = [User(name=n, password_hash="x", role="annotator") for n in ("ann", "bob", "rev")]
+        dataset = Dataset(name="d", benchmark="alignmmbench")
+        s.add_all([*users, dataset])
+        s.flush()
+        items = [
+            Item(
+                dataset_id=dataset.id,
+                item_id=f"i{k}",
+                benchmark="alignmmbench",
+                task="OCR" if k == 0 else "Chart",
+                category="c",
+                group="g",
+                question="q",
+                content_sha256="h",
+                meta={"source": f"s{k}"},
+            )
+            for k in range(2)
+        ]
+        s.add_all(items)
+        s.flush()
+        responses = [
+            Response(
+                response_id=f"i{k}/{m}",
+                item_pk=items[k].id,
+                model=m,
+                content="a",
+                content_sha256="h",
+            )
+            for k in range(2)
+            for m in ("m1", "m2")
+        ]
+        s.add_all(responses)
+        s.flush()
+        point = Campaign(name="points", dataset_id=dataset.id, protocol="alignmmbench", overlap=2)
+        pairs = Campaign(name="pairs", dataset_id=dataset.id, protocol="pairwise", overlap=2)
+        s.add_all([point, pairs])
+        s.flush()
+        units = [Unit(campaign_id=point.id, item_pk=r.item_pk, response_pk=r.id) for r in responses]
+        pair = Pair(
+            item_pk=items[0].id, response_a_pk=responses[0].id, response_b_pk=responses[1].id
+        )
+        s.add_all([*units, pair])
+        s.flush()
+        pair_unit = Unit(campaign_id=pairs.id, item_pk=items[0].id, pair_pk=pair.id)
+        s.add(pair_unit)
+        s.flush()
+        for u, unit in enumerate(units):
+            for a, user in enumerate(users[:2]):
+                s.add(
+                    Annotation(
+                        campaign_id=point.id,
+                        unit_id=unit.id,
+                        annotator_id=user.id,
+                        score=float(3 + u + a),
+                        rationale=f"r{u}{a}",
+                        revision=2 if u == a == 0 else 1,
+                    )
+                )
+            s.add(
+                Judgement(
+                    judge="gpt-4",
+                    protocol="alignmmbench",
+                    unit_key=f"r:{responses[u].response_id}",
+                    response_pk=responses[u].id,
+                    score=float(4 + u),
+                    rationale="j",
+                )
+            )
+            s.add(
+                Judgement(
+                    judge="critic",
+                    protocol="alignmmbench",
+                    unit_key=f"r:{responses[u].response_id}",
+                    response_pk=responses[u].id,
+                    score=None if u == 0 else 5.0,
+                    parse_status="unparsed" if u == 0 else "ok",
+                )
+            )
+        s.add(
+            Annotation(
+                campaign_id=point.id,
+                unit_id=units[0].id,
+                annotator_id=users[0].id,
+                score=9.0,
+                rationale="old",
+                revision=1,
+                is_live=False,
+            )
+        )
+        s.flush()
+        s.add(
+            Adjudication(
+                campaign_id=point.id, unit_id=units[1].id, reviewer_id=users[2].id, score=7.0
+            )
+        )
+        s.add(
+            Adjudication(
+                campaign_id=point.id,
+                unit_id=units[2].id,
+                reviewer_id=users[2].id,
+                score=1.0,
+                is_live=False,
+            )
+        )
+        for user, label, shown in ((users[0], "A", "AB"), (users[1], "B", "BA")):
+            s.add(
+                Annotation(
+                    campaign_id=pairs.id,
+                    unit_id=pair_unit.id,
+                    annotator_id=user.id,
+                    preference=label,
+                    shown_order=shown,
+                    rationale="p",
+                )
+            )
+        key = "p:i0/m1|i0/m2"
+        for shown, verdict in (("AB", "A"), ("BA", "A")):
+            s.add(
+                Judgement(
+                    judge="gpt-4",
+                    protocol="pairwise",
+                    unit_key=key,
+                    pair_pk=pair.id,
+                    shown_order=shown,
+                    preference=verdict,
+                )
+            )
+        return {"points": point.id, "pairs": pairs.id}
+
+
+def test_pointwise_campaign_frame(any_engine):
+    ids = _build(any_engine)
+    with session_scope(any_engine) as s:
+        frame = campaign_judgement_frame(s, ids["points"])
+        overrides = campaign_reference_overrides(s, ids["points"])
+        assert campaign_judges(s, ids["points"]) == ["critic", "gpt-4"]
+        assert find_campaign(s, "points").id == ids["points"]
+        with pytest.raises(CampaignNotFound, match="existing: pairs, points"):
+            find_campaign(s, "nope")
+    assert list(frame.columns[: len(JUDGEMENT_FRAME_COLUMNS)]) == list(JUDGEMENT_FRAME_COLUMNS)
+    humans = frame[frame["kind"] == "human"]
+    assert len(humans) == 8  # the retired revision is not there
+    assert set(humans["rater"]) == {"annotator:ann", "annotator:bob"}
+    assert len(frame[frame["kind"] == "model"]) == 8
+    first = frame[(frame["unit"] == "r:i0/m1") & (frame["rater"] == "annotator:ann")].iloc[0]
+    assert (first["value"], first["task"], first["model"], first["item_id"]) == (
+        3.0,
+        "OCR",
+        "m1",
+        "i0",
+    )
+    assert first["source"] == "s0"  # item meta, usable with --by
+    assert overrides == {"r:i0/m2": 7.0}
+    report = calibrate(frame, CalibrationOptions(ALIGNMMBENCH, bootstrap=0), overrides=overrides)
+    assert report.summary["reference"]["n_adjudicated"] == 1
+    assert report.summary["judges"]["critic"]["coverage"] == 0.75
+
+
+def test_pairwise_campaign_frame(any_engine):
+    ids = _build(any_engine)
+    with session_scope(any_engine) as s:
+        frame = campaign_judgement_frame(s, ids["pairs"], judges=["gpt-4"])
+    assert set(frame["unit"]) == {"p:i0/m1|i0/m2"}
+    model = frame[frame["kind"] == "model"].sort_values("shown_order")
+    assert list(model["shown_order"]) == ["AB", "BA"]
+    summary = calibrate(frame, CalibrationOptions(PAIRWISE, bootstrap=0)).summary
+    assert summary["judges"]["gpt-4"]["consistency"] == 1.0
+    assert summary["reference"]["n_units"] == 1  # no majority among 2 → tie
+
+
+def test_cli_database_mode(engine, db_url, tmp_path):
+    _build(engine)
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(
+        app,
+        [
+            "--db",
+            db_url,
+            "calibrate",
+            "--campaign",
+            "points",
+            "--bootstrap",
+            "20",
+            "--by",
+            "task",
+            "--json",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(out.read_text())
+    assert set(summary["judges"]) == {"critic", "gpt-4"}
+    assert set(summary["judges"]["gpt-4"]["by"]["task"]) == {"OCR", "Chart"}
+    result = CliRunner().invoke(app, ["--db", db_url, "calibrate", "--campaign", "nope"])
+    assert result.exit_code == 2 and "campaign 'nope' not found" in result.output
