@@ -1,0 +1,15 @@
+"""The critic: judge prompts, output parsing, SFT data, fine-tuning, local and remote judging.
+
+Modules (import what you need; only the training and judging ones load torch):
+
+* :mod:`critic.prompts` — judge prompt templates (TOML) rendered from the protocols' facts;
+* :mod:`critic.parsing` — judge output → value, rationale, parse status;
+* :mod:`critic.sft` — ``export sft``: human judgements as chat training records;
+* :mod:`critic.collate`, :mod:`critic.modeling`, :mod:`critic.training` — fine-tuning with
+  transformers' Trainer (full or LoRA), checkpoints, and the eval split's calibration report
+  (:mod:`critic.evaluation`);
+* :mod:`critic.local`, :mod:`critic.score` — ``critic score``: batched local judging, expected
+  scores;
+* :mod:`critic.remote` — ``judge run``: OpenAI-compatible endpoints with retries and a cache;
+* :mod:`critic.gguf` — ``critic convert-gguf``.
+"""

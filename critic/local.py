@@ -1,0 +1,178 @@
+"""Run a critic in this process: batched generation and expected scores.
+
+Prompts are batched with left padding (position ids follow the attention mask, so a padded prompt
+is read exactly as it would be alone) and answered greedily unless sampling is asked for.
+
+The expected score (METRICS.md, calibration maps) is Σ p(s)·s over the scale points s, read from
+the model's next-token distribution right after the answer prefix of the template
+(``{"Rating": `` …). Scale values that take several tokens (``10`` = ``1`` ``0``) are handled with
+a trie: every distribution needed comes from the same batched forward pass, the probability of a
+value is the product along its tokens times the probability that no longer value continues it,
+and the probabilities are renormalised over the scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from critic.collate import CriticCollator, EncodedConversation, render_prompt
+from critic.modeling import LoadedModel
+from critic.prompts import JudgePrompt, format_value
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """How the critic writes its answers."""
+
+    max_new_tokens: int = 256
+    do_sample: bool = False
+    """Greedy by default; sampling draws ``num_samples`` answers per prompt."""
+    temperature: float = 1.0
+    num_samples: int = 1
+    batch_size: int = 8
+
+
+def encode_prompt(
+    loaded: LoadedModel, prompt: JudgePrompt, suffix: str = ""
+) -> EncodedConversation:
+    """Token ids of the judge prompt plus the generation prompt (and ``suffix``, if any)."""
+    text = render_prompt(loaded.chat, prompt.messages) + suffix
+    if loaded.processor is None:
+        ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return EncodedConversation(ids, ids)
+    from PIL import Image
+
+    pictures = [Image.open(path).convert("RGB") for path in prompt.images]
+    encoded = loaded.processor(text=text, images=pictures or None, return_tensors="pt")
+    ids = encoded["input_ids"][0].tolist()
+    extra = {k: v for k, v in encoded.items() if k not in ("input_ids", "attention_mask")}
+    return EncodedConversation(ids, ids, extra)
+
+
+def generate(
+    loaded: LoadedModel, prompts: list[JudgePrompt], options: GenerationOptions
+) -> list[list[str]]:
+    """The critic's answers: ``num_samples`` texts per prompt, in the order of ``prompts``."""
+    collator = CriticCollator(loaded.tokenizer.pad_token_id, padding_side="left")
+    answers: list[list[str]] = []
+    model = loaded.model.eval()
+    for start in range(0, len(prompts), options.batch_size):
+        batch = collator(
+            [encode_prompt(loaded, p) for p in prompts[start : start + options.batch_size]]
+        )
+        batch.pop("labels")
+        batch = {key: value.to(model.device) for key, value in batch.items()}
+        sampling: dict[str, Any] = (
+            {"do_sample": True, "temperature": options.temperature}
+            if options.do_sample
+            else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+        )
+        with torch.no_grad():
+            output = model.generate(
+                **batch,
+                max_new_tokens=options.max_new_tokens,
+                num_return_sequences=options.num_samples,
+                pad_token_id=loaded.tokenizer.pad_token_id,
+                **sampling,
+            )
+        new_tokens = output[:, batch["input_ids"].shape[1] :]
+        texts = loaded.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        for index in range(0, len(texts), options.num_samples):
+            answers.append([text.strip() for text in texts[index : index + options.num_samples]])
+    return answers
+
+
+def expected_scores(
+    loaded: LoadedModel,
+    prompts: list[JudgePrompt],
+    *,
+    answer_prefix: str,
+    scale_points: list[float],
+    batch_size: int = 8,
+) -> list[float]:
+    """Σ p(s)·s for each prompt (see the module docstring), one batched forward pass per batch."""
+    candidates = _candidate_tokens(loaded, answer_prefix, scale_points)
+    runs = _maximal_internal_paths(list(candidates.values()))
+    collator = CriticCollator(loaded.tokenizer.pad_token_id, padding_side="left")
+    model = loaded.model.eval()
+    results = []
+    for start in range(0, len(prompts), batch_size):
+        chunk = prompts[start : start + batch_size]
+        features, anchors = [], []
+        for prompt in chunk:
+            base = encode_prompt(loaded, prompt, answer_prefix)
+            for run in runs:
+                ids = base.input_ids + list(run)
+                features.append(EncodedConversation(ids, ids, base.image_inputs))
+                anchors.append(len(base.input_ids))
+        batch = collator(features)
+        batch.pop("labels")
+        mask = batch["attention_mask"]
+        batch["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)
+        batch = {key: value.to(model.device) for key, value in batch.items()}
+        with torch.no_grad():
+            log_probs = model(**batch).logits.float().log_softmax(-1).cpu()
+        width = mask.shape[1]
+        for index in range(len(chunk)):
+            node_probs: dict[tuple[int, ...], torch.Tensor] = {}
+            for r, run in enumerate(runs):
+                row = index * len(runs) + r
+                offset = width - len(features[row].input_ids) + anchors[row] - 1
+                for depth in range(len(run) + 1):
+                    node_probs.setdefault(run[:depth], log_probs[row, offset + depth].exp())
+            results.append(_expectation(candidates, node_probs))
+    return results
+
+
+def _candidate_tokens(
+    loaded: LoadedModel, answer_prefix: str, scale_points: list[float]
+) -> dict[float, tuple[int, ...]]:
+    """Token ids of each scale value as written after the answer prefix."""
+    tokenizer = loaded.tokenizer
+    anchor = "\n" + answer_prefix
+    base = tokenizer(anchor, add_special_tokens=False)["input_ids"]
+    result = {}
+    for point in scale_points:
+        ids = tokenizer(anchor + format_value(point), add_special_tokens=False)["input_ids"]
+        if ids[: len(base)] != base or len(ids) == len(base):
+            raise ValueError(
+                f"the tokenizer merges the score {format_value(point)} with the answer prefix "
+                f"{answer_prefix!r}, so score-token probabilities cannot be read; score without "
+                "--expected-score"
+            )
+        result[point] = tuple(ids[len(base) :])
+    return result
+
+
+def _maximal_internal_paths(sequences: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Fewest token paths whose forward passes expose every distribution needed: the trie nodes
+    that have children (proper prefixes of a value), keeping those not inside a longer one."""
+    internal = {seq[:depth] for seq in sequences for depth in range(len(seq))}
+    return sorted(
+        node for node in internal if not any(o[: len(node)] == node and o != node for o in internal)
+    )
+
+
+def _expectation(
+    candidates: dict[float, tuple[int, ...]], node_probs: dict[tuple[int, ...], torch.Tensor]
+) -> float:
+    weights = {}
+    for point, tokens in candidates.items():
+        probability = 1.0
+        for depth, token in enumerate(tokens):
+            probability *= float(node_probs[tokens[:depth]][token])
+        children = {
+            other[len(tokens)]
+            for other in candidates.values()
+            if len(other) > len(tokens) and other[: len(tokens)] == tokens
+        }
+        if children:
+            probability *= 1.0 - sum(float(node_probs[tokens][child]) for child in children)
+        weights[point] = max(probability, 0.0)
+    total = sum(weights.values())
+    if total <= 0:
+        return float("nan")
+    return sum(point * weight for point, weight in weights.items()) / total

@@ -1,0 +1,326 @@
+"""Critic training data (FORMATS.md §4): human judgements as chat conversations.
+
+Each record is the judge prompt (system + user) and, as the assistant turn, the human judgement
+in the protocol's output format with the human rationale — the recipe of CritiqueVLM
+(AlignMMBench), MMIE-Score and LLaVA-Critic, which all fine-tune on human score + reason pairs.
+
+The label of a unit is its live adjudication if there is one, else the consensus of its
+annotators (``mean`` or ``median`` of the scores rounded half up to the scale step, ``majority``
+for pairwise with no majority → tie), or — with ``per_annotator`` — one record per annotator with
+their own label and rationale. Items, never responses, are split between train and eval with a
+seed, so no item is in both.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy.engine import Engine
+
+from critic.prompts import PromptTemplate, build_prompt, builtin_template, format_target
+from data.critic_io import AnnotatedUnit, HumanLabel, annotated_units, campaign_info, image_resolver
+from data.storage import session_scope
+from schemas.protocols import Protocol, to_shown
+
+Consensus = Literal["mean", "median", "majority"]
+CONSENSUS_MODES: tuple[str, ...] = ("mean", "median", "majority")
+
+
+class SftFileError(ValueError):
+    """A training file line that cannot be used: file, line, field and the fix."""
+
+
+@dataclass(frozen=True)
+class SftOptions:
+    """How human labels become training records."""
+
+    eval_fraction: float = 0.1
+    """Share of items (not responses) held out for evaluation."""
+    seed: int = 0
+    """Seed of the item split and of the shown order of pairs."""
+    per_annotator: bool = False
+    """One record per annotator instead of one per unit with the consensus label."""
+    consensus: Consensus | None = None
+    """``mean`` (default for scores), ``median``, or ``majority`` (default, and only, for pairs)."""
+    vision: bool = False
+    """Vision-language prompts (images as segments) instead of text-only ones."""
+    show_reference: bool = True
+
+
+@dataclass(frozen=True)
+class SftRecord:
+    """One training conversation."""
+
+    messages: list[dict[str, Any]]
+    images: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def split(self) -> str:
+        return str(self.meta.get("split", "train"))
+
+    def to_json(self) -> str:
+        payload = {"messages": self.messages, "images": self.images, "meta": self.meta}
+        return json.dumps(payload, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class SftExportSummary:
+    """What ``export sft`` wrote."""
+
+    path: Path
+    records: int
+    train: int
+    eval: int
+    units: int
+    """Units with at least one live human label."""
+    items: int
+    prompt_id: str
+
+
+def export_campaign_sft(
+    engine: Engine,
+    campaign: str,
+    path: Path,
+    options: SftOptions,
+    *,
+    language: str = "en",
+    template: PromptTemplate | None = None,
+) -> SftExportSummary:
+    """Write the training file of ``campaign``'s human judgements to ``path`` (FORMATS.md §4)."""
+    with session_scope(engine) as session:
+        info = campaign_info(session, campaign)
+        units = annotated_units(session, info.id)
+    if not units:
+        raise ValueError(
+            f"campaign {campaign!r} has no human annotations yet: annotate some units first"
+        )
+    template = template or builtin_template(info.protocol.name, language)
+    options = replace(options, show_reference=options.show_reference and info.show_reference)
+    records = build_sft_records(units, info.protocol, template, options, image_resolver(engine))
+    write_sft(records, path)
+    return SftExportSummary(
+        path=path,
+        records=len(records),
+        train=sum(record.split == "train" for record in records),
+        eval=sum(record.split == "eval" for record in records),
+        units=len(units),
+        items=len({unit.unit.item.item_id for unit in units}),
+        prompt_id=template.prompt_id(vision=options.vision),
+    )
+
+
+def build_sft_records(
+    units: list[AnnotatedUnit],
+    protocol: Protocol,
+    template: PromptTemplate,
+    options: SftOptions,
+    resolve_image: Callable[[str], Path],
+) -> list[SftRecord]:
+    """Training records for annotated units (see the module docstring)."""
+    if not 0 <= options.eval_fraction < 1:
+        raise ValueError(f"--eval-fraction is {options.eval_fraction}; give a number in [0, 1)")
+    consensus = options.consensus or ("mean" if protocol.is_pointwise else "majority")
+    if consensus not in CONSENSUS_MODES or (protocol.is_pointwise == (consensus == "majority")):
+        allowed = "mean, median" if protocol.is_pointwise else "majority"
+        raise ValueError(
+            f"consensus {consensus!r} does not apply to {protocol.name}: use {allowed}"
+        )
+    eval_items = split_items(sorted({u.unit.item.item_id for u in units}), options)
+    rng = random.Random(options.seed)
+    records = []
+    for annotated in units:
+        split = "eval" if annotated.unit.item.item_id in eval_items else "train"
+        labels = {label.annotator: _label_value(label, protocol) for label in annotated.labels}
+        if options.per_annotator:
+            targets = [
+                (value, label.rationale, [label.annotator], "annotator", _swapped(label, rng))
+                for label in annotated.labels
+                if (value := labels[label.annotator]) is not None
+            ]
+        else:
+            target = _consensus_target(annotated, protocol, consensus, labels)
+            targets = [(*target, rng.random() < 0.5)] if target else []
+        for value, rationale, annotators, source, swapped in targets:
+            records.append(
+                _record(
+                    annotated,
+                    protocol,
+                    template,
+                    options,
+                    resolve_image,
+                    value,
+                    rationale,
+                    meta={
+                        "annotators": annotators,
+                        "split": split,
+                        "label": value,
+                        "label_source": source,
+                        "labels": labels,
+                    },
+                    swapped=swapped,
+                )
+            )
+    return records
+
+
+def split_items(item_ids: list[str], options: SftOptions) -> set[str]:
+    """The items held out for evaluation: a seeded shuffle of the sorted ids, the first
+    ``round(n × eval_fraction)`` (at least one when the fraction is positive and n ≥ 2)."""
+    if options.eval_fraction == 0 or not item_ids:
+        return set()
+    shuffled = sorted(item_ids)
+    random.Random(options.seed).shuffle(shuffled)
+    count = round(len(shuffled) * options.eval_fraction)
+    count = min(max(count, 1 if len(shuffled) >= 2 else 0), len(shuffled) - 1)
+    return set(shuffled[:count])
+
+
+def write_sft(records: list[SftRecord], path: Path) -> None:
+    """Write records as JSON Lines (written to a temporary file, then moved into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part")
+    with partial.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(record.to_json() + "\n")
+    partial.replace(path)
+
+
+def read_sft(path: Path) -> list[SftRecord]:
+    """Read a training file; :class:`SftFileError` names the line and field of a bad record.
+
+    Relative image paths are resolved against the file's folder.
+    """
+    records = []
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise SftFileError(f"{where}: not valid JSON ({error.msg})") from None
+            messages = raw.get("messages") if isinstance(raw, dict) else None
+            if not isinstance(messages, list) or len(messages) < 2:
+                raise SftFileError(f"{where}: `messages` must be a list of at least two turns")
+            if not isinstance(messages[-1], dict) or messages[-1].get("role") != "assistant":
+                raise SftFileError(f"{where}: the last message must be the assistant's answer")
+            if any(
+                not isinstance(m, dict) or "role" not in m or "content" not in m for m in messages
+            ):
+                raise SftFileError(f"{where}: every message needs `role` and `content`")
+            images = raw.get("images") or []
+            if not isinstance(images, list):
+                raise SftFileError(f"{where}: `images` must be a list of file paths")
+            images = [str((Path(path).parent / image).resolve()) for image in images]
+            records.append(SftRecord(messages, images, dict(raw.get("meta") or {})))
+    if not records:
+        raise SftFileError(f"{path}: no records; export some with critiquelab export sft")
+    return records
+
+
+def _record(
+    annotated: AnnotatedUnit,
+    protocol: Protocol,
+    template: PromptTemplate,
+    options: SftOptions,
+    resolve_image: Callable[[str], Path],
+    value: float | str,
+    rationale: str,
+    *,
+    meta: dict[str, Any],
+    swapped: bool,
+) -> SftRecord:
+    unit = annotated.unit
+    shown = unit.responses[::-1] if swapped and not protocol.is_pointwise else unit.responses
+    prompt = build_prompt(
+        template,
+        protocol,
+        unit.item,
+        shown,
+        vision=options.vision,
+        resolve_image=resolve_image,
+        show_reference=options.show_reference,
+    )
+    shown_value = value if protocol.is_pointwise else to_shown(str(value), swapped=swapped)
+    answer = {
+        "role": "assistant",
+        "content": format_target(template, protocol, shown_value, rationale),
+    }
+    unit_meta: dict[str, Any] = {
+        "protocol": protocol.name,
+        "item_id": unit.item.item_id,
+        "task": unit.item.task,
+        "category": unit.item.category,
+        "unit_key": unit.unit_key,
+        "prompt_id": prompt.prompt_id,
+    }
+    if protocol.is_pointwise:
+        unit_meta["response_id"] = unit.responses[0].response_id
+        unit_meta["model"] = unit.responses[0].model
+        unit_meta["scale"] = [protocol.scale_min, protocol.scale_max, protocol.step]
+    else:
+        unit_meta["pair"] = [response.response_id for response in unit.responses]
+        unit_meta["shown"] = [response.response_id for response in shown]
+    return SftRecord([*prompt.messages, answer], prompt.images, {**unit_meta, **meta})
+
+
+def _label_value(label: HumanLabel, protocol: Protocol) -> float | str | None:
+    return label.score if protocol.is_pointwise else label.preference
+
+
+def _swapped(label: HumanLabel, rng: random.Random) -> bool:
+    if label.shown_order is None:
+        return rng.random() < 0.5
+    return label.shown_order == "BA"
+
+
+def _consensus_target(
+    annotated: AnnotatedUnit,
+    protocol: Protocol,
+    consensus: str,
+    labels: dict[str, float | str | None],
+) -> tuple[float | str, str, list[str], str] | None:
+    """``(value, rationale, annotators, source)``; the rationale is that of the annotator whose
+    label is closest to the value (first by name on ties). None when there is no label."""
+    given = {name: value for name, value in labels.items() if value is not None}
+    if not given:
+        return None
+    if annotated.adjudicated is not None:
+        value, source = annotated.adjudicated, "adjudicated"
+    elif protocol.is_pointwise:
+        numbers = [float(v) for v in given.values()]
+        centre = statistics.fmean(numbers) if consensus == "mean" else statistics.median(numbers)
+        value, source = _round_to_scale(centre, protocol), "consensus"
+    else:
+        counts = Counter(given.values()).most_common()
+        top = [label for label, count in counts if count == counts[0][1]]
+        value, source = (top[0] if len(top) == 1 else "tie"), "consensus"
+    closest = min(sorted(given), key=lambda name: _distance(given[name], value))
+    rationale = next(lab.rationale for lab in annotated.labels if lab.annotator == closest)
+    return value, rationale, sorted(given), source
+
+
+def _distance(a: float | str, b: float | str) -> float:
+    if isinstance(a, str) or isinstance(b, str):
+        return 0.0 if a == b else 1.0
+    return abs(float(a) - float(b))
+
+
+def _round_to_scale(value: float, protocol: Protocol) -> float:
+    """Round half up to the scale step (METRICS.md ``strict_acc`` rounding); continuous scales
+    keep the value."""
+    if protocol.step is None:
+        return value
+    low = float(protocol.scale_min)  # type: ignore[arg-type]
+    steps = math.floor((value - low) / protocol.step + 0.5 + 1e-9)
+    return protocol.validate_score(low + steps * protocol.step)

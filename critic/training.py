@@ -1,0 +1,334 @@
+"""``critiquelab critic train``: supervised fine-tuning of a critic on human judgements.
+
+transformers' :class:`~transformers.Trainer` does the loop (optimiser, schedule, checkpoints,
+resume, bf16, gradient checkpointing, multi-GPU / multi-node); this module supplies the data
+(:mod:`critic.collate`: loss on the assistant turn only), the model (full or LoRA via ``peft``) and
+what happens after training: the final weights in ``<output>/final`` with ``critic.json``, and
+the eval split judged by the new critic with its agreement figures in
+``<output>/final/calibration.json`` (METRICS.md), so every critic ships with them.
+
+The same entry point runs on one process or many: ``accelerate launch $(which critiquelab)
+critic train ...`` or ``torchrun --nproc-per-node 8 $(which critiquelab) critic train ...``;
+Trainer reads the distributed environment, and only the main process saves and evaluates.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import Dataset
+from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments, set_seed
+
+from critic.collate import CriticCollator, EncodedConversation, encode_conversation
+from critic.evaluation import EvalSummary, evaluate_records
+from critic.modeling import CRITIC_INFO_FILE, LoadedModel, load_base_model
+from critic.sft import SftRecord, read_sft
+
+FINAL_FOLDER = "final"
+CALIBRATION_FILE = "calibration.json"
+
+
+class TrainingSetupError(ValueError):
+    """Training options or folders that do not fit together, with what to do."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that shapes a training run; stored in ``critic.json``."""
+
+    data: Path
+    """SFT file (``critiquelab export sft``); records with ``meta.split == "eval"`` are held out."""
+    base_model: Path
+    """Local folder of the base model (causal LM or vision-language model)."""
+    output_dir: Path
+    """Checkpoints go to ``checkpoint-N``, the trained critic to ``final``."""
+    lora: bool = False
+    """Train a LoRA adapter (peft) instead of every weight."""
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    lora_target: str = "all-linear"
+    """peft ``target_modules``: ``all-linear`` or a comma-separated list of module names."""
+    lora_last_layers: int | None = None
+    """Adapt only the last N transformer layers (peft ``layers_to_transform``): the backward pass
+    then stops there, several times faster on a CPU. None adapts every layer."""
+    merge: bool = False
+    """LoRA: save the adapter merged into full weights (a standalone critic)."""
+    epochs: float = 1.0
+    max_steps: int = -1
+    """Stop after this many optimiser steps (-1: run ``epochs``)."""
+    batch_size: int = 4
+    grad_accum: int = 1
+    learning_rate: float | None = None
+    """Default 2e-4 with LoRA, 2e-5 for full fine-tuning."""
+    warmup_steps: int = 0
+    max_length: int = 2048
+    seed: int = 0
+    save_steps: int = 200
+    save_total_limit: int = 2
+    logging_steps: int = 10
+    bf16: bool = True
+    """bf16 mixed precision on CUDA devices that support it (ignored on CPU)."""
+    gradient_checkpointing: bool = True
+    """On CUDA only: trade compute for memory."""
+    resume: bool = False
+    """Continue from the newest checkpoint in ``output_dir``."""
+    evaluate: bool = True
+    """Judge the eval split at the end and write ``calibration.json``."""
+    eval_max_new_tokens: int = 256
+    eval_batch_size: int = 8
+    eval_limit: int | None = None
+    """Judge at most this many eval units (the first ones in file order); None judges all."""
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a training run produced."""
+
+    final_dir: Path
+    steps: int
+    losses: list[tuple[int, float]]
+    """``(step, training loss)`` as logged."""
+    train_tokens: int
+    """Real (non-padding) tokens fed to the model."""
+    seconds: float
+    tokens_per_second: float
+    truncated: int
+    """Training conversations whose prompt was cut on the left to fit ``max_length``."""
+    eval: EvalSummary | None = None
+    calibration_file: Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ConversationDataset(Dataset):
+    """Training records encoded on first access (images are opened only when needed)."""
+
+    def __init__(self, records: list[SftRecord], loaded: LoadedModel, max_length: int) -> None:
+        self.records, self.loaded, self.max_length = records, loaded, max_length
+        self.truncated: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, index: int) -> EncodedConversation:
+        record = self.records[index]
+        encoded = encode_conversation(
+            record.messages,
+            record.images,
+            tokenizer=self.loaded.tokenizer,
+            processor=self.loaded.processor,
+            max_length=self.max_length,
+        )
+        if encoded.truncated:
+            self.truncated.add(index)
+        return encoded
+
+
+class _LogForwarder(TrainerCallback):
+    """Hands every Trainer log entry (loss, learning rate...) with its step to a function."""
+
+    def __init__(self, on_log: Callable[[dict[str, Any]], None]) -> None:
+        self.forward_to = on_log
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
+        if logs and state.is_world_process_zero:
+            self.forward_to({"step": state.global_step, **logs})
+
+
+def train_critic(
+    config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None = None
+) -> TrainResult:
+    """Fine-tune ``config.base_model`` on ``config.data``; see the module docstring.
+
+    ``on_log`` receives Trainer's log entries as they come (the CLI prints them on stderr).
+    """
+    with warnings.catch_warnings():
+        # peft still calls the renamed is_gradient_checkpointing of transformers 5
+        warnings.filterwarnings(
+            "ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning
+        )
+        return _train(config, on_log)
+
+
+def _train(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None) -> TrainResult:
+    records = read_sft(config.data)
+    train_records = [record for record in records if record.split == "train"]
+    eval_records = [record for record in records if record.split == "eval"]
+    if not train_records:
+        raise TrainingSetupError(f"{config.data} has no records with meta.split == 'train'")
+    _check_output_dir(config)
+    set_seed(config.seed)
+    on_cuda = torch.cuda.is_available()
+    use_bf16 = config.bf16 and on_cuda and torch.cuda.is_bf16_supported()
+    loaded = load_base_model(config.base_model, dtype=torch.bfloat16 if use_bf16 else torch.float32)
+    if config.lora:
+        loaded.model = _with_lora(loaded.model, config)
+    dataset = ConversationDataset(train_records, loaded, config.max_length)
+    collator = CriticCollator(loaded.tokenizer.pad_token_id)
+    trainer = Trainer(
+        model=loaded.model,
+        args=_training_arguments(config, use_bf16=use_bf16, on_cuda=on_cuda),
+        data_collator=collator,
+        train_dataset=dataset,
+        processing_class=loaded.processor or loaded.tokenizer,
+    )
+    trainer.remove_callback(PrinterCallback)  # keep stdout for the command's own output
+    if on_log is not None:
+        trainer.add_callback(_LogForwarder(on_log))
+    started = time.perf_counter()
+    trainer.train(resume_from_checkpoint=True if config.resume else None)
+    seconds = time.perf_counter() - started
+    losses = [
+        (int(log["step"]), float(log["loss"])) for log in trainer.state.log_history if "loss" in log
+    ]
+    final_dir = config.output_dir / FINAL_FOLDER
+    if not config.merge:
+        trainer.save_model(str(final_dir))  # every process takes part (sharded weights)
+    summary = calibration_file = None
+    if trainer.is_world_process_zero():
+        loaded.model = _finish(trainer, loaded, config, final_dir, records[0].meta)
+        if config.evaluate and eval_records:
+            summary = evaluate_records(
+                loaded,
+                eval_records,
+                max_new_tokens=config.eval_max_new_tokens,
+                batch_size=config.eval_batch_size,
+                limit=config.eval_limit,
+            )
+            calibration_file = final_dir / CALIBRATION_FILE
+            calibration_file.write_text(json.dumps(summary.report, indent=2, ensure_ascii=False))
+    return TrainResult(
+        final_dir=final_dir,
+        steps=trainer.state.global_step,
+        losses=losses,
+        train_tokens=collator.tokens_seen,
+        seconds=seconds,
+        tokens_per_second=collator.tokens_seen / seconds if seconds > 0 else float("nan"),
+        truncated=len(dataset.truncated),
+        eval=summary,
+        calibration_file=calibration_file,
+    )
+
+
+def _check_output_dir(config: TrainConfig) -> None:
+    checkpoints = sorted(
+        config.output_dir.glob("checkpoint-*") if config.output_dir.exists() else [],
+        key=lambda path: int(path.name.rsplit("-", 1)[-1]) if path.name[11:].isdigit() else -1,
+    )
+    if config.resume and not checkpoints:
+        raise TrainingSetupError(
+            f"--resume: there is no checkpoint in {config.output_dir} to resume from; drop --resume"
+        )
+    if checkpoints and not config.resume:
+        raise TrainingSetupError(
+            f"{config.output_dir} already holds checkpoints ({checkpoints[-1].name}); pass "
+            "--resume "
+            "to continue that run, or choose another -o folder"
+        )
+    if config.merge and not config.lora:
+        raise TrainingSetupError(
+            "--merge only applies to LoRA training: add --lora or drop --merge"
+        )
+
+
+def _with_lora(model: Any, config: TrainConfig) -> Any:
+    from peft import LoraConfig, get_peft_model
+
+    target: str | list[str] = (
+        config.lora_target if config.lora_target == "all-linear" else config.lora_target.split(",")
+    )
+    if config.lora_last_layers is not None:
+        target = _last_layer_modules(model, config)
+    lora = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=target,
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, lora)
+
+
+def _last_layer_modules(model: Any, config: TrainConfig) -> list[str]:
+    """Full names of the linear modules (or of ``lora_target``) in the last N decoder layers."""
+    layers = model.get_decoder().layers
+    if not 1 <= config.lora_last_layers <= len(layers):  # type: ignore[operator]
+        raise TrainingSetupError(
+            f"--lora-last-layers must be between 1 and {len(layers)}, the model's layers"
+        )
+    chosen = {
+        id(module) for layer in layers[-config.lora_last_layers :] for module in layer.modules()
+    }
+    wanted = None if config.lora_target == "all-linear" else set(config.lora_target.split(","))
+    return [
+        name
+        for name, module in model.named_modules()
+        if id(module) in chosen
+        and isinstance(module, torch.nn.Linear)
+        and (wanted is None or name.rsplit(".", 1)[-1] in wanted)
+    ]
+
+
+def _training_arguments(config: TrainConfig, *, use_bf16: bool, on_cuda: bool) -> TrainingArguments:
+    learning_rate = config.learning_rate or (2e-4 if config.lora else 2e-5)
+    checkpointing = config.gradient_checkpointing and on_cuda
+    return TrainingArguments(
+        output_dir=str(config.output_dir),
+        per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accum,
+        learning_rate=learning_rate,
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps,
+        warmup_steps=config.warmup_steps,
+        logging_steps=config.logging_steps,
+        logging_first_step=True,
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        save_total_limit=config.save_total_limit,
+        seed=config.seed,
+        data_seed=config.seed,
+        bf16=use_bf16,
+        activation_checkpointing=checkpointing,
+        activation_checkpointing_kwargs={"use_reentrant": False} if checkpointing else None,
+        report_to="none",
+        remove_unused_columns=False,
+        dataloader_pin_memory=on_cuda,
+        disable_tqdm=True,
+    )
+
+
+def _finish(
+    trainer: Trainer, loaded: LoadedModel, config: TrainConfig, final_dir: Path, meta: dict
+) -> Any:
+    """Save the merged weights (``--merge``) and ``critic.json``; return the model to evaluate.
+
+    Without ``--merge`` the weights (adapter or full) and the tokenizer/processor were saved by
+    ``trainer.save_model``.
+    """
+    model = trainer.model
+    if config.merge:
+        model = model.merge_and_unload()
+        model.save_pretrained(final_dir)
+        (loaded.processor or loaded.tokenizer).save_pretrained(final_dir)
+    info = {
+        "base_model": str(Path(config.base_model).resolve()),
+        "kind": loaded.kind,
+        "protocol": meta.get("protocol"),
+        "prompt_id": meta.get("prompt_id"),
+        "scale": meta.get("scale"),
+        "adapter": config.lora and not config.merge,
+        "train_config": {
+            key: str(value) if isinstance(value, Path) else value
+            for key, value in asdict(config).items()
+        },
+        "global_step": trainer.state.global_step,
+    }
+    (final_dir / CRITIC_INFO_FILE).write_text(json.dumps(info, indent=2))
+    return model

@@ -1,0 +1,159 @@
+"""``export sft``: human judgements as training conversations, split by item with a seed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from typer.testing import CliRunner
+
+from annotate_app.cli.main import app
+from critic.parsing import parse_judgement
+from critic.sft import SftFileError, SftOptions, export_campaign_sft, read_sft
+from schemas.protocols import ALIGNMMBENCH, PAIRWISE, to_canonical
+
+runner = CliRunner()
+
+
+def _records(
+    engine: Engine, tmp_path: Path, campaign: str = "amb", **options: object
+) -> list[dict]:
+    path = tmp_path / f"{campaign}.jsonl"
+    export_campaign_sft(engine, campaign, path, SftOptions(**options))  # type: ignore[arg-type]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_consensus_records_split_by_item_with_targets_in_the_protocol_format(
+    engine: Engine, campaigns: dict, tmp_path: Path
+) -> None:
+    records = _records(engine, tmp_path, eval_fraction=0.34, seed=3)
+    assert len(records) == 12  # one per annotated unit
+    splits: dict[str, set[str]] = {}
+    for record in records:
+        splits.setdefault(record["meta"]["item_id"], set()).add(record["meta"]["split"])
+    assert all(len(s) == 1 for s in splits.values())  # no item in both splits
+    assert sum(s == {"eval"} for s in splits.values()) == 2  # round(6 × 0.34)
+    for record in records:
+        meta, (system, user, answer) = record["meta"], record["messages"]
+        assert (system["role"], user["role"], answer["role"]) == ("system", "user", "assistant")
+        assert isinstance(user["content"], str) and record["images"] == []
+        assert (
+            meta["annotators"] == ["alice", "bob", "carol"]
+            and meta["prompt_id"] == "alignmmbench-en-text@1"
+        )
+        parsed = parse_judgement(answer["content"], ALIGNMMBENCH)
+        assert parsed.status == "ok" and parsed.value == meta["label"]
+        labels = list(meta["labels"].values())
+        if meta["label_source"] == "adjudicated":
+            assert meta["label"] == 9 and meta["unit_key"] == "r:item-0/model-x"
+        else:  # mean of the three scores, which here is a scale point; bob's rationale is closest
+            assert meta["label"] == sum(labels) / 3 and "(bob)" in parsed.rationale
+    again = _records(engine, tmp_path, eval_fraction=0.34, seed=3)
+    assert [r["meta"]["split"] for r in again] == [r["meta"]["split"] for r in records]
+
+
+def test_per_annotator_records_keep_each_label_and_rationale(
+    engine: Engine, campaigns: dict, tmp_path: Path
+) -> None:
+    records = _records(engine, tmp_path, per_annotator=True)
+    assert len(records) == 36
+    for record in records:
+        (annotator,) = record["meta"]["annotators"]
+        parsed = parse_judgement(record["messages"][-1]["content"], ALIGNMMBENCH)
+        assert parsed.value == record["meta"]["labels"][annotator] == record["meta"]["label"]
+        assert parsed.rationale.endswith(f"({annotator})")
+
+
+def test_pairwise_targets_are_in_the_shown_order(
+    engine: Engine, campaigns: dict, tmp_path: Path
+) -> None:
+    consensus = _records(engine, tmp_path, campaign="pairs", seed=1)
+    assert {record["meta"]["label"] for record in consensus} == {"A"}
+    orders = set()
+    for record in consensus + _records(engine, tmp_path, campaign="pairs", per_annotator=True):
+        meta = record["meta"]
+        swapped = meta["shown"] != meta["pair"]
+        orders.add(swapped)
+        shown = parse_judgement(record["messages"][-1]["content"], PAIRWISE).value
+        assert to_canonical(shown, swapped=swapped) == meta["label"] == "A"
+        first_shown = record["messages"][1]["content"].split("## Response A\n")[1]
+        assert first_shown.startswith("I count") and meta["shown"][0].split("/")[1] in (
+            "model-x",
+            "model-y",
+        )
+    assert orders == {True, False}
+
+
+def test_vision_records_carry_images_by_path(
+    engine: Engine, campaigns: dict, tmp_path: Path
+) -> None:
+    records = _records(engine, tmp_path, vision=True)
+    with_images = [r for r in records if r["images"]]
+    assert len(with_images) == 4  # two items with an image × two responses
+    for record in with_images:
+        segments = record["messages"][1]["content"]
+        assert sum(s["type"] == "image" for s in segments) == len(record["images"]) == 1
+        assert Path(record["images"][0]).is_absolute() and Path(record["images"][0]).is_file()
+
+
+def test_read_sft_names_the_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    good = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}
+    path.write_text(json.dumps(good) + "\n{oops\n", encoding="utf-8")
+    with pytest.raises(SftFileError, match=r"bad.jsonl:2: not valid JSON"):
+        read_sft(path)
+    path.write_text(json.dumps({"messages": good["messages"][::-1]}) + "\n", encoding="utf-8")
+    with pytest.raises(SftFileError, match=r"bad.jsonl:1: the last message must be the assistant"):
+        read_sft(path)
+
+
+def test_export_sft_command(engine: Engine, campaigns: dict, tmp_path: Path) -> None:
+    url = engine.url.render_as_string(hide_password=False)
+    out = tmp_path / "cli.jsonl"
+    result = runner.invoke(
+        app,
+        [
+            "--db",
+            url,
+            "--json",
+            "export",
+            "sft",
+            "--campaign",
+            "amb",
+            "-o",
+            str(out),
+            "--eval-fraction",
+            "0.5",
+            "--seed",
+            "1",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["records"], summary["train"], summary["eval"], summary["items"]) == (
+        12,
+        6,
+        6,
+        6,
+    )
+    assert len(out.read_text().splitlines()) == 12
+    bad = runner.invoke(app, ["--db", url, "export", "sft", "--campaign", "nope", "-o", str(out)])
+    assert bad.exit_code == 2 and "no campaign called 'nope'" in bad.output
+    wrong = runner.invoke(
+        app,
+        [
+            "--db",
+            url,
+            "export",
+            "sft",
+            "--campaign",
+            "amb",
+            "-o",
+            str(out),
+            "--consensus",
+            "majority",
+        ],
+    )
+    assert wrong.exit_code == 2 and "use mean, median" in wrong.output

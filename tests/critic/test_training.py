@@ -1,0 +1,160 @@
+"""Fine-tuning tiny models by path: loss falls, checkpoints reload and resume, LoRA adapters save,
+load and merge, a vision-language model trains on an image, and every critic ships with its
+calibration report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from campaign_factory import write_short_template
+from safetensors.torch import load_file
+from sqlalchemy.engine import Engine
+
+from critic.modeling import load_base_model, load_critic
+from critic.prompts import load_template
+from critic.sft import SftOptions, export_campaign_sft
+from critic.training import TrainConfig, TrainingSetupError, train_critic
+
+
+def _export(engine: Engine, tmp_path: Path, *, vision: bool = False) -> Path:
+    path = tmp_path / "sft.jsonl"
+    template = load_template(write_short_template(tmp_path))
+    options = SftOptions(eval_fraction=0.34, vision=vision)
+    export_campaign_sft(engine, "amb", path, options, template=template)
+    return path
+
+
+def _config(data: Path, base: Path, out: Path, **changes: object) -> TrainConfig:
+    settings: dict = dict(
+        batch_size=4,
+        logging_steps=1,
+        save_steps=4,
+        eval_max_new_tokens=12,
+        learning_rate=5e-3,
+        max_steps=8,
+    )
+    settings.update(changes)
+    return TrainConfig(data=data, base_model=base, output_dir=out, **settings)
+
+
+def _logits(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return model.eval()(input_ids=ids).logits
+
+
+def test_full_finetune_lowers_the_loss_and_reloads(
+    engine: Engine, campaigns: dict, tiny_llama: Path, tmp_path: Path
+) -> None:
+    data = _export(engine, tmp_path)
+    result = train_critic(_config(data, tiny_llama, tmp_path / "run"))
+    losses = [loss for _step, loss in result.losses]
+    assert result.steps == 8 and len(losses) == 8
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3 - 0.5, losses
+    assert result.train_tokens > 0 and result.truncated == 0
+    assert sorted(p.name for p in (tmp_path / "run").glob("checkpoint-*")) == [
+        "checkpoint-4",
+        "checkpoint-8",
+    ]
+    reloaded = load_critic(result.final_dir)
+    base = load_base_model(tiny_llama)
+    ids = torch.tensor([[5, 6, 7, 8]])
+    assert not torch.allclose(_logits(reloaded.model, ids), _logits(base.model, ids))
+    midway = load_critic(tmp_path / "run" / "checkpoint-4")  # checkpoints load like critics
+    assert not torch.allclose(_logits(midway.model, ids), _logits(reloaded.model, ids))
+    info = json.loads((result.final_dir / "critic.json").read_text())
+    assert info["protocol"] == "alignmmbench" and info["prompt_id"] == "short-amb-text@3"
+    assert info["adapter"] is False and info["global_step"] == 8
+    report = json.loads(result.calibration_file.read_text())
+    assert report["protocol"] == "alignmmbench"
+    critic = report["judges"]["critic"]
+    assert "coverage" in critic and sum(result.eval.statuses.values()) == result.eval.n_units == 4
+
+
+def test_resume_continues_from_the_newest_checkpoint(
+    engine: Engine, campaigns: dict, tiny_llama: Path, tmp_path: Path
+) -> None:
+    data = _export(engine, tmp_path)
+    out = tmp_path / "run"
+    train_critic(_config(data, tiny_llama, out, max_steps=4, evaluate=False))
+    with pytest.raises(TrainingSetupError, match="--resume"):
+        train_critic(_config(data, tiny_llama, out, max_steps=6, evaluate=False))
+    resumed = train_critic(_config(data, tiny_llama, out, max_steps=6, evaluate=False, resume=True))
+    assert resumed.steps == 6
+    assert [step for step, _loss in resumed.losses if step <= 4][:1] == [1]  # history carried over
+    assert (out / "checkpoint-6").is_dir()
+    with pytest.raises(TrainingSetupError, match="no checkpoint"):
+        train_critic(_config(data, tiny_llama, tmp_path / "fresh", resume=True))
+
+
+def test_lora_adapter_saves_loads_and_merges(
+    engine: Engine, campaigns: dict, tiny_llama: Path, tmp_path: Path
+) -> None:
+    data = _export(engine, tmp_path)
+    adapter = train_critic(
+        _config(
+            data,
+            tiny_llama,
+            tmp_path / "lora",
+            lora=True,
+            lora_r=4,
+            learning_rate=2e-2,
+            max_steps=3,
+            evaluate=False,
+        )
+    )
+    assert (adapter.final_dir / "adapter_config.json").exists()
+    assert not (adapter.final_dir / "model.safetensors").exists()
+    weights = load_file(adapter.final_dir / "adapter_model.safetensors")
+    assert weights and all("lora_" in name for name in weights)
+    loaded = load_critic(adapter.final_dir)
+    ids = torch.tensor([[5, 6, 7, 8, 9]])
+    with_adapter = _logits(loaded.model, ids)
+    base = _logits(load_base_model(tiny_llama).model, ids)
+    assert not torch.allclose(with_adapter, base, atol=1e-6)
+    merged = loaded.model.merge_and_unload()
+    assert torch.allclose(_logits(merged, ids), with_adapter, atol=1e-5)
+    # the same run with --merge saves full weights equal to adapter + base
+    full = train_critic(
+        _config(
+            data,
+            tiny_llama,
+            tmp_path / "merged",
+            lora=True,
+            lora_r=4,
+            learning_rate=2e-2,
+            max_steps=3,
+            evaluate=False,
+            merge=True,
+        )
+    )
+    assert not (full.final_dir / "adapter_config.json").exists()
+    assert torch.allclose(_logits(load_critic(full.final_dir).model, ids), with_adapter, atol=1e-5)
+
+
+def test_vision_language_model_trains_on_images(
+    engine: Engine, campaigns: dict, tiny_llava: Path, tmp_path: Path
+) -> None:
+    data = _export(engine, tmp_path, vision=True)
+    records = [json.loads(line) for line in data.read_text().splitlines()]
+    with_images = [r for r in records if r["images"]]
+    assert with_images and all(Path(p).is_file() for r in with_images for p in r["images"])
+    assert {"type": "image"} in with_images[0]["messages"][1]["content"]
+    result = train_critic(_config(data, tiny_llava, tmp_path / "vlm", max_steps=6, batch_size=6))
+    losses = [loss for _step, loss in result.losses]
+    assert losses[-1] < losses[0] - 0.3, losses
+    reloaded = load_critic(result.final_dir)
+    assert reloaded.kind == "vision" and reloaded.processor is not None
+    assert json.loads(result.calibration_file.read_text())["judges"]["critic"]
+
+
+def test_training_refuses_what_does_not_fit(
+    engine: Engine, campaigns: dict, tiny_llama: Path, tmp_path: Path
+) -> None:
+    data = _export(engine, tmp_path)
+    with pytest.raises(TrainingSetupError, match="--merge only applies to LoRA"):
+        train_critic(_config(data, tiny_llama, tmp_path / "x", merge=True))
+    with pytest.raises(ValueError, match="not a model folder"):
+        train_critic(_config(data, tmp_path / "nowhere", tmp_path / "y"))
