@@ -1,0 +1,203 @@
+"""The app shell under AppTest: login form, rate limit, home page per role, role enforcement."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from argon2 import PasswordHasher
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+from streamlit.testing.v1 import AppTest
+
+import data.users
+from annotate_app.auth import TOKEN_KEY, USER_KEY
+from annotate_app.navigation import APP_DIR, PAGES, pages_for
+from annotate_app.text import escape_markdown
+from data.auth import MAX_FAILED_ATTEMPTS
+from data.campaigns import CampaignSpec, create_campaign, get_campaign
+from data.storage import session_scope
+from data.users import UserRecord, create_user, set_active
+from schemas.tables import AuthSession, Dataset, Item, Response
+
+APP = str(APP_DIR / "app.py")
+PASSWORD = "correct horse battery"
+TIMEOUT = 30
+
+
+@pytest.fixture(autouse=True)
+def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real argon2 with the smallest cost, so that the many logins here stay fast."""
+    monkeypatch.setattr(data.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024))
+
+
+@pytest.fixture
+def users(engine: Engine, db_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, UserRecord]:
+    """An annotator, a reviewer and an admin; two campaigns (one closed, one named in Chinese)."""
+    monkeypatch.setenv("CRITIQUELAB_DB", db_url)
+    with session_scope(engine) as session:
+        people = {
+            role: create_user(session, name, PASSWORD, role)
+            for name, role in (("ann", "annotator"), ("rita", "reviewer"), ("root", "admin"))
+        }
+        dataset = Dataset(name="ds", benchmark="alignmmbench")
+        session.add(dataset)
+        session.flush()
+        item = Item(dataset_id=dataset.id, item_id="q1", benchmark="alignmmbench",
+                    question="图中有几只猫?", content_sha256="i1")  # fmt: skip
+        session.add(item)
+        session.flush()
+        session.add(Response(response_id="q1/m", item_pk=item.id, model="m", content="两只",
+                             content_sha256="r1"))  # fmt: skip
+        session.flush()
+        for name in ("中文评测_v1", "finished"):
+            spec = CampaignSpec(name=name, dataset="ds", protocol="alignmmbench", overlap=2)
+            create_campaign(session, spec)
+        finished = get_campaign(session, "finished")
+        finished.status = "closed"
+        session.add(finished)
+    return people
+
+
+def _app(user: UserRecord | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    if user is not None:
+        at.session_state[USER_KEY] = user
+    return at.run()
+
+
+def _log_in(at: AppTest, name: str, password: str) -> AppTest:
+    at.text_input[0].input(name)
+    at.text_input[1].input(password)
+    return at.button[0].click().run()
+
+
+def _campaign_names(at: AppTest) -> list[str]:
+    return list(at.table[0].value["Campaign"])
+
+
+def test_logged_out_shows_only_the_login_form(users: dict[str, UserRecord]) -> None:
+    at = _app()
+    assert not at.exception
+    assert [t.label for t in at.text_input] == ["User name", "Password"]
+    assert at.button[0].label == "Log in"
+    assert not at.table and not at.sidebar.button
+
+
+def test_wrong_password_is_refused(users: dict[str, UserRecord]) -> None:
+    at = _log_in(_app(), "ann", "not the password")
+    assert [e.value for e in at.error] == ["Wrong user name or password."]
+    assert USER_KEY not in at.session_state and not at.table
+
+
+def test_login_opens_the_home_page_with_a_session_token(
+    users: dict[str, UserRecord], engine: Engine
+) -> None:
+    at = _log_in(_app(), "ann", PASSWORD)
+    assert not at.exception and not at.error
+    assert at.session_state[USER_KEY].name == "ann"
+    assert at.title[0].value == "Campaigns"
+    assert at.sidebar.caption[0].value == "Logged in as ann (annotator)"
+    with session_scope(engine) as session:
+        [stored] = session.exec(select(AuthSession)).all()
+    assert stored.revoked_at is None and at.session_state[TOKEN_KEY] not in stored.token_hash
+
+
+def test_too_many_failures_lock_the_login(users: dict[str, UserRecord]) -> None:
+    at = _app()
+    for _ in range(MAX_FAILED_ATTEMPTS):
+        _log_in(at, "ann", "not the password")
+    _log_in(at, "ann", PASSWORD)
+    assert "Too many failed logins" in at.error[0].value
+    assert USER_KEY not in at.session_state
+
+
+def test_logout_revokes_the_session(users: dict[str, UserRecord], engine: Engine) -> None:
+    at = _log_in(_app(), "rita", PASSWORD)
+    at.sidebar.button[0].click().run()
+    assert [t.label for t in at.text_input] == ["User name", "Password"]
+    assert USER_KEY not in at.session_state and TOKEN_KEY not in at.session_state
+    with session_scope(engine) as session:
+        [stored] = session.exec(select(AuthSession)).all()
+    assert stored.revoked_at is not None
+
+
+def test_home_lists_the_campaigns_each_role_may_see(users: dict[str, UserRecord]) -> None:
+    chinese = escape_markdown("中文评测_v1")
+    assert _campaign_names(_app(users["annotator"])) == [chinese]
+    assert sorted(_campaign_names(_app(users["reviewer"]))) == sorted(["finished", chinese])
+    assert sorted(_campaign_names(_app(users["admin"]))) == sorted(["finished", chinese])
+
+
+def test_a_disabled_account_is_logged_out_on_the_next_run(
+    users: dict[str, UserRecord], engine: Engine
+) -> None:
+    at = _app(users["annotator"])
+    assert at.table
+    with session_scope(engine) as session:
+        set_active(session, "ann", False, actor_id=None)
+    at.run()
+    assert [t.label for t in at.text_input] == ["User name", "Password"]
+
+
+def test_the_menu_offers_only_the_pages_of_the_role() -> None:
+    annotator_files = {spec.file for spec in pages_for("annotator")}
+    admin_only = {spec.file for spec in PAGES if spec.roles == ("admin",)}
+    assert "pages/home.py" in annotator_files and not annotator_files & admin_only
+    assert {spec.file for spec in pages_for("admin")} == {
+        spec.file for spec in PAGES if spec.path.exists()
+    }
+
+
+def test_require_role_stops_a_page_for_other_roles(users: dict[str, UserRecord]) -> None:
+    def admin_page() -> None:
+        import streamlit as st
+
+        from annotate_app.auth import require_role
+
+        require_role("admin")
+        st.write("admin secrets")
+
+    at = AppTest.from_function(admin_page, default_timeout=TIMEOUT)
+    at.session_state[USER_KEY] = users["annotator"]
+    at.run()
+    assert at.error[0].value == (
+        "This page is for admin accounts; you are logged in as ann (annotator)."
+    )
+    assert not at.markdown
+    at.session_state[USER_KEY] = users["admin"]
+    at.run()
+    assert [m.value for m in at.markdown] == ["admin secrets"]
+
+
+def _restricted_pages() -> list[str]:
+    return [s.file for s in PAGES if "annotator" not in s.roles and s.path.exists()]
+
+
+_NO_STAFF_PAGE = pytest.param("", marks=pytest.mark.skip(reason="no staff-only page exists yet"))
+
+
+@pytest.mark.parametrize("page_file", _restricted_pages() or [_NO_STAFF_PAGE])
+def test_an_annotator_cannot_open_staff_pages(users: dict[str, UserRecord], page_file: str) -> None:
+    at = _app(users["annotator"])
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        at.switch_page(page_file)  # not in the annotator's menu: the router does not know it
+    direct = AppTest.from_file(str(APP_DIR / page_file), default_timeout=TIMEOUT)
+    direct.session_state[USER_KEY] = users["annotator"]
+    direct.run()
+    assert not direct.exception, direct.exception[0].value
+    assert "you are logged in as ann (annotator)" in direct.error[0].value
+
+
+def _required_roles(path: Path) -> tuple[str, ...] | None:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "require_role":
+            return tuple(arg.value for arg in node.args if isinstance(arg, ast.Constant))
+    return None
+
+
+@pytest.mark.parametrize("spec", [s for s in PAGES if s.path.exists()], ids=lambda s: s.file)
+def test_every_page_checks_the_roles_the_menu_gives_it(spec) -> None:  # type: ignore[no-untyped-def]
+    assert _required_roles(spec.path) is not None, f"{spec.file} does not call require_role"
+    assert set(_required_roles(spec.path) or ()) == set(spec.roles)

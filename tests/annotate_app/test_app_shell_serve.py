@@ -1,0 +1,108 @@
+"""``critiquelab serve``: the Streamlit command line, its locked-down flags, the database URL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from annotate_app.cli import serve
+from annotate_app.cli.main import app
+from data.storage import current_revision, head_revision, make_engine
+
+
+def _flags(command: list[str]) -> dict[str, list[str]]:
+    flags: dict[str, list[str]] = {}
+    for argument in command:
+        if argument.startswith("--"):
+            name, _, value = argument[2:].partition("=")
+            flags.setdefault(name, []).append(value)
+    return flags
+
+
+def test_the_command_runs_the_router_through_the_launcher() -> None:
+    command = serve.streamlit_command()
+    assert command[:5] == [
+        sys.executable,
+        "-m",
+        "annotate_app.launch",
+        "run",
+        str(serve.APP_SCRIPT),
+    ]
+    assert Path(command[4]) == Path(__file__).resolve().parents[2] / "annotate_app" / "app.py"
+
+
+def test_default_flags_bind_localhost_and_lock_the_server_down() -> None:
+    flags = _flags(serve.streamlit_command())
+    assert flags == {
+        "server.address": ["127.0.0.1"],
+        "server.port": ["8501"],
+        "server.headless": ["true"],
+        "server.enableXsrfProtection": ["true"],
+        "server.enableCORS": ["true"],
+        "server.maxUploadSize": ["200"],
+        "server.fileWatcherType": ["none"],
+        "server.runOnSave": ["false"],
+        "browser.gatherUsageStats": ["false"],
+        "client.toolbarMode": ["minimal"],
+        "global.developmentMode": ["false"],
+        "server.allowedHosts": ["localhost", "127.0.0.1"],
+    }
+
+
+def test_another_host_is_bound_as_given_without_the_localhost_allow_list() -> None:
+    flags = _flags(serve.streamlit_command(host="0.0.0.0", port=9000))
+    assert flags["server.address"] == ["0.0.0.0"] and flags["server.port"] == ["9000"]
+    assert "server.allowedHosts" not in flags
+    assert flags["server.enableXsrfProtection"] == ["true"]
+
+
+def test_streamlit_accepts_every_flag() -> None:
+    # `streamlit config show` parses the same options as `streamlit run` and prints the result.
+    command = [sys.executable, "-m", "streamlit", "config", "show"]
+    command += serve.streamlit_command(port=8765)[5:]
+    shown = subprocess.run(command, capture_output=True, text=True, check=True, timeout=120)
+    for line in (
+        'address = "127.0.0.1"',
+        "port = 8765",
+        "enableXsrfProtection = true",
+        "enableCORS = true",
+        "maxUploadSize = 200",
+        'toolbarMode = "minimal"',
+        "gatherUsageStats = false",
+        'allowedHosts = [\n    "localhost",\n    "127.0.0.1",\n]',
+    ):
+        assert f"command-line argument or environment variable\n{line}" in shown.stdout
+
+
+class _FakeProcess:
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        self.command, self.env = command, env
+
+    def wait(self, timeout: float | None = None) -> int:
+        return 0
+
+
+def test_serve_command_upgrades_the_database_and_passes_its_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[_FakeProcess] = []
+
+    def fake_popen(command: list[str], env: dict[str, str], **_: Any) -> _FakeProcess:
+        started.append(_FakeProcess(command, env))
+        return started[-1]
+
+    monkeypatch.setattr(serve.subprocess, "Popen", fake_popen)
+    url = f"sqlite:///{tmp_path / 'served.db'}"
+    result = CliRunner().invoke(app, ["--db", url, "serve", "--host", "0.0.0.0", "--port", "8600"])
+    assert result.exit_code == 0, result.output
+    [process] = started
+    assert process.env["CRITIQUELAB_DB"] == url
+    assert _flags(process.command)["server.port"] == ["8600"]
+    engine = make_engine(url)
+    assert current_revision(engine) == head_revision()
+    engine.dispose()

@@ -1,0 +1,213 @@
+"""Browser-test fixtures: the app served on a temp database, headless Chromium, login, screenshots.
+
+* ``app_server`` (one per test module): a fresh migrated SQLite database and data folder, the app
+  served on them by :func:`annotate_app.cli.serve.serve_app` on a free 127.0.0.1 port. Seed it
+  with ``app_server.add_user(...)`` or ``with app_server.session() as session: ...`` (the data
+  folder is ``$CRITIQUELAB_DATA_DIR`` for the whole module). The server log is saved to
+  ``test-artifacts/<module>-server.log``.
+* ``browser`` (one per run): Debian's Chromium driven by Playwright; skips (fails under
+  ``CRITIQUELAB_REQUIRE_E2E=1``) when ``/usr/bin/chromium`` is missing.
+* ``page``: a fresh browser context per test; a screenshot of the page at the end of every test
+  goes to ``test-artifacts/<module>-<test>.png`` (``-FAILED`` added when the test failed).
+* ``login``: ``login(page, base_url, name, password)`` fills the login form and waits until the
+  app shows the user as logged in.
+
+Mark browser tests with ``pytest.mark.e2e``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from annotate_app.auth import COOKIE_NAME as SESSION_COOKIE
+from data.storage import make_engine, session_scope, upgrade_database
+from data.users import UserRecord, create_user
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+SERVER_START_TIMEOUT_S = 60
+UI_TIMEOUT_MS = 15_000
+LoginHelper = Callable[[Any, str, str, str], None]
+_FAILED = pytest.StashKey[bool]()
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CRITIQUELAB_REQUIRE_E2E") == "1":
+        pytest.fail(f"{reason} (CRITIQUELAB_REQUIRE_E2E=1, so this is a failure, not a skip)")
+    pytest.skip(reason)
+
+
+@dataclass
+class AppServer:
+    """A running app: its URL, its database, and ways to seed it."""
+
+    url: str
+    db_url: str
+    data_dir: Path
+    engine: Engine
+    log_path: Path
+
+    def session(self) -> AbstractContextManager[Session]:
+        """A session on the app's database that commits when the block succeeds."""
+        return session_scope(self.engine)
+
+    def add_user(self, name: str, password: str, role: str) -> UserRecord:
+        with self.session() as session:
+            return create_user(session, name, password, role)
+
+    def log_tail(self, characters: int = 4000) -> str:
+        return self.log_path.read_text(errors="replace")[-characters:]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_until_healthy(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"the app server exited with status {process.returncode}; log:\n"
+                + log_path.read_text(errors="replace")[-4000:]
+            )
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(
+        f"the app server did not answer {url}/_stcore/health within {SERVER_START_TIMEOUT_S} s;"
+        " log:\n" + log_path.read_text(errors="replace")[-4000:]
+    )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def app_server(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[AppServer]:
+    """The app served on a fresh database for the tests of one module."""
+    folder = tmp_path_factory.mktemp("app")
+    db_url = f"sqlite:///{folder / 'critiquelab.db'}"
+    data_dir = folder / "data"
+    ARTIFACTS.mkdir(exist_ok=True)
+    log_path = ARTIFACTS / f"{request.module.__name__.rsplit('.', 1)[-1]}-server.log"
+    with pytest.MonkeyPatch.context() as environment:
+        environment.setenv("CRITIQUELAB_DATA_DIR", str(data_dir))
+        environment.setenv("CRITIQUELAB_DB", db_url)
+        engine = make_engine(db_url)
+        upgrade_database(engine)
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        script = (
+            "import sys; from annotate_app.cli.serve import serve_app; "
+            "sys.exit(serve_app(sys.argv[1], host='127.0.0.1', port=int(sys.argv[2])))"
+        )
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-c", script, db_url, str(port)],
+                stdout=log, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True,
+            )  # fmt: skip
+        try:
+            _wait_until_healthy(url, process, log_path)
+            yield AppServer(url, db_url, data_dir, engine, log_path)
+        finally:
+            _stop(process)
+            engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Headless Debian Chromium under Playwright (never a downloaded browser)."""
+    if not CHROMIUM.exists():
+        _missing(f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.stash[_FAILED] = report.failed
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A page in a fresh browser context; screenshot saved when the test ends."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    new_page = context.new_page()
+    try:
+        yield new_page
+    finally:
+        module, _, test = request.node.nodeid.partition("::")
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{Path(module).stem}-{test}")
+        failed = request.node.stash.get(_FAILED, False)
+        ARTIFACTS.mkdir(exist_ok=True)
+        (ARTIFACTS / f"{name}{'' if failed else '-FAILED'}.png").unlink(missing_ok=True)
+        try:
+            path = ARTIFACTS / f"{name}{'-FAILED' if failed else ''}.png"
+            new_page.screenshot(path=str(path), full_page=True)
+        finally:
+            context.close()
+
+
+def login_in_browser(page: Any, base_url: str, name: str, password: str) -> None:
+    """Log in through the form; wait until the app shows the user as logged in and the browser
+    holds the session cookie (so a reload or ``page.goto`` right after stays logged in)."""
+    from playwright.sync_api import expect
+
+    page.goto(base_url)
+    page.get_by_label("User name", exact=True).fill(name)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_text(f"Logged in as {name}")).to_be_visible()
+    page.wait_for_function(f"document.cookie.includes('{SESSION_COOKIE}=')")
+
+
+@pytest.fixture
+def login() -> LoginHelper:
+    """``login(page, base_url, name, password)``: log in through the form."""
+    return login_in_browser
