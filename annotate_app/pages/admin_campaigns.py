@@ -1,0 +1,243 @@
+"""Campaigns: create one, edit its settings, pause / resume / close it, download its results."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from functools import partial
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app.auth import require_role
+from annotate_app.db import get_engine
+from annotate_app.render import safe_markdown
+from annotate_app.text import escape_markdown
+from calibration import CalibrationOptions, calibrate
+from calibration.report_html import render_html
+from critic.sft import SftOptions, export_campaign_sft
+from data.admin import (
+    CampaignSettings,
+    PermissionDenied,
+    campaign_settings,
+    change_campaign_status,
+    create_campaign_as,
+    dataset_overview,
+    update_campaign_settings,
+)
+from data.admin_exports import MEDIA_TYPES, annotations_export
+from data.campaigns import CampaignSpec, list_campaigns
+from data.exporters.files import EXPORT_FORMATS
+from data.frames import campaign_judgement_frame, campaign_reference_overrides
+from data.queue import campaign_protocol
+from data.storage import session_scope
+from schemas.protocols import PROTOCOL_NAMES, parse_scale
+from schemas.tables import Campaign
+
+user = require_role("admin")
+engine = get_engine()
+SFT_KEY, REPORT_KEY = "campaign_sft_file", "campaign_calibration_report"
+# Bad input is a ValueError across the project (CampaignError, CampaignSettingsError, the
+# scale parser's errors); a wrong role is PermissionDenied. Anything else is a bug and shows.
+ERRORS = (ValueError, PermissionDenied)
+
+
+def _annotations_file(campaign_name: str, export_format: str) -> bytes:
+    with session_scope(engine) as session:
+        return annotations_export(session, campaign_name, export_format)
+
+
+def _sft_file(campaign_name: str) -> bytes:
+    """The critic training file of ``critiquelab export sft`` with its default options."""
+    with tempfile.TemporaryDirectory(prefix="critiquelab-sft-") as folder:
+        path = Path(folder) / "sft.jsonl"
+        export_campaign_sft(engine, campaign_name, path, SftOptions())
+        return path.read_bytes()
+
+
+def _calibration_report(campaign: Campaign) -> tuple[str, str]:
+    """METRICS.md JSON and the HTML audit report, as ``critiquelab calibrate --campaign``."""
+    with session_scope(engine) as session:
+        frame = campaign_judgement_frame(session, campaign.id)
+        overrides = campaign_reference_overrides(session, campaign.id)
+    options = CalibrationOptions(protocol=campaign_protocol(campaign))
+    report = calibrate(frame, options, overrides=overrides)
+    return json.dumps(report.summary, indent=2, ensure_ascii=False), render_html(report)
+
+
+st.title("Campaigns")
+listing = st.container()
+outcome = st.empty()
+
+with session_scope(engine) as session:
+    datasets = dataset_overview(session)
+
+with st.expander("Create a campaign", expanded=False):
+    if not datasets:
+        st.info("Upload a dataset on the Data page first.")
+    else:
+        dataset = st.selectbox("Dataset", datasets, format_func=lambda row: row.name, key="c_ds")
+        with st.form("create_campaign"):
+            name = st.text_input("Campaign name", key="c_name")
+            protocol = st.selectbox("Protocol", PROTOCOL_NAMES, key="c_protocol")
+            scale = st.text_input("Scale MIN:MAX[:STEP] (score protocol only)", key="c_scale")
+            models = st.multiselect("Models (none selected: all)", dataset.models, key="c_models")
+            pairs = st.radio(
+                "Pairs (pairwise only)", ("dataset", "all", "sample"), horizontal=True,
+                format_func={"dataset": "from the dataset", "all": "all pairs per item",
+                             "sample": "K per item"}.get, key="c_pairs",
+            )  # fmt: skip
+            pair_k = st.number_input("K pairs per item", min_value=1, value=1, key="c_pair_k")
+            seed = st.number_input("Seed of the pair sample", min_value=0, value=0, key="c_seed")
+            overlap = st.number_input("Annotators per unit (K)", min_value=1, value=3, key="c_k")
+            rationale_min = st.number_input(
+                "Minimum rationale length (characters)", min_value=0, value=20, key="c_rmin"
+            )
+            lease = st.number_input("Lease (seconds)", min_value=1, value=900, key="c_lease")
+            show_reference = st.checkbox("Show the reference answer", value=True, key="c_ref")
+            show_others = st.checkbox("Show others' answers after submit", key="c_others")
+            instructions = st.text_area("Instructions (Markdown)", key="c_instructions")
+            create = st.form_submit_button("Create campaign", type="primary")
+        if create:
+            try:
+                spec = CampaignSpec(
+                    name=name.strip(), dataset=dataset.name, protocol=protocol,
+                    scale=parse_scale(scale) if protocol == "score" else None,
+                    overlap=int(overlap), rationale_min=int(rationale_min),
+                    lease_seconds=int(lease), show_reference=show_reference,
+                    show_others_after_submit=show_others, instructions=instructions,
+                    models=tuple(models) or None, pairs=pairs,
+                    pairs_per_item=int(pair_k) if pairs == "sample" else None, seed=int(seed),
+                )  # fmt: skip
+                with session_scope(engine) as session:
+                    create_campaign_as(session, user.id, spec)
+            except ERRORS as error:
+                outcome.error(escape_markdown(str(error)))
+            else:
+                outcome.success(escape_markdown(f"Campaign {spec.name} created."))
+
+with session_scope(engine) as session:
+    campaigns = list_campaigns(session)
+listing.dataframe(
+    pd.DataFrame(
+        {
+            "Campaign": [c.name for c in campaigns],
+            "Protocol": [c.protocol for c in campaigns],
+            "Status": [c.status for c in campaigns],
+            "Overlap": [c.overlap for c in campaigns],
+            "Created": [c.created_at for c in campaigns],
+        }
+    ),
+    hide_index=True,
+)
+if not campaigns:
+    st.stop()
+
+st.subheader("Manage a campaign")
+campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: c.name, key="m_campaign")
+current = campaign_settings(campaign)
+models = ", ".join((campaign.options or {}).get("models") or ["all"])
+pair_sampling = (campaign.options or {}).get("pairs")
+st.caption(
+    escape_markdown(
+        f"Status: {campaign.status} · protocol {campaign.protocol} · models {models}"
+        + (f" · pairs {pair_sampling}" if pair_sampling else "")
+    )
+)
+
+pause, resume, close = st.columns(3)
+for column, action in ((pause, "pause"), (resume, "resume"), (close, "close")):
+    if column.button(action.capitalize(), key=f"status_{action}"):
+        try:
+            with session_scope(engine) as session:
+                change_campaign_status(session, user.id, campaign.id, action)
+        except ERRORS as error:
+            outcome.error(escape_markdown(str(error)))
+        else:
+            st.rerun()
+
+key = f"s{campaign.id}"
+with st.form(f"settings_{campaign.id}"):
+    settings = CampaignSettings(
+        overlap=int(
+            st.number_input("Annotators per unit (K)", 1, None, current.overlap, key=f"{key}_k")
+        ),
+        rationale_min=int(
+            st.number_input(
+                "Minimum rationale length", 0, None, current.rationale_min, key=f"{key}_rmin"
+            )
+        ),
+        lease_seconds=int(
+            st.number_input("Lease (seconds)", 1, None, current.lease_seconds, key=f"{key}_lease")
+        ),
+        show_reference=st.checkbox(
+            "Show the reference answer", current.show_reference, key=f"{key}_ref"
+        ),
+        show_others_after_submit=st.checkbox(
+            "Show others' answers after submit",
+            current.show_others_after_submit,
+            key=f"{key}_others",
+        ),  # fmt: skip
+        instructions=st.text_area(
+            "Instructions (Markdown)", current.instructions, key=f"{key}_instructions"
+        ),
+    )
+    save = st.form_submit_button("Save settings", type="primary")
+if save:
+    try:
+        with session_scope(engine) as session:
+            changes = update_campaign_settings(session, user.id, campaign.id, settings)
+    except ERRORS as error:
+        outcome.error(escape_markdown(str(error)))
+    else:
+        outcome.success("Saved: " + ", ".join(changes) if changes else "Nothing changed.")
+        current = settings
+
+with st.expander("Instructions as annotators see them"):
+    st.markdown(safe_markdown(current.instructions or "*(none)*"))
+
+st.subheader("Downloads")
+annotation_columns = st.columns(len(EXPORT_FORMATS))
+for column, export_format in zip(annotation_columns, EXPORT_FORMATS, strict=True):
+    column.download_button(
+        f"Annotations ({export_format.upper()})",
+        partial(_annotations_file, campaign.name, export_format),
+        f"{campaign.name}-annotations.{export_format}",
+        MEDIA_TYPES[export_format],
+        key=f"dl_{export_format}",
+        on_click="ignore",
+    )
+sft_column, report_column = st.columns(2)
+if sft_column.button("Build critic training data (SFT)", key="build_sft"):
+    try:
+        st.session_state[SFT_KEY] = (campaign.id, _sft_file(campaign.name))
+    except ValueError as error:
+        outcome.error(escape_markdown(str(error)))
+if report_column.button("Build calibration report", key="build_report"):
+    try:
+        st.session_state[REPORT_KEY] = (campaign.id, _calibration_report(campaign))
+    except ValueError as error:
+        outcome.error(escape_markdown(str(error)))
+built_sft = st.session_state.get(SFT_KEY)
+if built_sft and built_sft[0] == campaign.id:
+    sft_column.download_button(
+        "Download SFT (JSONL)", built_sft[1], f"{campaign.name}-sft.jsonl", "application/jsonl",
+        key="dl_sft", on_click="ignore",
+    )  # fmt: skip
+built_report = st.session_state.get(REPORT_KEY)
+if built_report and built_report[0] == campaign.id:
+    summary, html = built_report[1]
+    reference = json.loads(summary)["reference"]
+    report_column.caption(
+        f"{reference['n_units']} units with a reference, {reference['n_adjudicated']} of them "
+        "adjudicated by a reviewer."
+    )
+    report_column.download_button(
+        "Calibration report (HTML)", html, f"{campaign.name}-calibration.html", "text/html",
+        key="dl_report_html", on_click="ignore",
+    )  # fmt: skip
+    report_column.download_button(
+        "Calibration metrics (JSON)", summary, f"{campaign.name}-calibration.json",
+        "application/json", key="dl_report_json", on_click="ignore",
+    )  # fmt: skip

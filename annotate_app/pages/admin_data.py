@@ -1,0 +1,95 @@
+"""Data in: upload a dataset (JSONL, or a zip with the JSONL and its images) or judgements."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app.auth import require_role
+from annotate_app.db import get_engine
+from annotate_app.text import escape_markdown
+from data.admin import PermissionDenied, dataset_overview
+from data.admin_uploads import (
+    UnsafeUpload,
+    UploadRejected,
+    import_dataset_upload,
+    import_judgements_upload,
+)
+from data.storage import session_scope
+
+user = require_role("admin")
+engine = get_engine()
+
+st.title("Data")
+listing = st.container()
+
+st.subheader("Upload a dataset")
+st.caption(
+    "A CritiqueLab dataset file (.jsonl, one item per line), or a .zip holding that file and its "
+    "images, named as the file names them. The file is checked exactly as "
+    "`critiquelab import jsonl` checks it; nothing is stored unless every line is valid."
+)
+with st.form("upload_dataset", clear_on_submit=False):
+    upload = st.file_uploader("Dataset file", type=["jsonl", "zip"], key="dataset_file")
+    dataset_name = st.text_input("Dataset name (empty: the file name)", key="dataset_name")
+    update = st.checkbox("Update records that changed (same ids)", key="dataset_update")
+    allow_missing = st.checkbox(
+        "Allow missing images (import the text alone)", key="dataset_allow_missing"
+    )
+    submitted = st.form_submit_button("Import dataset", type="primary")
+if submitted and upload is None:
+    st.error("Choose a .jsonl or .zip file first.")
+elif submitted:
+    try:
+        with session_scope(engine) as session:
+            summary = import_dataset_upload(
+                session, user.id, upload.name, upload.getvalue(), dataset=dataset_name.strip(),
+                update=update, allow_missing_images=allow_missing,
+            )  # fmt: skip
+    except (UploadRejected, UnsafeUpload, PermissionDenied) as error:
+        st.error(escape_markdown(f"Nothing was imported. {error}"))
+    else:
+        st.success(escape_markdown(f"Imported: {summary.describe()}."))
+
+st.subheader("Upload model judgements")
+st.caption(
+    "A judgements file (.jsonl, .csv or .parquet, FORMATS.md §3), checked exactly as "
+    "`critiquelab judgments import` checks it; nothing is stored unless every line is valid."
+)
+with st.form("upload_judgements"):
+    judgements = st.file_uploader(
+        "Judgements file", type=["jsonl", "csv", "parquet"], key="judgements_file"
+    )
+    update_judgements = st.checkbox("Update judgements that changed", key="judgements_update")
+    submitted_judgements = st.form_submit_button("Import judgements", type="primary")
+if submitted_judgements and judgements is None:
+    st.error("Choose a .jsonl, .csv or .parquet file first.")
+elif submitted_judgements:
+    try:
+        with session_scope(engine) as session:
+            result = import_judgements_upload(
+                session, user.id, judgements.name, judgements.getvalue(), update=update_judgements
+            )
+    except (UploadRejected, UnsafeUpload, PermissionDenied) as error:
+        st.error(escape_markdown(f"Nothing was imported. {error}"))
+    else:
+        st.success(escape_markdown(f"Imported: {result.describe()}."))
+
+with session_scope(engine) as session:
+    datasets = dataset_overview(session)
+if datasets:
+    listing.dataframe(
+        pd.DataFrame(
+            {
+                "Dataset": [row.name for row in datasets],
+                "Benchmark": [row.benchmark for row in datasets],
+                "Items": [row.items for row in datasets],
+                "Responses": [row.responses for row in datasets],
+                "Models": [", ".join(row.models) for row in datasets],
+                "Demo": [row.synthetic for row in datasets],
+            }
+        ),
+        hide_index=True,
+    )
+else:
+    listing.info("No dataset yet: upload one below.")

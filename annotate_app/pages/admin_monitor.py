@@ -1,0 +1,126 @@
+"""Monitor: progress, time per unit, agreement so far, low-effort signals, skips and flags."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app.auth import require_role
+from annotate_app.db import get_engine
+from calibration import krippendorff_alpha
+from data.campaigns import campaign_progress, list_campaigns
+from data.monitor import human_rating_matrices, low_effort_flags, unit_issues
+from data.storage import session_scope
+
+user = require_role("admin")
+engine = get_engine()
+
+st.title("Monitor")
+with session_scope(engine) as session:
+    campaigns = list_campaigns(session)
+if not campaigns:
+    st.info("No campaigns yet.")
+    st.stop()
+campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: c.name, key="mon_campaign")
+with session_scope(engine) as session:
+    progress = campaign_progress(session, campaign.id)
+    matrices = human_rating_matrices(session, campaign.id)
+    effort = low_effort_flags(session, campaign.id)
+    issues = unit_issues(session, campaign.id)
+
+
+def _seconds(value: float) -> str:
+    return "—" if math.isnan(value) else f"{value:.0f} s"
+
+
+complete, answers, median, status = st.columns(4)
+complete.metric("Units complete", f"{progress.units_complete} / {progress.units}")
+answers.metric("Answers", progress.annotations)
+median.metric("Median active time per answer", _seconds(progress.median_seconds_per_unit))
+status.metric("Status", progress.status)
+
+st.subheader("Agreement so far")
+st.caption(
+    "Krippendorff's alpha among the human annotators, per task (interval for scores, nominal "
+    "for preferences); blank while fewer than two answers can be paired."
+)
+st.dataframe(
+    pd.DataFrame(
+        {
+            "Task": [m.task for m in matrices.values()],
+            "Annotators": [len(m.annotators) for m in matrices.values()],
+            "Units": [len(m.units) for m in matrices.values()],
+            "Alpha": [krippendorff_alpha(m.values, m.level) for m in matrices.values()],
+            "Level": [m.level for m in matrices.values()],
+        }
+    ),
+    hide_index=True,
+)
+
+st.subheader("Annotators")
+st.dataframe(
+    pd.DataFrame(
+        {
+            "Annotator": [a.annotator for a in progress.by_annotator],
+            "Submitted": [a.submitted for a in progress.by_annotator],
+            "Leased": [a.leased for a in progress.by_annotator],
+            "Skipped": [a.skipped for a in progress.by_annotator],
+            "Median time": [_seconds(a.median_seconds) for a in progress.by_annotator],
+            "Low-effort signals": [
+                sum(flag.annotator == a.annotator for flag in effort) for a in progress.by_annotator
+            ],
+        }
+    ),
+    hide_index=True,
+)
+
+st.subheader("Possible low-effort answers")
+st.caption(
+    "fast: under a quarter of the annotator's own median time (after 5 answers); "
+    "repeated_rationale: the same rationale on several units; copied_rationale: mostly text "
+    "of the response itself."
+)
+st.dataframe(
+    pd.DataFrame(
+        {
+            "Annotator": [f.annotator for f in effort],
+            "Unit": [f.unit_key for f in effort],
+            "Signal": [f.reason for f in effort],
+            "Detail": [f.detail for f in effort],
+        }
+    ),
+    hide_index=True,
+)
+
+st.subheader("Skipped and flagged units")
+st.dataframe(
+    pd.DataFrame(
+        {
+            "Kind": [i.kind for i in issues],
+            "Unit": [i.unit_key for i in issues],
+            "Item": [i.item_id for i in issues],
+            "By": [i.user for i in issues],
+            "Reason": [i.reason for i in issues],
+            "When": [i.at for i in issues],
+            "Resolution": [i.resolution for i in issues],
+        }
+    ),
+    hide_index=True,
+)
+
+st.subheader("Units")
+st.dataframe(
+    pd.DataFrame(
+        {
+            "Unit": [u.unit_key for u in progress.by_unit],
+            "Item": [u.item_id for u in progress.by_unit],
+            "Submitted": [f"{u.submitted} / {progress.overlap}" for u in progress.by_unit],
+            "Leased": [u.leased for u in progress.by_unit],
+            "Flagged": [u.flagged for u in progress.by_unit],
+            "Median time": [_seconds(u.median_seconds) for u in progress.by_unit],
+        }
+    ),
+    hide_index=True,
+)

@@ -1,0 +1,86 @@
+"""People: create accounts, change roles, disable or enable them, reset passwords (admins)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app.auth import require_role
+from annotate_app.db import get_engine
+from annotate_app.text import escape_markdown
+from data.admin import (
+    PermissionDenied,
+    add_account,
+    change_active,
+    change_password,
+    change_role,
+)
+from data.storage import session_scope
+from data.users import UserError, list_users
+from schemas.tables import ROLES
+
+user = require_role("admin")
+engine = get_engine()
+
+st.title("People")
+listing = st.container()
+outcome = st.empty()
+
+
+def _run(action, done: str) -> None:  # type: ignore[no-untyped-def]
+    """Run ``action(session)`` in one transaction; say what happened."""
+    try:
+        with session_scope(engine) as session:
+            action(session)
+    except (UserError, PermissionDenied) as error:
+        outcome.error(escape_markdown(str(error)))
+    else:
+        outcome.success(escape_markdown(done))
+
+
+with st.expander("Add an account", expanded=False), st.form("add_account", clear_on_submit=True):
+    new_name = st.text_input("User name", key="new_name")
+    new_role = st.selectbox("Role", ROLES, key="new_role")
+    new_password = st.text_input("Password (at least 8 characters)", type="password", key="new_pw")
+    if st.form_submit_button("Add account", type="primary"):
+        _run(
+            lambda s: add_account(s, user.id, new_name.strip(), new_password, new_role),
+            f"Account {new_name.strip()} added as {new_role}.",
+        )
+
+with session_scope(engine) as session:
+    names = [record.name for record in list_users(session)]
+
+st.subheader("Change an account")
+chosen = st.selectbox("Account", names, key="chosen_user")
+role_column, active_column, password_column = st.columns(3)
+with role_column:
+    role = st.selectbox("New role", ROLES, key="chosen_role")
+    if st.button("Change role", key="change_role"):
+        _run(lambda s: change_role(s, user.id, chosen, role), f"{chosen} is now {role}.")
+with active_column:
+    if st.button("Disable account", key="disable"):
+        _run(lambda s: change_active(s, user.id, chosen, False), f"{chosen} is disabled.")
+    if st.button("Enable account", key="enable"):
+        _run(lambda s: change_active(s, user.id, chosen, True), f"{chosen} is enabled.")
+with password_column:
+    password = st.text_input("New password", type="password", key="reset_pw")
+    if st.button("Reset password", key="reset"):
+        _run(
+            lambda s: change_password(s, user.id, chosen, password),
+            f"{chosen}'s password was reset; their open sessions ended.",
+        )
+
+with session_scope(engine) as session:
+    people = list_users(session)
+listing.dataframe(
+    pd.DataFrame(
+        {
+            "Name": [person.name for person in people],
+            "Role": [person.role for person in people],
+            "Active": [person.active for person in people],
+            "Demo account": [person.synthetic for person in people],
+        }
+    ),
+    hide_index=True,
+)

@@ -1,0 +1,127 @@
+"""Adjudicate: units ordered by disagreement; record the final label with a note (reviewers)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app.auth import require_role
+from annotate_app.db import get_engine
+from annotate_app.render import render_content, render_history, safe_markdown
+from annotate_app.text import escape_markdown
+from data.adjudication import (
+    AdjudicationError,
+    UnitReview,
+    adjudicate,
+    adjudication_queue,
+    unit_review,
+)
+from data.admin import PermissionDenied
+from data.campaigns import list_campaigns
+from data.storage import session_scope
+from schemas.protocols import InvalidJudgement
+
+user = require_role("reviewer", "admin")
+engine = get_engine()
+FLASH = "adjudicate_flash"
+
+st.title("Adjudicate")
+if FLASH in st.session_state:
+    st.success(escape_markdown(st.session_state.pop(FLASH)))
+
+with session_scope(engine) as session:
+    campaigns = list_campaigns(session)
+if not campaigns:
+    st.info("No campaigns yet.")
+    st.stop()
+campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: c.name, key="adj_campaign")
+include_done = st.checkbox("Include units already adjudicated", key="adj_include_done")
+with session_scope(engine) as session:
+    queue = adjudication_queue(session, campaign.id, include_adjudicated=include_done)
+if not queue:
+    st.info("No unit with two or more answers is waiting for a ruling.")
+    st.stop()
+
+st.dataframe(
+    pd.DataFrame(
+        {
+            "Unit": [entry.unit_key for entry in queue],
+            "Item": [entry.item_id for entry in queue],
+            "Task": [entry.task for entry in queue],
+            "Answers": [entry.summary for entry in queue],
+            "Disagreement": [entry.disagreement for entry in queue],
+            "Adjudicated": [entry.adjudicated for entry in queue],
+        }
+    ),
+    hide_index=True,
+)
+entry = st.selectbox(
+    "Unit to review (most disagreement first)",
+    queue,
+    format_func=lambda e: f"{e.unit_key} · {e.summary}",
+    key="adj_unit",
+)
+with session_scope(engine) as session:
+    review: UnitReview = unit_review(session, entry.unit_id)
+
+content_column, answers_column = st.columns([3, 2])
+with content_column:
+    if review.history:
+        st.markdown("**Earlier turns**")
+        render_history(review.history)
+    st.markdown("**Question**")
+    render_content(review.question)
+    if review.reference is not None:
+        with st.expander("Reference answer"):
+            render_content(review.reference)
+    titles = ("Response A", "Response B") if len(review.responses) == 2 else ("Response",)
+    for title, response in zip(titles, review.responses, strict=True):
+        with st.container(border=True):
+            st.markdown(f"**{title}** · {escape_markdown(response.model)}")
+            render_content(response.content)
+
+with answers_column:
+    st.markdown("**Human answers**")
+    for answer in review.answers:
+        value = answer.preference if answer.preference is not None else f"{answer.score:g}"
+        with st.container(border=True):
+            st.markdown(
+                f"**{escape_markdown(answer.annotator)}**: {value} · {answer.seconds:.0f} s"
+                + (f" · revision {answer.revision}" if answer.revision > 1 else "")
+            )
+            st.markdown(safe_markdown(answer.rationale))
+    st.markdown("**Judges**")
+    if not review.judges:
+        st.caption("No judge output for this unit.")
+    for judge in review.judges:
+        value = judge.preference or (f"{judge.score:g}" if judge.score is not None else "—")
+        title = f"{judge.judge} · {value} · shown {judge.shown_order} · {judge.parse_status}"
+        with st.expander(escape_markdown(title)):
+            st.code(judge.raw_output or judge.rationale, language=None, wrap_lines=True)
+    for ruling in review.adjudications:
+        value = ruling.preference or f"{ruling.score:g}"
+        state = "final label" if ruling.is_live else "replaced"
+        st.caption(escape_markdown(f"{state}: {value} by {ruling.reviewer} — {ruling.note}"))
+
+st.subheader("Final label")
+protocol = review.protocol
+if protocol.is_pointwise and protocol.is_discrete:
+    score = st.selectbox(
+        "Score", protocol.scale_points(), format_func="{:g}".format, key="adj_score"
+    )
+    label = {"score": score}
+elif protocol.is_pointwise:
+    low, high = float(protocol.scale_min), float(protocol.scale_max)  # type: ignore[arg-type]
+    label = {"score": st.number_input("Score", low, high, key="adj_score")}
+else:
+    label = {"preference": st.radio("Better response", protocol.labels, key="adj_pref")}
+note = st.text_area("Note: why this is the final label", key="adj_note")
+if st.button("Record final label", type="primary", key="adj_save"):
+    try:
+        with session_scope(engine) as session:
+            adjudicate(session, user.id, review.unit_id, note=note, **label)
+    except (AdjudicationError, InvalidJudgement, PermissionDenied) as error:
+        st.error(escape_markdown(str(error)))
+    else:
+        st.session_state[FLASH] = f"Final label recorded for {review.unit_key}."
+        st.rerun()

@@ -1,0 +1,67 @@
+"""Flags: units annotators reported as broken; resolve each with a note (reviewers)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app.auth import require_role
+from annotate_app.db import get_engine
+from annotate_app.text import escape_markdown
+from data.adjudication import AdjudicationError, list_flags, resolve_flag
+from data.admin import PermissionDenied
+from data.storage import session_scope
+
+user = require_role("reviewer", "admin")
+engine = get_engine()
+FLASH = "flags_flash"
+RETURN, KEEP_OUT = "Return the unit to the queue", "Keep the unit out of the queue"
+
+st.title("Flags")
+if FLASH in st.session_state:
+    st.success(escape_markdown(st.session_state.pop(FLASH)))
+include_resolved = st.checkbox("Show resolved flags too", key="flags_resolved")
+with session_scope(engine) as session:
+    flags = list_flags(session, include_resolved=include_resolved)
+if not flags:
+    st.info("No open flags.")
+    st.stop()
+
+st.dataframe(
+    pd.DataFrame(
+        {
+            "Flag": [f.flag_id for f in flags],
+            "Campaign": [f.campaign for f in flags],
+            "Unit": [f.unit_key for f in flags],
+            "Reported by": [f.reported_by for f in flags],
+            "Reason": [f.reason for f in flags],
+            "Reported": [f.created_at for f in flags],
+            "Resolved by": [f.resolved_by for f in flags],
+            "Resolution": [f.resolution for f in flags],
+            "Out of queue": [f.unit_flagged for f in flags],
+        }
+    ),
+    hide_index=True,
+)
+open_flags = [f for f in flags if f.resolved_at is None]
+if not open_flags:
+    st.stop()
+
+st.subheader("Resolve a flag")
+chosen = st.selectbox(
+    "Flag",
+    open_flags,
+    format_func=lambda f: f"#{f.flag_id} · {f.unit_key} · {f.reason}",
+    key="flag_choice",
+)
+outcome = st.radio("Outcome", (RETURN, KEEP_OUT), key="flag_outcome")
+note = st.text_area("Note: what was wrong and what was done", key="flag_note")
+if st.button("Resolve flag", type="primary", key="flag_resolve"):
+    try:
+        with session_scope(engine) as session:
+            resolve_flag(session, user.id, chosen.flag_id, note, return_to_queue=outcome == RETURN)
+    except (AdjudicationError, PermissionDenied) as error:
+        st.error(escape_markdown(str(error)))
+    else:
+        st.session_state[FLASH] = f"Flag #{chosen.flag_id} resolved."
+        st.rerun()

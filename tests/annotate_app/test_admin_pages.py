@@ -1,0 +1,335 @@
+"""Admin and reviewer pages under AppTest: role refusal, and each page's main action."""
+
+from __future__ import annotations
+
+import json
+
+import krippendorff
+import numpy as np
+import pytest
+from admin_factory import add_campaign, add_dataset, add_people, answer, units_of
+from sqlmodel import select
+from streamlit.testing.v1 import AppTest
+
+import calibration  # noqa: F401  (heavy imports paid once here, not inside a timed page run)
+import critic.sft  # noqa: F401
+from annotate_app.auth import USER_KEY
+from annotate_app.navigation import APP_DIR
+from annotate_app.text import escape_markdown
+from data.adjudication import adjudicate
+from data.admin import change_campaign_status
+from data.audit import list_events
+from data.judgements import insert_judgements
+from data.queue import flag, next_unit
+from data.storage import session_scope
+from data.users import UserRecord, get_user, to_record
+from schemas.tables import Adjudication, Campaign, Judgement, Unit, User
+
+TIMEOUT = 60
+"""Seconds AppTest waits for one page run; generous because CI machines are shared."""
+ADMIN_PAGES = [
+    "pages/admin_users.py",
+    "pages/admin_data.py",
+    "pages/admin_campaigns.py",
+    "pages/admin_monitor.py",
+    "pages/admin_audit.py",
+]
+REVIEW_PAGES = ["pages/review_adjudicate.py", "pages/review_flags.py"]
+
+
+@pytest.fixture
+def world(engine, db_url, monkeypatch):
+    """Five accounts, a dataset of three items and an alignmmbench campaign with answers."""
+    monkeypatch.setenv("CRITIQUELAB_DB", db_url)
+    with session_scope(engine) as session:
+        people = add_people(session)
+        add_dataset(session, items=3)
+        campaign = add_campaign(session, actor_id=people["root"])
+        units = units_of(session, campaign.id)
+        for name, score in (("ann", 2), ("bob", 9), ("cat", 5)):
+            answer(session, units[0], people[name], score=score, seconds=40)
+        answer(session, units[1], people["ann"], score=6, seconds=30)
+        answer(session, units[1], people["bob"], score=7, seconds=35)
+        records = {name: to_record(session.get(User, people[name])) for name in people.ids}
+    return engine, records, campaign.id
+
+
+def _page(file: str, user: UserRecord) -> AppTest:
+    at = AppTest.from_file(str(APP_DIR / file), default_timeout=TIMEOUT)
+    at.session_state[USER_KEY] = user
+    return at.run()
+
+
+def _errors(at: AppTest) -> list[str]:
+    return [element.value for element in at.error]
+
+
+@pytest.mark.parametrize("file", ADMIN_PAGES + REVIEW_PAGES)
+def test_annotators_are_refused_every_admin_and_reviewer_page(world, file):
+    _, people, _ = world
+    at = _page(file, people["ann"])
+    assert not at.exception
+    assert _errors(at) == [
+        f"This page is for {'admin' if file in ADMIN_PAGES else 'reviewer or admin'} accounts; "
+        "you are logged in as ann (annotator)."
+    ]
+    assert not at.dataframe and not at.button and not at.text_input
+
+
+@pytest.mark.parametrize("file", ADMIN_PAGES)
+def test_reviewers_are_refused_admin_pages(world, file):
+    _, people, _ = world
+    at = _page(file, people["rita"])
+    assert _errors(at) == ["This page is for admin accounts; you are logged in as rita (reviewer)."]
+    assert not at.button
+
+
+@pytest.mark.parametrize("file", ADMIN_PAGES + REVIEW_PAGES)
+def test_every_page_opens_for_an_admin(world, file):
+    _, people, _ = world
+    at = _page(file, people["root"])
+    assert not at.exception, at.exception
+    assert not _errors(at)
+
+
+def test_a_page_opened_by_a_demoted_admin_is_refused_on_the_next_run(world):
+    engine, people, _ = world
+    at = _page("pages/admin_users.py", people["root"])
+    with session_scope(engine) as session:
+        session.get(User, people["root"].id).role = "annotator"
+    at.run()
+    assert "you are logged in as root (annotator)" in _errors(at)[0]
+
+
+# --- people ---------------------------------------------------------------------------------
+
+
+def test_admin_adds_an_account_and_changes_a_role(world):
+    engine, people, _ = world
+    at = _page("pages/admin_users.py", people["root"])
+    at.text_input(key="new_name").input("dora")
+    at.selectbox(key="new_role").select("reviewer")
+    at.text_input(key="new_pw").input("a long password")
+    at.button[0].click().run()  # the form's submit button comes first
+    assert [s.value for s in at.success] == [escape_markdown("Account dora added as reviewer.")]
+    assert "dora" in list(at.dataframe[0].value["Name"])
+    at.selectbox(key="chosen_user").select("bob")
+    at.selectbox(key="chosen_role").select("admin")
+    at.button(key="change_role").click().run()
+    assert [s.value for s in at.success] == [escape_markdown("bob is now admin.")]
+    with session_scope(engine) as session:
+        assert get_user(session, "dora").role == "reviewer"
+        assert get_user(session, "bob").role == "admin"
+        assert list_events(session, action_prefix="user.role")[0].actor_id == people["root"].id
+
+
+def test_refusals_show_as_errors_and_change_nothing(world):
+    engine, people, _ = world
+    at = _page("pages/admin_users.py", people["root"])
+    at.selectbox(key="chosen_user").select("root")
+    at.button(key="disable").click().run()
+    assert _errors(at) == [
+        escape_markdown("root is the last active admin: make another account admin first")
+    ]
+    at.selectbox(key="chosen_user").select("bob")
+    at.text_input(key="reset_pw").input("short")
+    at.button(key="reset").click().run()
+    assert _errors(at) == [escape_markdown("the password must have at least 8 characters")]
+    with session_scope(engine) as session:
+        assert get_user(session, "root").active
+        assert list_events(session, action_prefix="user.") == []
+
+
+# --- campaigns ------------------------------------------------------------------------------
+
+
+def test_admin_creates_a_campaign_with_a_pair_sample(world):
+    engine, people, _ = world
+    at = _page("pages/admin_campaigns.py", people["root"])
+    at.text_input(key="c_name").input("prefs")
+    at.selectbox(key="c_protocol").select("pairwise")
+    at.radio(key="c_pairs").set_value("all")
+    at.number_input(key="c_k").set_value(2)
+    at.button[0].click().run()
+    assert not _errors(at), _errors(at)
+    assert [s.value for s in at.success] == [escape_markdown("Campaign prefs created.")]
+    with session_scope(engine) as session:
+        created = session.exec(select(Campaign).where(Campaign.name == "prefs")).one()
+    assert (created.protocol, created.overlap, created.created_by) == (
+        "pairwise",
+        2,
+        people["root"].id,
+    )
+    assert created.options["pairs"] == {"mode": "all", "k": None, "seed": 0}
+
+
+def test_campaign_settings_are_saved_and_audited_with_before_and_after(world):
+    engine, people, campaign_id = world
+    at = _page("pages/admin_campaigns.py", people["root"])
+    at.number_input(key=f"s{campaign_id}_k").set_value(5)
+    at.checkbox(key=f"s{campaign_id}_ref").uncheck()
+    at.text_area(key=f"s{campaign_id}_instructions").input("Read <b>twice</b>.")
+    at.button(key=f"FormSubmitter:settings_{campaign_id}-Save settings").click().run()
+    assert [s.value for s in at.success] == ["Saved: overlap, show_reference, instructions"]
+    with session_scope(engine) as session:
+        campaign = session.get(Campaign, campaign_id)
+        event = list_events(session, action_prefix="campaign.update")[0]
+    assert (campaign.overlap, campaign.show_reference) == (5, False)
+    assert event.detail["changes"]["overlap"] == {"before": 3, "after": 5}
+    assert event.actor_id == people["root"].id
+    # the instructions preview shows the HTML as text
+    assert any("\\<b\\>twice\\</b\\>" in m.value for m in at.markdown)
+
+
+def test_pause_resume_close_from_the_page(world):
+    engine, people, campaign_id = world
+    at = _page("pages/admin_campaigns.py", people["root"])
+    at.button(key="status_pause").click().run()
+    with session_scope(engine) as session:
+        assert session.get(Campaign, campaign_id).status == "paused"
+    at.button(key="status_pause").click().run()
+    assert _errors(at) == [escape_markdown("campaign 'camp' is paused: it cannot pause")]
+    at.button(key="status_close").click().run()
+    with session_scope(engine) as session:
+        assert session.get(Campaign, campaign_id).status == "closed"
+
+
+# --- data -----------------------------------------------------------------------------------
+
+
+def test_the_data_page_lists_datasets(world):
+    _, people, _ = world
+    at = _page("pages/admin_data.py", people["root"])
+    table = at.dataframe[0].value
+    assert list(table["Dataset"]) == ["ds"] and list(table["Responses"]) == [6]
+
+
+# --- adjudication ---------------------------------------------------------------------------
+
+
+def test_reviewer_adjudicates_the_most_disputed_unit(world):
+    engine, people, campaign_id = world
+    at = _page("pages/review_adjudicate.py", people["rita"])
+    assert not at.exception and not _errors(at)
+    queue = at.dataframe[0].value
+    assert list(queue["Answers"]) == ["2, 5, 9", "6, 7"]
+    at.selectbox(key="adj_score").select(6)
+    at.text_area(key="adj_note").input("Two of three read it right.")
+    at.button(key="adj_save").click().run()
+    assert not _errors(at), _errors(at)
+    with session_scope(engine) as session:
+        [ruling] = session.exec(select(Adjudication)).all()
+        unit_id = units_of(session, campaign_id)[0].id
+    assert (ruling.unit_id, ruling.score, ruling.reviewer_id) == (unit_id, 6, people["rita"].id)
+
+
+# --- monitor, flags, audit ------------------------------------------------------------------
+
+
+def test_monitor_shows_progress_and_agreement_per_task(world):
+    _, people, _ = world
+    at = _page("pages/admin_monitor.py", people["root"])
+    assert not at.exception, at.exception
+    assert [m.value for m in at.metric][:2] == ["1 / 6", "5"]
+    agreement = at.dataframe[0].value
+    assert list(agreement["Task"]) == ["OCR"]
+    # independent computation: the krippendorff package on the same 3 x 2 matrix
+    expected = krippendorff.alpha(
+        reliability_data=[[2, 6], [9, 7], [5, np.nan]], level_of_measurement="interval"
+    )
+    assert agreement["Alpha"][0] == pytest.approx(expected)
+
+
+def test_reviewer_resolves_a_flag_and_the_unit_returns_to_the_queue(world):
+    engine, people, campaign_id = world
+    with session_scope(engine) as session:
+        view = next_unit(session, campaign_id, people["cat"].id)
+        flag(session, view.assignment_id, people["cat"].id, "the text is cut off")
+    at = _page("pages/review_flags.py", people["rita"])
+    assert list(at.dataframe[0].value["Reason"]) == ["the text is cut off"]
+    at.text_area(key="flag_note").input("Re-imported the full text.")
+    at.button(key="flag_resolve").click().run()
+    assert not _errors(at), _errors(at)
+    assert [s.value for s in at.success] == [escape_markdown("Flag #1 resolved.")]
+    with session_scope(engine) as session:
+        assert session.get(Unit, view.unit_id).flagged is False
+        assert list_events(session, action_prefix="flag.resolve")[0].actor_id == people["rita"].id
+
+
+def test_audit_page_lists_and_exports_the_changes(world):
+    engine, people, campaign_id = world
+    with session_scope(engine) as session:
+        change_campaign_status(session, people["root"].id, campaign_id, "pause")
+    at = _page("pages/admin_audit.py", people["root"])
+    table = at.dataframe[0].value
+    assert list(table["Action"]) == ["campaign.pause", "campaign.create"]
+    assert list(table["Who"]) == ["root", "root"]
+    at.selectbox(key="audit_family").select("campaign")
+    at.run()
+    assert len(at.dataframe[0].value) == 2
+    assert [button.label for button in at.get("download_button")] == [
+        "Download CSV",
+        "Download JSONL",
+    ]
+
+
+def test_campaign_downloads_and_a_report_that_uses_the_adjudication(world):
+    engine, people, campaign_id = world
+    with session_scope(engine) as session:
+        unit = units_of(session, campaign_id)[0]
+        insert_judgements(
+            session,
+            [
+                Judgement(
+                    judge="gpt-4",
+                    protocol="alignmmbench",
+                    unit_key="r:ds-item-0/m1",
+                    response_pk=unit.response_pk,
+                    score=7,
+                    raw_output="[[7]]",
+                )  # fmt: skip
+            ],
+        )
+    at = _page("pages/admin_campaigns.py", people["root"])
+    labels = [button.label for button in at.get("download_button")]
+    assert labels == ["Annotations (JSONL)", "Annotations (CSV)", "Annotations (PARQUET)"]
+    at.button(key="build_report").click().run()
+    assert not _errors(at), _errors(at)
+    assert "2 units with a reference, 0 of them adjudicated" in at.caption[-1].value
+    at.button(key="build_sft").click().run()
+    assert not _errors(at), _errors(at)
+    assert "Download SFT (JSONL)" in [b.label for b in at.get("download_button")]
+    with session_scope(engine) as session:
+        adjudicate(session, people["rita"].id, unit.id, score=7, note="The judge is right.")
+    at.button(key="build_report").click().run()
+    assert "2 units with a reference, 1 of them adjudicated" in at.caption[-1].value
+    summary, _ = at.session_state["campaign_calibration_report"][1]
+    assert json.loads(summary)["judges"]["gpt-4"]["mae"] == 0.0  # 7 vs the adjudicated 7
+
+
+def test_the_review_page_shows_user_and_model_text_as_text(world):
+    engine, people, campaign_id = world
+    with session_scope(engine) as session:
+        unit = units_of(session, campaign_id)[2]
+        answer(session, unit, people["ann"].id, score=3, rationale="<img src=x onerror=alert(1)>")
+        answer(session, unit, people["bob"].id, score=4, rationale="$x$ and <script>bad()</script>")
+        insert_judgements(
+            session,
+            [
+                Judgement(
+                    judge="*judge*",
+                    protocol="alignmmbench",
+                    unit_key="r:ds-item-1/m1",
+                    response_pk=unit.response_pk,
+                    score=5,
+                    raw_output="<b>Rating: 5</b>",
+                )  # fmt: skip
+            ],
+        )
+    at = _page("pages/review_adjudicate.py", people["rita"])
+    at.selectbox(key="adj_unit").select_index(2).run()
+    shown = [m.value for m in at.markdown]
+    assert "\\<img src=x onerror=alert(1)\\>" in shown
+    assert "\\$x\\$ and \\<script\\>bad()\\</script\\>" in shown
+    assert [c.value for c in at.code] == ["<b>Rating: 5</b>"]  # a code block shows it literally
+    assert at.expander[-1].label.startswith("\\*judge\\*")

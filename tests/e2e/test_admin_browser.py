@@ -1,0 +1,120 @@
+"""Running a campaign in a real browser: role refusal by URL, a bad upload, an adjudication that
+changes the calibration reference, and a role change that lands in the audit trail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from admin_factory import PASSWORD, add_campaign, add_dataset, add_people, answer, units_of
+from playwright.sync_api import expect
+from sqlalchemy import func
+from sqlmodel import select
+
+from data.audit import list_events
+from data.frames import campaign_reference_overrides
+from data.users import get_user
+from schemas.tables import Campaign, Dataset, Item
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def seeded(app_server: Any) -> Any:
+    """The five accounts of admin_factory; one campaign whose first unit is disputed (2 / 9)."""
+    with app_server.session() as session:
+        people = add_people(session)
+        add_dataset(session, items=2)
+        campaign = add_campaign(session, actor_id=people["root"])
+        first = units_of(session, campaign.id)[0]
+        answer(session, first, people["ann"], score=2, rationale="Reads the sign wrong.")
+        answer(session, first, people["bob"], score=9, rationale="Reads the sign right.")
+    return app_server
+
+
+def _choose(page: Any, label: str, option: str) -> None:
+    """Pick ``option`` of a select box by typing it (the option list may be off screen)."""
+    page.get_by_role("combobox", name=label).click()
+    page.keyboard.type(option)
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("combobox", name=label)).to_have_value(option)
+
+
+def _items(server: Any) -> int:
+    with server.session() as session:
+        return session.exec(select(func.count()).select_from(Item)).one()
+
+
+@pytest.mark.parametrize("path", ["admin_users", "admin_data", "admin_audit", "review_adjudicate"])
+def test_an_annotator_typing_an_admin_url_gets_no_admin_page(
+    seeded: Any, page: Any, login: Any, path: str
+) -> None:
+    login(page, seeded.url, "cat", PASSWORD)
+    page.goto(f"{seeded.url}/{path}")
+    expect(page.get_by_text("Logged in as cat")).to_be_visible()
+    expect(page.get_by_role("heading", name="Campaigns")).to_be_visible()
+    for admin_heading in ("People", "Data", "Audit trail", "Adjudicate"):
+        expect(page.get_by_role("heading", name=admin_heading, exact=True)).to_have_count(0)
+    expect(page.get_by_role("button", name="Record final label")).to_have_count(0)
+
+
+def test_a_bad_upload_shows_the_line_and_imports_nothing(
+    seeded: Any, page: Any, login: Any, tmp_path: Any
+) -> None:
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text(
+        '{"item_id": "ok-1", "benchmark": "generic", "question": "Q?"}\n'
+        '{"item_id": "bad-2", "benchmark": "alignmmbench", "task": "Dancing", "question": "Q?"}\n'
+    )
+    before = _items(seeded)
+    login(page, seeded.url, "root", PASSWORD)
+    page.get_by_role("link", name="Data").click()
+    expect(page.get_by_role("heading", name="Upload a dataset")).to_be_visible()
+    uploader = page.get_by_role("region", name="Dataset file")
+    uploader.locator("input[type=file]").set_input_files(str(bad))
+    expect(page.get_by_text("broken.jsonl")).to_be_visible()
+    page.get_by_role("button", name="Import dataset").click()
+    expect(
+        page.get_by_text("Nothing was imported. broken.jsonl:2: `task` is 'Dancing'")
+    ).to_be_visible()
+    assert _items(seeded) == before
+    with seeded.session() as session:
+        assert session.exec(select(Dataset).where(Dataset.name == "broken")).first() is None
+
+
+def test_an_adjudication_in_the_browser_becomes_the_calibration_reference(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    with seeded.session() as session:
+        campaign_id = session.exec(select(Campaign.id).where(Campaign.name == "camp")).one()
+        assert campaign_reference_overrides(session, campaign_id) == {}
+    login(page, seeded.url, "rita", PASSWORD)
+    page.get_by_role("link", name="Adjudicate").click()
+    expect(page.get_by_text("Reads the sign wrong.")).to_be_visible()
+    expect(page.get_by_text("Reads the sign right.")).to_be_visible()
+    _choose(page, "Score", "7")
+    page.get_by_label("Note: why this is the final label").fill("The sign is legible: 7.")
+    page.get_by_role("button", name="Record final label").click()
+    expect(page.get_by_text("Final label recorded for r:ds-item-0/m1.")).to_be_visible()
+    with seeded.session() as session:
+        assert campaign_reference_overrides(session, campaign_id) == {"r:ds-item-0/m1": 7}
+        [event] = list_events(session, action_prefix="adjudication.")
+        assert event.actor_id == get_user(session, "rita").id
+
+
+def test_a_role_change_in_the_browser_is_audited(seeded: Any, page: Any, login: Any) -> None:
+    login(page, seeded.url, "root", PASSWORD)
+    page.get_by_role("link", name="Users").click()
+    _choose(page, "Account", "bob")
+    _choose(page, "New role", "reviewer")
+    page.get_by_role("button", name="Change role").click()
+    expect(page.get_by_text("bob is now reviewer.")).to_be_visible()
+    with seeded.session() as session:
+        assert get_user(session, "bob").role == "reviewer"
+        event = list_events(session, action_prefix="user.role")[0]
+        assert (event.detail, event.actor_id) == (
+            {"before": "annotator", "after": "reviewer"},
+            get_user(session, "root").id,
+        )
+    page.get_by_role("link", name="Audit trail").click()
+    expect(page.get_by_role("heading", name="Audit trail")).to_be_visible()
