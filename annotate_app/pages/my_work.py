@@ -1,0 +1,141 @@
+"""My work: progress in a campaign, one's own past answers, and editing one (a new revision).
+
+Only the logged-in annotator's own answers are listed or opened; ``?annotation=ID`` of someone
+else's answer is refused like one that does not exist.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app.auth import require_role
+from annotate_app.components.answer_box import answer_box, read_payload
+from annotate_app.db import get_engine
+from annotate_app.render import render_rubric, render_unit, safe_markdown
+from annotate_app.text import escape_markdown
+from data import queue
+from data.storage import session_scope
+
+PAGE_SIZE = 50
+
+user = require_role("annotator", "reviewer", "admin")
+engine = get_engine()
+state = st.session_state
+
+
+def _save_revision(key: str, annotation_id: int) -> None:
+    payload = read_payload(key, "submit")
+    if payload is None or payload.unit != annotation_id:
+        return
+    try:
+        with session_scope(engine) as session:
+            new = queue.revise(
+                session, annotation_id, user.id, score=payload.score,
+                preference=payload.preference, rationale=payload.rationale,
+                extra_seconds=payload.seconds,
+            )  # fmt: skip
+    except queue.QueueError as error:
+        attempt, _ = state.get("my_work_refused", (0, ""))
+        state["my_work_refused"] = (attempt + 1, str(error))
+        return
+    state.pop("my_work_refused", None)
+    state["my_work_notice"] = f"Saved as revision {new.revision}."
+    st.query_params["annotation"] = str(new.id)
+
+
+with session_scope(engine) as session:
+    campaigns = queue.my_campaigns(session, user.id)
+st.title("My work")
+if not campaigns:
+    st.info("You have not annotated anything yet.")
+    st.stop()
+
+names = [campaign.name for campaign in campaigns]
+wanted = st.query_params.get("campaign")
+if "my_work_campaign" not in state or state["my_work_campaign"] not in names:
+    state["my_work_campaign"] = wanted if wanted in names else names[0]
+chosen = st.selectbox("Campaign", names, key="my_work_campaign")
+campaign = campaigns[names.index(chosen)]
+st.query_params["campaign"] = campaign.name
+
+notice = state.pop("my_work_notice", None)
+if notice:
+    st.success(notice)
+
+page = int(st.number_input("Page", min_value=1, value=1, step=1, key="my_work_page"))
+with session_scope(engine) as session:
+    progress = queue.annotator_progress(session, campaign.id, user.id)  # type: ignore[arg-type]
+    mine = queue.my_annotations(
+        session,
+        campaign.id,
+        user.id,
+        limit=PAGE_SIZE,
+        offset=(page - 1) * PAGE_SIZE,  # type: ignore[arg-type]
+    )
+
+fraction = progress.units_complete / progress.units_total if progress.units_total else 0.0
+complete = f"Campaign: {progress.units_complete} of {progress.units_total} units complete"
+st.progress(fraction, text=complete)
+left, middle, right = st.columns(3)
+left.metric("My answers", progress.my_submitted)
+middle.metric("Skipped", progress.my_skipped)
+right.metric("Flagged units", progress.units_flagged)
+
+asked = st.query_params.get("annotation")
+edit_id = int(asked) if asked and asked.isdigit() else None
+if not mine:
+    st.info("No answers on this page.")
+else:
+    table = pd.DataFrame(
+        {
+            "id": [m.annotation_id for m in mine],
+            "Item": [m.item_id for m in mine],
+            "Task": [m.task or "" for m in mine],
+            "Answer": [m.preference_shown or f"{m.score:g}" for m in mine],
+            "Rationale": [m.rationale[:120] for m in mine],
+            "Revision": [m.revision for m in mine],
+            "Seconds": [round(m.seconds) for m in mine],
+            "When (UTC)": [m.created_at.strftime("%Y-%m-%d %H:%M") for m in mine],
+        }
+    )
+    st.dataframe(table, hide_index=True, width="stretch")
+    labels = {m.annotation_id: f"{m.item_id} (revision {m.revision})" for m in mine}
+    if edit_id is None:
+        edit_id = st.selectbox(
+            "Edit an answer", [None, *labels], format_func=lambda i: "—" if i is None else labels[i]
+        )
+
+if edit_id is not None:
+    try:
+        with session_scope(engine) as session:
+            view, own = queue.my_annotation_view(session, edit_id, user.id)
+            others = queue.others_answers(session, own.unit_id, user.id)
+    except queue.QueueError as error:
+        st.error(str(error))
+        st.stop()
+    st.subheader(f"Edit {escape_markdown(own.item_id)} (revision {own.revision})")
+    unit_column, answer_column = st.columns([3, 2], gap="large")
+    with unit_column:
+        render_unit(view)
+    with answer_column:
+        key = f"edit-{own.annotation_id}"
+        attempt, error = state.get("my_work_refused", (0, None))
+        if error:
+            st.error(error)
+        current = queue.DraftView(own.score, own.preference_shown, own.rationale, 0.0)
+        answer_box(
+            key=key, unit=own.annotation_id, protocol=view.protocol,
+            rationale_min=view.rationale_min, draft=current, on_draft=lambda: None,
+            on_submit=partial(_save_revision, key, own.annotation_id), attempt=attempt,
+            error=error, submit_label="Save revision",
+        )  # fmt: skip
+        with st.container(border=True):
+            render_rubric(view)
+        if others:
+            with st.expander("How others rated this unit"):
+                for other in others:
+                    value = other.preference_shown or f"{other.score:g}"
+                    st.markdown(f"**{value}** — {safe_markdown(other.rationale)}")

@@ -1,0 +1,161 @@
+"""Safe rendering of CONTENT (FORMATS.md): markdown without HTML, images, interleaved answers.
+
+Nothing from the data may become markup. Text keeps its Markdown (lists, emphasis, code,
+tables) but every ``<``, ``>`` and ``$`` outside code is backslash-escaped, so an answer that
+contains ``<script>`` or ``<img onerror=...>`` shows those characters instead of running them,
+and dollar amounts do not turn into LaTeX. Markdown images (``![](url)``) are shown as text, so
+model output cannot make the browser fetch anything. Image segments are files under the data
+folder (:func:`data.content.resolve_image`); a path that leaves it is refused, never opened.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import streamlit as st
+
+from annotate_app.text import escape_markdown
+from data.content import ContentError, resolve_image
+from data.queue import ResponseView, UnitView
+from schemas.protocols import ALIGNMMBENCH_TASK_GUIDANCE, MMIE_CRITERIA, MMIE_JUDGE_MAX_IMAGES
+
+_CODE = re.compile(r"(```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`)", re.DOTALL)
+_OUTSIDE_CODE_SPECIALS = re.compile(r"([<>$])")
+_MARKDOWN_IMAGE = re.compile(r"!\[")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One piece of CONTENT: text, or an image with its resolved file (None if unusable)."""
+
+    kind: Literal["text", "image"]
+    text: str = ""
+    image: str = ""
+    path: Path | None = None
+    problem: str = ""
+
+
+def safe_markdown(text: str) -> str:
+    """``text`` as Markdown that renders no HTML, no LaTeX and no remote images."""
+    parts = _CODE.split(text)
+    for index in range(0, len(parts), 2):  # even parts are outside code
+        escaped = _OUTSIDE_CODE_SPECIALS.sub(r"\\\1", parts[index])
+        parts[index] = _MARKDOWN_IMAGE.sub(r"!\\[", escaped)
+    return "".join(parts)
+
+
+def segments(content: Any) -> list[Segment]:
+    """CONTENT as an ordered list of segments (a string is one text segment)."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [Segment("text", text=content)]
+    result: list[Segment] = []
+    for piece in content if isinstance(content, list) else [content]:
+        if isinstance(piece, dict) and piece.get("type") == "image":
+            result.append(_image_segment(piece))
+        elif isinstance(piece, dict) and piece.get("type") == "text":
+            result.append(Segment("text", text=str(piece.get("text", ""))))
+        else:
+            result.append(Segment("text", text=str(piece)))
+    return result
+
+
+def image_count(content: Any) -> int:
+    return sum(1 for segment in segments(content) if segment.kind == "image")
+
+
+def render_content(content: Any) -> None:
+    """Show CONTENT in order: text as safe Markdown, images inline (expandable to full screen)."""
+    for segment in segments(content):
+        if segment.kind == "text":
+            if segment.text.strip():
+                st.markdown(safe_markdown(segment.text))
+        elif segment.path is not None:
+            st.image(str(segment.path), width="content")
+        else:
+            st.warning(f"Image {escape_markdown(segment.image)} cannot be shown: {segment.problem}")
+
+
+def render_history(history: list[Any]) -> None:
+    """Earlier dialogue turns, oldest first."""
+    for turn in history:
+        role = turn.get("role", "user") if isinstance(turn, dict) else "user"
+        with st.chat_message("user" if role == "user" else "assistant"):
+            render_content(turn.get("content") if isinstance(turn, dict) else turn)
+
+
+def _image_segment(piece: dict[str, Any]) -> Segment:
+    stored = piece.get("image")
+    if not isinstance(stored, str):
+        source = str(piece.get("source", ""))
+        return Segment("image", image=source, problem="it was missing when the data was imported")
+    try:
+        path = resolve_image(stored)
+    except ContentError as error:
+        return Segment("image", image=stored, problem=str(error))
+    if not path.is_file():
+        return Segment("image", image=stored, problem="the file is missing")
+    return Segment("image", image=stored, path=path)
+
+
+def render_unit(view: UnitView) -> None:
+    """The question, earlier turns, reference (if the campaign shows it) and the response(s)."""
+    if view.history:
+        st.markdown("**Earlier turns**")
+        render_history(view.history)
+    st.markdown("**Question**")
+    render_content(view.question)
+    if view.reference is not None:
+        with st.expander("Reference answer", expanded=True):
+            render_content(view.reference)
+    if len(view.responses) == 1:
+        st.markdown("**Response**")
+        _render_response(view, view.responses[0])
+        return
+    for column, response in zip(st.columns(len(view.responses)), view.responses, strict=True):
+        with column, st.container(border=True):
+            st.markdown(f"**Response {response.label}**")
+            _render_response(view, response)
+
+
+def render_rubric(view: UnitView) -> None:
+    """The scale with each band's description, the task guidance and the campaign's own notes."""
+    protocol = view.protocol
+    st.markdown(f"**{escape_markdown(protocol.title)}**")
+    if protocol.bands:
+        lines = []
+        for band in protocol.bands:
+            label = band.label()
+            if protocol.percent:
+                low, high = protocol.percent_of(band.low), protocol.percent_of(band.high)
+                label += f" ({low:.0f}%)" if band.low == band.high else f" ({low:.0f}–{high:.0f}%)"
+            lines.append(f"- **{label}**: {escape_markdown(band.description)}")
+        st.markdown("\n".join(lines))
+    for criterion in _criteria(view):
+        st.caption(escape_markdown(criterion))
+    guidance = ALIGNMMBENCH_TASK_GUIDANCE.get(view.task or "")
+    if guidance and view.benchmark == "alignmmbench":
+        st.info(f"**{escape_markdown(view.task or '')}**: {escape_markdown(guidance)}")
+    if view.instructions.strip():
+        with st.expander("Campaign instructions", expanded=True):
+            st.markdown(safe_markdown(view.instructions))
+
+
+def _criteria(view: UnitView) -> tuple[str, ...]:
+    if view.benchmark == "mmie" and view.category in MMIE_CRITERIA:
+        return MMIE_CRITERIA[view.category]
+    return view.protocol.criteria
+
+
+def _render_response(view: UnitView, response: ResponseView) -> None:
+    images = image_count(response.content)
+    if view.benchmark == "mmie" and images > MMIE_JUDGE_MAX_IMAGES:
+        st.caption(
+            f"This answer has {images} images. The released MMIE judge sees only the first "
+            f"{MMIE_JUDGE_MAX_IMAGES} (and the text before the cut); you see all of it."
+        )
+    render_content(response.content)

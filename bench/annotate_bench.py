@@ -1,0 +1,280 @@
+"""Annotation latency on a 100k-unit campaign: the service, and the browser round trip.
+
+Service: one "step" is what the page does when an annotator submits — ``data.queue.submit`` in
+one transaction, then ``data.queue.next_unit`` in the next — timed end to end, with 1 and with
+20 concurrent annotators (threads, as Streamlit serves sessions), ≥ 2,000 submits each; the
+20 run back to back (saturation) and paced at one submit per annotator per second.
+Baseline in the same run: an empty write transaction (``BEGIN IMMEDIATE`` + commit on SQLite),
+the floor any submit pays. Browser: the app served on the same database in headless Chromium;
+an annotator answers units by keyboard and we time Ctrl+Enter → the next unit's answer panel
+visible, timed inside the page (keydown to the animation frame that shows it). Targets:
+service p95 ≤ 50 ms, browser p95 ≤ 500 ms. Prints one JSON object.
+
+    python bench/annotate_bench.py                      # SQLite, 100k units, service + browser
+    python bench/annotate_bench.py --postgresql         # also PostgreSQL (throw-away server, or
+                                                        # $CRITIQUELAB_TEST_PG_URL)
+    python bench/annotate_bench.py --units 20000 --browser-units 0
+
+The campaign is seeded in bulk by ``seed_campaign`` of ``bench/load_test.py`` (rows inserted
+directly, then ``data.campaigns.create_campaign``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from load_test import percentiles, seed_campaign, throwaway_postgres  # noqa: E402
+
+from data import queue  # noqa: E402
+from data.storage import make_engine, session_scope, upgrade_database  # noqa: E402
+from data.users import create_user  # noqa: E402
+
+RATIONALE = "Benchmark rationale: the answer counts the apples correctly, unit {unit}."
+TARGET_SERVICE_P95_MS = 50.0
+TARGET_BROWSER_P95_MS = 500.0
+PASSWORD = "benchmark password"
+PACED_THINK_SECONDS = 1.0
+"""Paced run: each of 20 annotators submits about once a second (real ones take 10 s or more)."""
+
+
+def _step(engine: Engine, campaign_id: int, annotator_id: int, view: queue.UnitView) -> tuple:
+    """Submit ``view`` and open the next unit, as the page does; (seconds, next view)."""
+    start = time.perf_counter()
+    with session_scope(engine) as session:
+        queue.submit(
+            session, view.assignment_id, annotator_id, score=7,
+            rationale=RATIONALE.format(unit=view.unit_id), seconds=10.0,
+        )  # fmt: skip
+    with session_scope(engine) as session:
+        following = queue.next_unit(session, campaign_id, annotator_id)
+    return time.perf_counter() - start, following
+
+
+def _annotator(
+    engine: Engine, campaign_id: int, annotator_id: int, steps: int, think: float, out: list
+) -> None:
+    with session_scope(engine) as session:
+        view = queue.next_unit(session, campaign_id, annotator_id)
+    for _ in range(steps):
+        if view is None:
+            break
+        time.sleep(think)
+        seconds, view = _step(engine, campaign_id, annotator_id, view)
+        out.append(seconds)
+
+
+def service_latency(
+    engine: Engine, campaign_id: int, annotators: list[int], submits: int, think: float = 0.0
+) -> dict[str, object]:
+    """Submit + next-unit latency with ``len(annotators)`` concurrent annotators.
+
+    ``think`` seconds pass between an annotator's steps (0: back to back, the saturation case).
+    """
+    per_thread = -(-submits // len(annotators))
+    results: list[list[float]] = [[] for _ in annotators]
+    threads = [
+        threading.Thread(target=_annotator, args=(engine, campaign_id, a, per_thread, think, out))
+        for a, out in zip(annotators, results, strict=True)
+    ]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - start
+    values = [v for out in results for v in out]
+    return {
+        "annotators": len(annotators),
+        "think_seconds": think,
+        "submits": len(values),
+        "submits_per_second": round(len(values) / wall, 1),
+        "submit_plus_next_unit": percentiles(values),
+    }
+
+
+def empty_transaction_baseline(engine: Engine, runs: int = 500) -> dict[str, object]:
+    values = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        with session_scope(engine) as session:
+            session.execute(text("SELECT 1"))
+        values.append(time.perf_counter() - start)
+    return percentiles(values)
+
+
+def run_service(url: str, units: int, submits: int) -> tuple[Engine, int, dict[str, object]]:
+    engine = make_engine(url)
+    upgrade_database(engine)
+    started = time.perf_counter()
+    campaign_id, annotators = seed_campaign(engine, units, 41, overlap=3)
+    seeded = time.perf_counter() - started
+    result: dict[str, object] = {
+        "backend": engine.dialect.name,
+        "units": units,
+        "seed_seconds": round(seeded, 1),
+        "baseline_empty_transaction": empty_transaction_baseline(engine),
+        "single": service_latency(engine, campaign_id, annotators[:1], submits),
+        "concurrent_20": service_latency(engine, campaign_id, annotators[1:21], submits),
+        "concurrent_20_paced": service_latency(
+            engine, campaign_id, annotators[21:41], submits, think=PACED_THINK_SECONDS
+        ),
+    }
+    for run in ("single", "concurrent_20", "concurrent_20_paced"):
+        p95 = result[run]["submit_plus_next_unit"]["p95_ms"]  # type: ignore[index]
+        result[run]["meets_target_p95_50ms"] = p95 <= TARGET_SERVICE_P95_MS  # type: ignore[index]
+    return engine, campaign_id, result
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served_app(db_url: str, data_dir: Path) -> Iterator[str]:
+    """``critiquelab serve`` on ``db_url`` in a child process; yields its URL."""
+    port = _free_port()
+    environment = {**os.environ, "CRITIQUELAB_DB": db_url, "CRITIQUELAB_DATA_DIR": str(data_dir)}
+    script = (
+        "import sys; from annotate_app.cli.serve import serve_app; "
+        "sys.exit(serve_app(sys.argv[1], host='127.0.0.1', port=int(sys.argv[2])))"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, db_url, str(port)], env=environment,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2),
+            ):
+                break
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError("the app server did not start")
+            time.sleep(0.2)
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+_WATCH_NEXT_UNIT = """(previous) => {
+  // Time, inside the page, from the Ctrl+Enter keydown to the frame in which the next unit's
+  // answer panel is shown (panels live in shadow roots; checked once per animation frame).
+  window.__clSeconds = undefined;
+  const panels = () => [...document.querySelectorAll("*")]
+    .filter((node) => node.shadowRoot)
+    .flatMap((node) => [...node.shadowRoot.querySelectorAll(".cl-answer")]);
+  const onKey = (event) => {
+    if (event.key !== "Enter" || !event.ctrlKey) return;
+    document.removeEventListener("keydown", onKey, true);
+    const start = performance.now();
+    const check = () => {
+      const shown = panels();
+      const next = shown.some((panel) => panel.dataset.unit !== String(previous));
+      const gone = !shown.some((panel) => panel.dataset.unit === String(previous));
+      if (next && gone) window.__clSeconds = (performance.now() - start) / 1000;
+      else requestAnimationFrame(check);
+    };
+    requestAnimationFrame(check);
+  };
+  document.addEventListener("keydown", onKey, true);
+}"""
+
+
+def browser_latency(engine: Engine, db_url: str, data_dir: Path, units: int) -> dict[str, object]:
+    """Ctrl+Enter → next unit visible, for ``units`` units answered by keyboard in Chromium."""
+    from playwright.sync_api import expect, sync_playwright  # only the browser part needs it
+
+    with session_scope(engine) as session:
+        create_user(session, "bench-browser", PASSWORD, "annotator")
+        campaign = session.execute(text("SELECT name FROM campaign LIMIT 1")).scalar_one()
+    values = []
+    with served_app(db_url, data_dir) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", headless=True,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )  # fmt: skip
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(30_000)
+        page.goto(url)
+        page.get_by_label("User name", exact=True).fill("bench-browser")
+        page.get_by_label("Password", exact=True).fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        expect(page.get_by_text("Logged in as bench-browser")).to_be_visible()
+        time.sleep(1)  # let the session cookie be written before opening a URL
+        page.goto(f"{url}/annotate?campaign={campaign}")
+        for n in range(units + 1):
+            panel = page.locator(".cl-answer")
+            expect(panel).to_have_count(1)
+            unit = panel.get_attribute("data-unit")
+            page.locator("body").press("7")
+            page.keyboard.type(RATIONALE.format(unit=unit))
+            page.evaluate(_WATCH_NEXT_UNIT, unit)
+            page.keyboard.press("Control+Enter")
+            page.wait_for_function("window.__clSeconds !== undefined")
+            if n:  # the first round warms the server's caches
+                values.append(page.evaluate("window.__clSeconds"))
+        browser.close()
+    result = percentiles(values)
+    result["meets_target_p95_500ms"] = result["p95_ms"] <= TARGET_BROWSER_P95_MS
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--units", type=int, default=100_000)
+    parser.add_argument("--submits", type=int, default=2000)
+    parser.add_argument("--browser-units", type=int, default=50)
+    parser.add_argument("--postgresql", action="store_true", help="also measure PostgreSQL")
+    args = parser.parse_args()
+    report: dict[str, object] = {
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "load_average_at_start": os.getloadavg(),
+    }
+    with tempfile.TemporaryDirectory(prefix="annotate-bench-") as folder:
+        db_url = f"sqlite:///{folder}/bench.db"
+        data_dir = Path(folder) / "data"
+        os.environ["CRITIQUELAB_DATA_DIR"] = str(data_dir)
+        engine, _, report["sqlite"] = run_service(db_url, args.units, args.submits)
+        if args.browser_units:
+            report["browser_sqlite"] = browser_latency(engine, db_url, data_dir, args.browser_units)
+        engine.dispose()
+    if args.postgresql:
+        external = os.environ.get("CRITIQUELAB_TEST_PG_URL")
+        with contextlib.ExitStack() as stack:
+            url = (
+                external.rstrip("/") + "/postgres"
+                if external
+                else stack.enter_context(throwaway_postgres())
+            )
+            engine, _, report["postgresql"] = run_service(url, args.units, args.submits)
+            engine.dispose()
+    report["load_average_at_end"] = os.getloadavg()
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

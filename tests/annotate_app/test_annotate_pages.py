@@ -1,0 +1,233 @@
+"""The Annotate and My work pages under AppTest: what they show, hide, restore and refuse."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+from streamlit.testing.v1 import AppTest
+
+from annotate_app.auth import USER_KEY
+from annotate_app.navigation import APP_DIR
+from data import queue
+from data.campaigns import CampaignSpec, create_campaign
+from data.storage import session_scope
+from data.users import UserRecord, create_user
+from schemas.tables import Assignment, Campaign, Dataset, Flag, Item, Judgement, Response, Unit
+
+APP = str(APP_DIR / "app.py")
+PASSWORD = "correct horse battery"
+RATIONALE = "两只猫都数对了，回答完整。The count matches the reference."
+HOSTILE = "<script>alert(1)</script> costs $5 ![x](http://evil.example/p.png) **bold**"
+
+
+@pytest.fixture
+def seeded(engine: Engine, db_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Two annotators, a pointwise and a pairwise campaign over two Chinese items."""
+    monkeypatch.setenv("CRITIQUELAB_DB", db_url)
+    with session_scope(engine) as session:
+        users = {name: create_user(session, name, PASSWORD, "annotator") for name in ("ann", "bo")}
+        dataset = Dataset(name="ds", benchmark="alignmmbench")
+        session.add(dataset)
+        session.flush()
+        for n in range(2):
+            item = Item(
+                dataset_id=dataset.id, item_id=f"q{n}", benchmark="alignmmbench", task="Counting",
+                question=f"图{n}中有几只猫？", reference="两只猫。", content_sha256=f"i{n}",
+            )  # fmt: skip
+            session.add(item)
+            session.flush()
+            for model, content in (("m1", HOSTILE), ("m2", "两只")):
+                session.add(
+                    Response(response_id=f"q{n}/{model}", item_pk=item.id, model=model,
+                             content=content, content_sha256=model)
+                )  # fmt: skip
+        session.flush()
+        ids = {}
+        for protocol in ("alignmmbench", "pairwise"):
+            spec = CampaignSpec(
+                name=f"c-{protocol}", dataset="ds", protocol=protocol, overlap=2, pairs="all",
+                instructions="Be **strict** about counts.",
+            )  # fmt: skip
+            ids[protocol] = create_campaign(session, spec).id
+    return {"users": users, "campaigns": ids, "engine": engine}
+
+
+def _open(page: str, user: UserRecord, **query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.session_state[USER_KEY] = user
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _texts(node: Any) -> str:
+    """Every proto of the rendered tree as text, to search for what must (not) be there."""
+    parts = [str(getattr(node, "proto", ""))]
+    for child in getattr(node, "children", {}).values():
+        parts.append(_texts(child))
+    return "\n".join(parts)
+
+
+def _panel(at: AppTest) -> dict[str, Any]:
+    (panel,) = at.get("bidi_component")
+    return json.loads(panel.proto.json)
+
+
+def test_annotate_page_shows_the_unit_the_rubric_and_the_answer_panel(seeded: dict) -> None:
+    ann = seeded["users"]["ann"]
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    text = _texts(at.main)
+    assert "中有几只猫？" in text and "两只猫。" in text  # question and reference, in Chinese
+    assert "Ignores the question or is off topic" in text  # rubric band of score 1
+    assert "Any count that differs from the reference is wrong" in text  # task guidance
+    panel = _panel(at)
+    assert [c["key"] for c in panel["choices"]] == [*"123456789", "0"]  # 0 = 10
+    assert panel["rationale_min"] == 20 and panel["draft"] is None
+    with session_scope(seeded["engine"]) as session:
+        leased = session.exec(select(Assignment)).one()
+    assert panel["unit"] == leased.id
+
+
+def test_model_text_is_shown_as_text_never_as_markup(seeded: dict) -> None:
+    ann = seeded["users"]["ann"]
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    shown = [m.value for m in at.markdown if "alert(1)" in m.value]
+    if not shown:  # ann got the other response first: skip it to reach the hostile one
+        at.text_input(key=f"reason-{_panel(at)['unit']}").input("not my field")
+        at.button(key=f"skip-{_panel(at)['unit']}").click().run()
+        shown = [m.value for m in at.markdown if "alert(1)" in m.value]
+    assert shown == [
+        r"\<script\>alert(1)\</script\> costs \$5 !\[x](http://evil.example/p.png) **bold**"
+    ]
+    assert not any(m.allow_html for m in at.markdown)
+
+
+def test_pairwise_page_shows_both_responses_in_the_stored_order(seeded: dict) -> None:
+    ann = seeded["users"]["ann"]
+    at = _open("pages/annotate.py", ann, campaign="c-pairwise")
+    panel = _panel(at)
+    assert [c["key"] for c in panel["choices"]] == ["a", "b", "t"]
+    with session_scope(seeded["engine"]) as session:
+        order = session.get(Assignment, panel["unit"]).shown_order
+    headings = [m.value for m in at.markdown if m.value.startswith("**Response")]
+    assert headings == ["**Response A**", "**Response B**"]
+    bodies = [m.value for m in at.markdown if m.value in ("两只",) or "alert(1)" in m.value]
+    hostile_first = "alert(1)" in bodies[0]
+    assert hostile_first == (order == "AB")  # canonical A is the m1 (hostile) response
+
+
+def test_draft_is_restored_into_the_panel_after_a_new_session(seeded: dict) -> None:
+    ann, engine = seeded["users"]["ann"], seeded["engine"]
+    campaign_id = seeded["campaigns"]["alignmmbench"]
+    with session_scope(engine) as session:
+        view = queue.next_unit(session, campaign_id, ann.id)
+        queue.save_draft(
+            session, view.assignment_id, ann.id, score=6, rationale="写了一半", active_seconds=42
+        )
+    panel = _panel(_open("pages/annotate.py", ann, campaign="c-alignmmbench"))
+    assert panel["unit"] == view.assignment_id
+    assert panel["draft"] == {
+        "score": 6.0,
+        "preference": None,
+        "rationale": "写了一半",
+        "seconds": 42.0,
+    }
+
+
+def test_annotate_page_is_blind_to_other_answers_and_judges(seeded: dict) -> None:
+    ann, bo, engine = seeded["users"]["ann"], seeded["users"]["bo"], seeded["engine"]
+    campaign_id = seeded["campaigns"]["alignmmbench"]
+    with session_scope(engine) as session:
+        for response in session.exec(select(Response)):
+            session.add(
+                Judgement(judge="gpt-4", protocol="alignmmbench",
+                          unit_key=f"r:{response.response_id}", response_pk=response.id,
+                          score=9, rationale="JUDGE-SAYS-NINE", raw_output="JUDGE-RAW")
+            )  # fmt: skip
+    for _ in range(4):  # bo answers every unit
+        with session_scope(engine) as session:
+            view = queue.next_unit(session, campaign_id, bo.id)
+            queue.submit(session, view.assignment_id, bo.id, score=2, rationale="BO-SECRET " * 3)
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    text = _texts(at.main) + _texts(at.sidebar)
+    assert "中有几只猫" in text
+    assert "BO-SECRET" not in text and "JUDGE" not in text
+
+
+def test_skip_and_flag_buttons_give_the_unit_back(seeded: dict) -> None:
+    ann, engine = seeded["users"]["ann"], seeded["engine"]
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    first = _panel(at)["unit"]
+    at.button(key=f"skip-{first}").click().run()  # no reason: refused, unit kept
+    assert _panel(at)["unit"] == first
+    at.text_input(key=f"reason-{first}").input("outside my expertise")
+    at.button(key=f"skip-{first}").click().run()
+    second = _panel(at)["unit"]
+    assert second != first
+    at.text_input(key=f"reason-{second}").input("image does not load")
+    at.button(key=f"flag-{second}").click().run()
+    assert _panel(at)["unit"] not in (first, second)
+    with session_scope(engine) as session:
+        assert session.get(Assignment, first).status == "skipped"
+        assert session.get(Assignment, second).status == "released"
+        assert session.exec(select(Flag.reason)).all() == ["image does not load"]
+
+
+def test_paused_campaign_says_so_and_gives_no_unit(seeded: dict) -> None:
+    with session_scope(seeded["engine"]) as session:
+        session.get(Campaign, seeded["campaigns"]["alignmmbench"]).status = "paused"
+    at = _open("pages/annotate.py", seeded["users"]["ann"], campaign="c-alignmmbench")
+    assert "paused" in at.info[0].value
+    assert not at.get("bidi_component")
+
+
+def _submitted(seeded: dict, name: str, rationale: str = RATIONALE) -> int:
+    user, engine = seeded["users"][name], seeded["engine"]
+    with session_scope(engine) as session:
+        view = queue.next_unit(session, seeded["campaigns"]["alignmmbench"], user.id)
+        return queue.submit(session, view.assignment_id, user.id, score=8, rationale=rationale).id
+
+
+def test_my_work_lists_own_answers_and_opens_one_for_editing(seeded: dict) -> None:
+    own = _submitted(seeded, "ann")
+    _submitted(seeded, "bo")
+    ann = seeded["users"]["ann"]
+    at = _open("pages/my_work.py", ann, campaign="c-alignmmbench")
+    table = at.dataframe[0].value
+    assert table["id"].tolist() == [own] and table["Rationale"].tolist() == [RATIONALE]
+    at = _open("pages/my_work.py", ann, campaign="c-alignmmbench", annotation=str(own))
+    panel = _panel(at)
+    assert panel["unit"] == own and panel["submit_label"] == "Save revision"
+    assert panel["draft"]["rationale"] == RATIONALE and panel["draft"]["score"] == 8.0
+
+
+def test_my_work_refuses_another_annotators_answer(seeded: dict) -> None:
+    _submitted(seeded, "ann")
+    others = _submitted(seeded, "bo", rationale="BO-PRIVATE-RATIONALE, not for ann")
+    at = _open("pages/my_work.py", seeded["users"]["ann"], annotation=str(others))
+    assert at.error[0].value == f"you have no current answer with id {others}"
+    assert "BO-PRIVATE" not in _texts(at.main)
+    assert not at.get("bidi_component")
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_how_others_rated_shows_after_submit_only_when_the_campaign_allows(
+    seeded: dict, allowed: bool
+) -> None:
+    engine, campaign_id = seeded["engine"], seeded["campaigns"]["alignmmbench"]
+    with session_scope(engine) as session:
+        session.get(Campaign, campaign_id).show_others_after_submit = allowed
+        for unit in session.exec(select(Unit).where(Unit.campaign_id == campaign_id)).all()[1:]:
+            unit.flagged = True  # one unit left: both annotators answer it
+    own = _submitted(seeded, "ann")
+    _submitted(seeded, "bo", rationale="BO-VISIBLE-AFTER-SUBMIT, a careful reason")
+    at = _open("pages/my_work.py", seeded["users"]["ann"], annotation=str(own))
+    assert ("BO-VISIBLE-AFTER-SUBMIT" in _texts(at.main)) == allowed

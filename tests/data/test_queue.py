@@ -1,0 +1,451 @@
+"""The annotation queue: assignment, leases, drafts, submit, skip, flag, revisions, blindness."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from data import queue
+from data.campaigns import CampaignSpec, create_campaign
+from data.storage import session_scope
+from schemas.tables import (
+    Annotation,
+    Assignment,
+    AuditEvent,
+    Campaign,
+    Dataset,
+    Draft,
+    Flag,
+    Item,
+    Judgement,
+    Pair,
+    Response,
+    Unit,
+    User,
+    utcnow,
+)
+
+RATIONALE = "The answer names the right object and explains it well."
+
+
+def build_campaign(
+    engine: Engine,
+    *,
+    items: int = 3,
+    protocol: str = "alignmmbench",
+    overlap: int = 1,
+    annotators: int = 2,
+    **settings: object,
+) -> tuple[int, list[int]]:
+    """A dataset of ``items`` items with two responses each and a campaign over it.
+
+    Pointwise campaigns have one unit per response (2 × items); pairwise one per item.
+    Returns the campaign id and the ids of ``annotators`` new annotator accounts.
+    """
+    with session_scope(engine) as session:
+        dataset = Dataset(name=f"ds-{protocol}", benchmark="alignmmbench")
+        session.add(dataset)
+        session.flush()
+        for n in range(items):
+            item = Item(
+                dataset_id=dataset.id,
+                item_id=f"item-{n}",
+                benchmark="alignmmbench",
+                task="Counting",
+                question=f"How many cats are in picture {n}?",
+                reference="Three cats.",
+                content_sha256="x",
+            )
+            session.add(item)
+            session.flush()
+            first, second = (
+                Response(
+                    response_id=f"item-{n}/{model}",
+                    item_pk=item.id,
+                    model=model,
+                    content=f"{model} says {n}",
+                    content_sha256="x",
+                )
+                for model in ("left", "right")
+            )
+            session.add_all([first, second])
+            session.flush()
+            session.add(Pair(item_pk=item.id, response_a_pk=first.id, response_b_pk=second.id))
+        users = [
+            User(name=f"ann{n}", password_hash="-", role="annotator") for n in range(annotators)
+        ]
+        session.add_all(users)
+        session.flush()
+        spec = CampaignSpec(
+            name=f"camp-{protocol}",
+            dataset=dataset.name,
+            protocol=protocol,
+            overlap=overlap,
+            **settings,  # type: ignore[arg-type]
+        )
+        campaign = create_campaign(session, spec)
+        return campaign.id, [user.id for user in users]  # type: ignore[return-value]
+
+
+def _lease(engine: Engine, campaign_id: int, annotator_id: int, **kwargs: object):  # type: ignore[no-untyped-def]
+    with session_scope(engine) as session:
+        return queue.next_unit(session, campaign_id, annotator_id, **kwargs)  # type: ignore[arg-type]
+
+
+def _submit(engine: Engine, view: queue.UnitView, annotator_id: int, **answer: object):  # type: ignore[no-untyped-def]
+    answer.setdefault("rationale", RATIONALE)
+    if view.protocol.is_pointwise:
+        answer.setdefault("score", 7)
+    else:
+        answer.setdefault("preference", "A")
+    with session_scope(engine) as session:
+        return queue.submit(session, view.assignment_id, annotator_id, **answer)  # type: ignore[arg-type]
+
+
+def _check_counters(session: Session, campaign_id: int) -> None:
+    """Unit.slots_taken and n_submitted agree with the assignment and annotation rows."""
+    for unit in session.exec(select(Unit).where(Unit.campaign_id == campaign_id)):
+        live = session.exec(
+            select(func.count()).where(
+                Assignment.unit_id == unit.id, col(Assignment.status).in_(("leased", "submitted"))
+            )
+        ).one()
+        submitted = session.exec(
+            select(func.count()).where(Annotation.unit_id == unit.id, col(Annotation.is_live))
+        ).one()
+        assert (unit.slots_taken, unit.n_submitted) == (live, submitted), unit.id
+
+
+def test_least_annotated_unit_first_and_lease_resumes(engine: Engine) -> None:
+    campaign_id, annotators = build_campaign(engine, items=2, overlap=2, annotators=3)
+    first = _lease(engine, campaign_id, annotators[0])
+    second = _lease(engine, campaign_id, annotators[1])
+    third = _lease(engine, campaign_id, annotators[2])
+    assert len({first.unit_id, second.unit_id, third.unit_id}) == 3  # spread before doubling
+    again = _lease(engine, campaign_id, annotators[0])
+    assert again.assignment_id == first.assignment_id  # the open lease comes back, not a new one
+    _submit(engine, first, annotators[0])
+    after = _lease(engine, campaign_id, annotators[0])
+    assert after.unit_id not in {first.unit_id, second.unit_id, third.unit_id}
+
+
+def test_a_unit_is_never_given_twice_to_one_annotator(engine: Engine) -> None:
+    campaign_id, (alice,) = build_campaign(engine, items=3, overlap=3, annotators=1)
+    seen = []
+    while (view := _lease(engine, campaign_id, alice)) is not None:
+        seen.append(view.unit_id)
+        _submit(engine, view, alice)
+    assert sorted(seen) == sorted(set(seen)) and len(seen) == 6
+
+
+@pytest.mark.parametrize("overlap", [1, 3])
+def test_concurrent_annotators_never_exceed_overlap_nor_lose_work(
+    any_engine: Engine, overlap: int
+) -> None:
+    campaign_id, annotators = build_campaign(any_engine, items=15, overlap=overlap, annotators=20)
+    submitted: list[tuple[int, int]] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    start = threading.Barrier(len(annotators))
+
+    def work(annotator_id: int) -> None:
+        try:
+            start.wait()
+            while (view := _lease(any_engine, campaign_id, annotator_id)) is not None:
+                _submit(any_engine, view, annotator_id)
+                with lock:
+                    submitted.append((view.unit_id, annotator_id))
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in annotators]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(submitted) == len(set(submitted))  # never twice to one annotator
+    per_unit = Counter(unit for unit, _ in submitted)
+    assert len(per_unit) == 30 and set(per_unit.values()) == {overlap}  # all done, none over
+    with Session(any_engine) as session:
+        stored = session.exec(select(Annotation.unit_id, Annotation.annotator_id)).all()
+        assert sorted(stored) == sorted(submitted)  # nothing lost, nothing extra
+        _check_counters(session, campaign_id)
+
+
+def test_concurrent_double_submit_stores_one(any_engine: Engine) -> None:
+    campaign_id, (alice, _) = build_campaign(any_engine)
+    view = _lease(any_engine, campaign_id, alice)
+    results: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(_submit(any_engine, view, alice).id))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 4 and len(set(results)) == 1
+    with Session(any_engine) as session:
+        assert session.exec(select(func.count()).select_from(Annotation)).one() == 1
+        _check_counters(session, campaign_id)
+
+
+def test_expired_lease_returns_to_the_pool(engine: Engine) -> None:
+    campaign_id, (alice, bob) = build_campaign(engine, items=1, overlap=1, lease_seconds=60)
+    with session_scope(engine) as session:
+        session.exec(select(Unit).where(Unit.id == 2)).one().flagged = True  # one unit left
+    held = _lease(engine, campaign_id, alice)
+    assert _lease(engine, campaign_id, bob) is None  # the only slot is held
+    later = utcnow() + timedelta(seconds=61)
+    taken = _lease(engine, campaign_id, bob, now=later)
+    assert taken is not None and taken.unit_id == held.unit_id
+    with pytest.raises(queue.LeaseLost, match="draft is kept"):
+        _submit(engine, held, alice)
+    with Session(engine) as session:
+        statuses = dict(session.exec(select(Assignment.annotator_id, Assignment.status)).all())
+        assert statuses == {alice: "expired", bob: "leased"}
+        _check_counters(session, campaign_id)
+
+
+def test_expired_lease_with_a_draft_comes_back_when_its_slot_is_free(engine: Engine) -> None:
+    campaign_id, (alice, _) = build_campaign(engine, items=1, overlap=1, lease_seconds=60)
+    held = _lease(engine, campaign_id, alice)
+    with session_scope(engine) as session:
+        queue.save_draft(session, held.assignment_id, alice, score=4, rationale="half written")
+    later = utcnow() + timedelta(minutes=30)
+    with session_scope(engine) as session:
+        assert queue.expire_leases(session, campaign_id, later) == 1
+    back = _lease(engine, campaign_id, alice, now=later)
+    assert back.assignment_id == held.assignment_id
+    assert back.draft == queue.DraftView(4.0, None, "half written", 0.0)
+    assert back.expires_at > later
+    with Session(engine) as session:
+        _check_counters(session, campaign_id)
+
+
+def test_skip_needs_a_reason_and_gives_the_unit_to_others(engine: Engine) -> None:
+    campaign_id, (alice, bob) = build_campaign(engine, items=1, overlap=1)
+    held = _lease(engine, campaign_id, alice)
+    with pytest.raises(queue.AnswerInvalid, match="say why"), session_scope(engine) as session:
+        queue.skip(session, held.assignment_id, alice, "  ")
+    with session_scope(engine) as session:
+        queue.skip(session, held.assignment_id, alice, "outside my expertise")
+    with pytest.raises(queue.AssignmentNotFound, match="you gave this unit back"):
+        _submit(engine, held, alice)
+    other = _lease(engine, campaign_id, alice)
+    assert other.unit_id != held.unit_id  # never again to alice
+    assert _lease(engine, campaign_id, bob).unit_id == held.unit_id
+    with Session(engine) as session:
+        row = session.get(Assignment, held.assignment_id)
+        assert (row.status, row.skip_reason) == ("skipped", "outside my expertise")
+        _check_counters(session, campaign_id)
+
+
+def test_flag_takes_the_unit_out_of_the_queue_for_reviewers(engine: Engine) -> None:
+    campaign_id, (alice, bob) = build_campaign(engine, items=1, overlap=2)
+    held = _lease(engine, campaign_id, alice)
+    with session_scope(engine) as session:
+        queue.flag(session, held.assignment_id, alice, "image does not load")
+    for annotator in (alice, bob):
+        for _ in range(2):
+            view = _lease(engine, campaign_id, annotator)
+            assert view is None or view.unit_id != held.unit_id
+            if view:
+                _submit(engine, view, annotator)
+    with Session(engine) as session:
+        flag_row = session.exec(select(Flag)).one()
+        assert (flag_row.unit_id, flag_row.user_id, flag_row.reason) == (
+            held.unit_id,
+            alice,
+            "image does not load",
+        )
+        assert session.get(Unit, held.unit_id).flagged
+        assert session.exec(select(AuditEvent.action)).all()[-1] == "unit.flag"
+        _check_counters(session, campaign_id)
+
+
+def test_paused_campaign_gives_no_new_units(engine: Engine) -> None:
+    campaign_id, (alice, _) = build_campaign(engine)
+    with session_scope(engine) as session:
+        session.get(Campaign, campaign_id).status = "paused"
+    assert _lease(engine, campaign_id, alice) is None
+
+
+def test_draft_is_saved_and_restored_in_a_new_session(engine: Engine) -> None:
+    campaign_id, (alice, _) = build_campaign(engine, protocol="pairwise")
+    view = _lease(engine, campaign_id, alice)
+    with session_scope(engine) as session:
+        queue.save_draft(
+            session,
+            view.assignment_id,
+            alice,
+            preference="B",
+            rationale="B 更完整",
+            active_seconds=12.5,
+        )
+    with session_scope(engine) as session:  # second save updates the same row
+        queue.save_draft(
+            session,
+            view.assignment_id,
+            alice,
+            preference="tie",
+            rationale="两者都对",
+            active_seconds=20,
+        )
+    restored = _lease(engine, campaign_id, alice)
+    assert restored.assignment_id == view.assignment_id
+    assert restored.draft == queue.DraftView(None, "tie", "两者都对", 20.0)
+    with Session(engine) as session:
+        assert session.exec(select(func.count()).select_from(Draft)).one() == 1
+    _submit(engine, restored, alice, preference="tie")
+    with Session(engine) as session:
+        assert session.exec(select(func.count()).select_from(Draft)).one() == 0
+
+
+def test_draft_of_someone_elses_assignment_is_refused(engine: Engine) -> None:
+    campaign_id, (alice, bob) = build_campaign(engine)
+    view = _lease(engine, campaign_id, alice)
+    with pytest.raises(queue.AssignmentNotFound), session_scope(engine) as session:
+        queue.save_draft(session, view.assignment_id, bob, rationale="not mine")
+    with pytest.raises(queue.AssignmentNotFound), session_scope(engine) as session:
+        queue.submit(session, view.assignment_id, bob, score=5, rationale=RATIONALE)
+
+
+def test_submit_refuses_invalid_answers_with_a_clear_message(engine: Engine) -> None:
+    campaign_id, (alice, _) = build_campaign(engine, rationale_min=20)
+    view = _lease(engine, campaign_id, alice)
+    cases = [
+        ({"score": None}, r"choose a score \(integers 1–10\)"),
+        ({"score": 11}, "score` is 11, but alignmmbench scores are integers 1–10"),
+        ({"rationale": "too short"}, "the rationale has 9 characters; .* at least 20"),
+    ]
+    for answer, message in cases:
+        with pytest.raises(queue.AnswerInvalid, match=message):
+            _submit(engine, view, alice, **answer)
+    with Session(engine) as session:
+        assert session.exec(select(func.count()).select_from(Annotation)).one() == 0
+
+
+def test_pairwise_shown_order_is_random_per_annotator_and_mapped_back(engine: Engine) -> None:
+    campaign_id, annotators = build_campaign(
+        engine, items=1, protocol="pairwise", overlap=12, annotators=12
+    )
+    orders = Counter()
+    for annotator in annotators:
+        view = _lease(engine, campaign_id, annotator)
+        orders[view.shown_order] += 1
+        shown_ids = [response.response_id for response in view.responses]
+        canonical = ["item-0/left", "item-0/right"]
+        assert shown_ids == (canonical if view.shown_order == "AB" else canonical[::-1])
+        stored = _submit(engine, view, annotator, preference="A")  # prefers what was shown first
+        assert stored.shown_order == view.shown_order
+        assert stored.preference == ("A" if view.shown_order == "AB" else "B")
+    assert set(orders) == {"AB", "BA"}  # 2 ** -11 chance of a false failure per run
+
+
+def test_revision_keeps_the_old_answer_and_is_audited(engine: Engine) -> None:
+    campaign_id, (alice, bob) = build_campaign(engine, protocol="pairwise")
+    view = _lease(engine, campaign_id, alice)
+    first = _submit(engine, view, alice, preference="A", seconds=30)
+    with pytest.raises(queue.AssignmentNotFound), session_scope(engine) as session:
+        queue.revise(session, first.id, bob, preference="B", rationale=RATIONALE)
+    with session_scope(engine) as session:
+        second = queue.revise(
+            session,
+            first.id,
+            alice,
+            preference="B",
+            rationale=RATIONALE + " Changed.",
+            extra_seconds=5,
+        )
+    with Session(engine) as session:
+        rows = session.exec(select(Annotation).order_by(Annotation.revision)).all()
+        assert [(a.revision, a.is_live) for a in rows] == [(1, False), (2, True)]
+        assert rows[1].preference == ("B" if view.shown_order == "AB" else "A")
+        assert rows[1].seconds == 35
+        event = session.exec(
+            select(AuditEvent).where(AuditEvent.action == "annotation.revise")
+        ).one()
+        assert (event.actor_id, event.entity_id) == (alice, str(second.id))
+        assert event.detail["before"]["rationale"] == RATIONALE
+        mine = queue.my_annotations(session, campaign_id, alice)
+        assert [(m.annotation_id, m.revision, m.preference_shown) for m in mine] == [
+            (second.id, 2, "B")
+        ]
+        assert queue.my_annotations(session, campaign_id, bob) == []
+        with pytest.raises(queue.AssignmentNotFound):
+            queue.my_annotation_view(session, second.id, bob)
+        unit_view, own = queue.my_annotation_view(session, second.id, alice)
+        assert own.rationale.endswith("Changed.") and unit_view.unit_id == view.unit_id
+
+
+def test_unit_view_is_blind_to_other_humans_and_judges(engine: Engine) -> None:
+    campaign_id, (alice, bob) = build_campaign(
+        engine, items=1, overlap=2, show_others_after_submit=True
+    )
+    with session_scope(engine) as session:
+        session.get(Unit, 2).flagged = True  # both annotators get unit 1
+    bob_view = _lease(engine, campaign_id, bob)
+    _submit(engine, bob_view, bob, score=3, rationale="SECRET-HUMAN-RATIONALE from bob")
+    with session_scope(engine) as session:
+        response = session.get(Response, 1)
+        session.add(
+            Judgement(
+                judge="gpt-4",
+                protocol="alignmmbench",
+                unit_key=f"r:{response.response_id}",
+                response_pk=response.id,
+                score=9,
+                rationale="SECRET-JUDGE-RATIONALE",
+                raw_output="SECRET-JUDGE-RAW",
+            )
+        )
+    alice_view = _lease(engine, campaign_id, alice)
+    assert alice_view.unit_id == bob_view.unit_id
+    assert "SECRET" not in repr(alice_view)
+    with Session(engine) as session:
+        assert queue.others_answers(session, alice_view.unit_id, alice) == []  # not yet submitted
+    _submit(engine, alice_view, alice)
+    with Session(engine) as session:
+        others = queue.others_answers(session, alice_view.unit_id, alice)
+        assert others == [queue.OtherAnswer(3.0, None, "SECRET-HUMAN-RATIONALE from bob")]
+        session.get(Campaign, campaign_id).show_others_after_submit = False
+        assert queue.others_answers(session, alice_view.unit_id, alice) == []
+
+
+def test_unit_view_hides_the_reference_when_the_campaign_does(engine: Engine) -> None:
+    campaign_id, (alice, _) = build_campaign(engine, show_reference=False)
+    view = _lease(engine, campaign_id, alice)
+    assert view.reference is None and view.question.startswith("How many cats")
+    with session_scope(engine) as session:
+        session.get(Campaign, campaign_id).show_reference = True
+    assert _lease(engine, campaign_id, alice).reference == "Three cats."
+
+
+def test_progress_counts_own_work_and_campaign_units(engine: Engine) -> None:
+    campaign_id, (alice, bob) = build_campaign(engine, items=2, overlap=1)
+    view = _lease(engine, campaign_id, alice)
+    _submit(engine, view, alice)
+    skipped = _lease(engine, campaign_id, alice)
+    with session_scope(engine) as session:
+        queue.skip(session, skipped.assignment_id, alice, "not sure")
+        progress = queue.annotator_progress(session, campaign_id, alice)
+    assert progress == queue.AnnotatorProgress(
+        my_submitted=1, my_skipped=1, units_total=4, units_complete=1, units_flagged=0
+    )
+
+
+def test_score_campaign_uses_its_own_continuous_scale(engine: Engine) -> None:
+    campaign_id, (alice, _) = build_campaign(engine, protocol="score", scale=(0.0, 1.0, None))
+    view = _lease(engine, campaign_id, alice)
+    assert view.protocol.describe_scale() == "any number from 0 to 1"
+    with pytest.raises(queue.AnswerInvalid, match="score` is 1.5, but score scores are any number"):
+        _submit(engine, view, alice, score=1.5)
+    assert _submit(engine, view, alice, score=0.35).score == 0.35

@@ -1,0 +1,313 @@
+"""Annotating in headless Chromium: mouse, keyboard, drafts across a refresh, overlap, blindness."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from PIL import Image
+from playwright.sync_api import expect
+from sqlmodel import select
+
+from annotate_app.auth import COOKIE_NAME
+from data import queue
+from data.campaigns import CampaignSpec, create_campaign
+from schemas.tables import (
+    Annotation,
+    Assignment,
+    Campaign,
+    Dataset,
+    Draft,
+    Item,
+    Response,
+    Unit,
+)
+
+pytestmark = pytest.mark.e2e
+
+PASSWORD = "correct horse battery"
+RATIONALE = "图里有三只猫，回答数对了。The answer counts the cats correctly."
+
+
+@pytest.fixture(scope="module")
+def seeded(app_server: Any) -> Any:
+    """Annotators and four campaigns: AlignMMBench, MMIE (interleaved), pairwise, overlap-1."""
+    for name in ("ann", "bo", "cy", "dee"):
+        app_server.add_user(name, PASSWORD, "annotator")
+    images = app_server.data_dir / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    for n, colour in enumerate(("red", "blue")):
+        Image.new("RGB", (64, 48), colour).save(images / f"{n}.png")
+    with app_server.session() as session:
+        for benchmark in ("alignmmbench", "mmie"):
+            dataset = Dataset(name=f"ds-{benchmark}", benchmark=benchmark)
+            session.add(dataset)
+            session.flush()
+            for n in range(6):
+                item = Item(
+                    dataset_id=dataset.id, item_id=f"{benchmark}-{n}", benchmark=benchmark,
+                    task="Counting" if benchmark == "alignmmbench" else None,
+                    category="SA" if benchmark == "mmie" else None,
+                    question=[{"type": "image", "image": "images/0.png"},
+                              {"type": "text", "text": f"图{n}中有几只猫？"}],
+                    reference="三只猫。", content_sha256=f"{benchmark}{n}",
+                )  # fmt: skip
+                session.add(item)
+                session.flush()
+                for model in ("m1", "m2"):
+                    content: Any = f"{model}: 三只猫 <b>not bold</b>"
+                    if benchmark == "mmie":
+                        content = [{"type": "text", "text": f"{model} step one"},
+                                   {"type": "image", "image": "images/1.png"},
+                                   {"type": "text", "text": "step two"}]  # fmt: skip
+                    session.add(
+                        Response(response_id=f"{benchmark}-{n}/{model}", item_pk=item.id,
+                                 model=model, content=content, content_sha256=model)
+                    )  # fmt: skip
+        session.flush()
+        specs = [
+            CampaignSpec(name="amb", dataset="ds-alignmmbench", protocol="alignmmbench"),
+            CampaignSpec(name="mmie", dataset="ds-mmie", protocol="mmie"),
+            CampaignSpec(name="pairs", dataset="ds-alignmmbench", protocol="pairwise", pairs="all"),
+            CampaignSpec(
+                name="solo", dataset="ds-alignmmbench", protocol="alignmmbench", overlap=1
+            ),
+            CampaignSpec(
+                name="brief",
+                dataset="ds-alignmmbench",
+                protocol="alignmmbench",
+                overlap=1,
+                lease_seconds=1,
+                models=("m1",),
+            ),
+        ]
+        for spec in specs:
+            create_campaign(session, spec)
+    return app_server
+
+
+def _log_in(page: Any, server: Any, name: str, login: Any) -> None:
+    """Log in and wait for the session cookie, so that opening a URL stays logged in."""
+    login(page, server.url, name, PASSWORD)
+    deadline = time.monotonic() + 10
+    while not any(c["name"] == COOKIE_NAME for c in page.context.cookies()):
+        assert time.monotonic() < deadline, "the session cookie was never written"
+        time.sleep(0.1)
+
+
+def _annotate(page: Any, server: Any, name: str, campaign: str, login: Any) -> None:
+    _log_in(page, server, name, login)
+    page.goto(f"{server.url}/annotate?campaign={campaign}")
+    expect(page.get_by_test_id("cl-rationale")).to_be_visible()
+
+
+def _unit(page: Any) -> int:
+    return int(page.locator(".cl-answer").get_attribute("data-unit"))
+
+
+def _wait_next_unit(page: Any, previous: int) -> int:
+    expect(page.locator(f'.cl-answer[data-unit="{previous}"]')).to_have_count(0)
+    expect(page.locator(".cl-answer")).to_have_count(1)
+    return _unit(page)
+
+
+def _answers(server: Any, campaign: str, annotator: str) -> list[Annotation]:
+    annotator_id = _user_id(server, annotator)
+    with server.session() as session:
+        campaign_id = session.exec(select(Campaign.id).where(Campaign.name == campaign)).one()
+        return list(
+            session.exec(
+                select(Annotation)
+                .where(Annotation.campaign_id == campaign_id)
+                .where(Annotation.annotator_id == annotator_id)
+                .order_by(Annotation.id)
+            )
+        )
+
+
+def _user_id(server: Any, name: str) -> int:
+    from schemas.tables import User
+
+    with server.session() as session:
+        return session.exec(select(User.id).where(User.name == name)).one()
+
+
+def _saved_draft(server: Any, annotator: str, rationale: str) -> Draft:
+    """Wait until the annotator's draft on the server reads ``rationale`` (debounced saves)."""
+    deadline, annotator_id = time.monotonic() + 15, _user_id(server, annotator)
+    while True:
+        with server.session() as session:
+            drafts = session.exec(select(Draft).where(Draft.annotator_id == annotator_id)).all()
+        found = [draft for draft in drafts if draft.rationale == rationale]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"no draft reading {rationale!r}: {drafts}"
+        time.sleep(0.2)
+
+
+def _focused_test_id(page: Any) -> str | None:
+    return page.evaluate(
+        """() => { let n = document.activeElement;
+                   while (n && n.shadowRoot && n.shadowRoot.activeElement)
+                       n = n.shadowRoot.activeElement;
+                   return n ? n.getAttribute('data-testid') : null; }"""
+    )
+
+
+def test_annotate_by_mouse_with_images_and_safe_text(seeded: Any, page: Any, login: Any) -> None:
+    _annotate(page, seeded, "ann", "amb", login)
+    expect(page.get_by_text("中有几只猫？")).to_be_visible()
+    expect(page.get_by_text("<b>not bold</b>", exact=False)).to_be_visible()  # shown, not markup
+    assert page.locator("b", has_text="not bold").count() == 0
+    expect(page.locator("img").first).to_be_visible()
+    first = _unit(page)
+    page.get_by_test_id("cl-submit").click()
+    expect(page.get_by_test_id("cl-message")).to_have_text("Choose a score.")
+    page.get_by_test_id("cl-choice-7").click()
+    page.get_by_test_id("cl-rationale").fill("too short")
+    page.get_by_test_id("cl-submit").click()
+    expect(page.get_by_test_id("cl-message")).to_contain_text("at least 20 characters")
+    page.get_by_test_id("cl-rationale").fill(RATIONALE)
+    page.get_by_test_id("cl-submit").click()
+    _wait_next_unit(page, first)
+    (stored,) = _answers(seeded, "amb", "ann")
+    assert (stored.score, stored.rationale, stored.assignment_id) == (7.0, RATIONALE, first)
+
+    page.goto(f"{seeded.url}/annotate?campaign=mmie")
+    expect(page.get_by_test_id("cl-choice-3")).to_contain_text("50%")
+    unit = _unit(page)
+    page.get_by_test_id("cl-choice-3").click()
+    page.get_by_test_id("cl-rationale").fill(RATIONALE)
+    page.get_by_test_id("cl-submit").click()
+    _wait_next_unit(page, unit)
+    assert [a.score for a in _answers(seeded, "mmie", "ann")] == [3.0]
+
+    page.goto(f"{seeded.url}/annotate?campaign=pairs")
+    expect(page.get_by_text("Response B", exact=True)).to_be_visible()
+    unit = _unit(page)
+    page.get_by_test_id("cl-choice-B").click()
+    page.get_by_test_id("cl-rationale").fill(RATIONALE)
+    page.get_by_test_id("cl-submit").click()
+    _wait_next_unit(page, unit)
+    (preferred,) = _answers(seeded, "pairs", "ann")
+    assert preferred.preference == ("B" if preferred.shown_order == "AB" else "A")
+
+
+def test_keyboard_only_scores_mmie_and_prefers_pairs(seeded: Any, page: Any, login: Any) -> None:
+    _annotate(page, seeded, "bo", "mmie", login)
+    expect(page.get_by_text("step two").first).to_be_visible()  # interleaved answer in order
+    expect(page.get_by_test_id("cl-choice-5")).to_contain_text("83%")
+    for score in (5, 0):
+        unit = _unit(page)
+        page.locator("body").press(str(score))
+        assert _focused_test_id(page) == "cl-rationale"  # focus went where typing continues
+        page.keyboard.type(RATIONALE)
+        page.keyboard.press("Control+Enter")
+        _wait_next_unit(page, unit)
+    assert [a.score for a in _answers(seeded, "mmie", "bo")] == [5.0, 0.0]
+
+    page.goto(f"{seeded.url}/annotate?campaign=pairs")
+    expect(page.get_by_test_id("cl-choice-A")).to_be_visible()
+    unit = _unit(page)
+    page.locator("body").press("b")
+    assert _focused_test_id(page) == "cl-rationale"
+    page.keyboard.type("B 更好。" + RATIONALE)
+    page.keyboard.press("Escape")  # leave the box: letters choose again
+    page.keyboard.press("t")
+    page.keyboard.press("Control+Enter")
+    _wait_next_unit(page, unit)
+    (stored,) = _answers(seeded, "pairs", "bo")
+    assert stored.preference == "tie" and stored.rationale.startswith("B 更好。")
+    assert stored.seconds >= 0
+
+
+def test_refresh_in_the_middle_of_a_rationale_restores_it(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    _annotate(page, seeded, "cy", "amb", login)
+    opened = time.monotonic()
+    unit = _unit(page)
+    page.locator("body").press("0")  # 10 on the 1–10 scale
+    page.keyboard.type("半句话 half a thought")
+    draft = _saved_draft(seeded, "cy", "半句话 half a thought")  # saved as one types
+    assert draft.score == 10
+    page.reload()
+    expect(page.get_by_test_id("cl-rationale")).to_have_value("半句话 half a thought")
+    time.sleep(1.5)  # reading the restored answer is active time too
+    assert _unit(page) == unit
+    expect(page.get_by_test_id("cl-choice-10")).to_have_attribute("aria-checked", "true")
+    page.get_by_test_id("cl-rationale").press("End")
+    page.keyboard.type("，然后写完。 Finished after the refresh.")
+    page.keyboard.press("Control+Enter")
+    _wait_next_unit(page, unit)
+    (stored,) = _answers(seeded, "amb", "cy")
+    assert stored.rationale == "半句话 half a thought，然后写完。 Finished after the refresh."
+    assert stored.score == 10
+    # active time survives the refresh and never runs faster than the clock
+    assert draft.active_seconds + 1 <= stored.seconds <= time.monotonic() - opened + 1
+
+
+def test_two_annotators_with_overlap_one_never_get_the_same_unit(
+    seeded: Any, browser: Any, login: Any
+) -> None:
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in range(2)]
+    try:
+        pages = [context.new_page() for context in contexts]
+        for page, name in zip(pages, ("ann", "dee"), strict=True):
+            _annotate(page, seeded, name, "solo", login)
+        seen: list[set[int]] = [set(), set()]
+        for _ in range(3):
+            for index, page in enumerate(pages):
+                unit = _unit(page)
+                with seeded.session() as session:
+                    seen[index].add(session.get(Assignment, unit).unit_id)
+                page.locator("body").press("6")
+                page.keyboard.type(RATIONALE)
+                page.keyboard.press("Control+Enter")
+                _wait_next_unit(page, unit)
+        assert len(seen[0]) == len(seen[1]) == 3 and not seen[0] & seen[1]
+    finally:
+        for context in contexts:
+            context.close()
+
+
+def test_an_annotator_cannot_open_another_annotators_answer(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    ann = _user_id(seeded, "ann")
+    with seeded.session() as session:
+        campaign_id = session.exec(select(Campaign.id).where(Campaign.name == "pairs")).one()
+        view = queue.next_unit(session, campaign_id, ann)
+        secret = queue.submit(
+            session, view.assignment_id, ann, preference="A", rationale="ANN-PRIVATE " + RATIONALE
+        )
+    _log_in(page, seeded, "dee", login)
+    page.goto(f"{seeded.url}/my_work?annotation={secret.id}")
+    expect(page.get_by_text(f"you have no current answer with id {secret.id}")).to_be_visible()
+    expect(page.get_by_text("ANN-PRIVATE")).to_have_count(0)
+
+
+def test_a_lost_lease_shows_the_annotator_what_they_wrote(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    with seeded.session() as session:
+        campaign_id = session.exec(select(Campaign.id).where(Campaign.name == "brief")).one()
+        units = session.exec(select(Unit).where(Unit.campaign_id == campaign_id)).all()
+        for unit in units[1:]:
+            unit.flagged = True  # one unit, one slot
+    _annotate(page, seeded, "dee", "brief", login)
+    page.locator("body").press("8")
+    page.keyboard.type("这段理由不能丢。 This rationale must not be lost.")
+    _saved_draft(seeded, "dee", "这段理由不能丢。 This rationale must not be lost.")
+    time.sleep(2.5)  # the 1-second lease runs out while dee thinks
+    with seeded.session() as session:
+        taken = queue.next_unit(session, campaign_id, _user_id(seeded, "bo"))
+    assert taken is not None and taken.unit_id == units[0].id
+    page.keyboard.press("Control+Enter")
+    expect(page.get_by_text("another annotator took the slot")).to_be_visible()
+    expect(page.get_by_text("这段理由不能丢。 This rationale must not be lost.")).to_be_visible()
+    with seeded.session() as session:
+        draft = session.exec(select(Draft).where(Draft.unit_id == units[0].id)).one()
+        assert draft.rationale == "这段理由不能丢。 This rationale must not be lost."
+        assert session.exec(select(Annotation).where(Annotation.unit_id == units[0].id)).all() == []
