@@ -1,0 +1,122 @@
+"""A small project whose every free-text field carries script and HTML payloads, and whose other
+people's answers and judge outputs carry secret markers an annotator must never see.
+
+Two units: ``ann`` has answered one (her own rationale is hostile too) and holds a lease on the
+other, which ``bob`` has answered and a model judge has scored. So on every page ``ann`` opens
+there is something she may see (her own answer, the unit) next to something she may not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+
+from data import queue
+from data.campaigns import CampaignSpec, create_campaign
+from data.storage import session_scope
+from data.users import UserRecord, create_user
+from schemas.tables import Dataset, Flag, Item, Judgement, Response
+
+PAYLOADS: tuple[str, ...] = (
+    "<script>window.__pwned='script'</script>",
+    "<img src=x onerror=\"window.__pwned='img'\">",
+    "[click me](javascript:window.__pwned='link')",
+    "<svg onload=\"window.__pwned='svg'\"></svg>",
+    "<iframe src=\"javascript:parent.__pwned='iframe'\"></iframe>",
+    "![tracker](http://evil.example/pixel.png)",
+    '<a href="http://evil.example/">outside</a>',
+    "<style>body{display:none}</style>",
+)
+HOSTILE = " ".join(PAYLOADS)
+BOB_SECRET = "BOBSECRET-7f3a"
+JUDGE_SECRET = "JUDGESECRET-91c2"
+PASSWORD = "correct horse battery"
+
+
+@dataclass(frozen=True)
+class HostileWorld:
+    campaign_id: int
+    campaign_name: str
+    ann: UserRecord
+    bob: UserRecord
+    admin: UserRecord
+    ann_unit: int
+    """the unit ``ann`` holds a lease on, answered by bob and judged by a model"""
+    bob_annotation_id: int
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def build_hostile_world(engine: Engine) -> HostileWorld:
+    with session_scope(engine) as session:
+        ann = create_user(session, "ann", PASSWORD, "annotator")
+        bob = create_user(session, "bob", PASSWORD, "annotator")
+        admin = create_user(session, "root", PASSWORD, "admin")
+        dataset = Dataset(name="hostile", benchmark="alignmmbench", description=HOSTILE)
+        session.add(dataset)
+        session.flush()
+        for n in range(2):
+            item = Item(
+                dataset_id=dataset.id, item_id=f"x{n}", benchmark="alignmmbench",
+                task="Counting", category="Perception & Understanding", group="g",
+                history=[{"role": "user", "content": f"Earlier turn {HOSTILE}"},
+                         {"role": "assistant", "content": f"Earlier answer {HOSTILE}"}],
+                question=[{"type": "text", "text": f"Question {n} {HOSTILE}"}],
+                reference=f"Reference {HOSTILE}", meta={}, content_sha256=_sha(f"i{n}"),
+            )  # fmt: skip
+            session.add(item)
+            session.flush()
+            session.add(
+                Response(
+                    response_id=f"x{n}/m",
+                    item_pk=item.id,
+                    model="m",
+                    content=f"Response {n} {HOSTILE}",
+                    meta={},
+                    content_sha256=_sha(f"r{n}"),
+                )  # fmt: skip
+            )
+        session.flush()
+        campaign = create_campaign(
+            session,
+            CampaignSpec(name="hostile-campaign", dataset="hostile", protocol="alignmmbench",
+                         overlap=2, rationale_min=5, show_others_after_submit=True,
+                         instructions=f"Instructions {HOSTILE}"),
+        )  # fmt: skip
+        bob_view = queue.next_unit(session, campaign.id, bob.id)
+        assert bob_view is not None
+        bob_answer = queue.submit(session, bob_view.assignment_id, bob.id, score=9.0,
+                                  rationale=f"{BOB_SECRET} {HOSTILE}")  # fmt: skip
+        ann_first = queue.next_unit(session, campaign.id, ann.id)
+        assert ann_first is not None and ann_first.unit_id != bob_view.unit_id
+        queue.submit(session, ann_first.assignment_id, ann.id, score=3.0,
+                     rationale=f"Ann's own answer {HOSTILE}")  # fmt: skip
+        ann_now = queue.next_unit(session, campaign.id, ann.id)
+        assert ann_now is not None and ann_now.unit_id == bob_view.unit_id
+        response_id = bob_view.responses[0].response_id
+        session.add(
+            Judgement(
+                judge="gpt-4",
+                protocol="alignmmbench",
+                unit_key=f"r:{response_id}",
+                response_pk=_response_pk(session, response_id),
+                score=2.0,
+                rationale=f"{JUDGE_SECRET} {HOSTILE}",
+                raw_output=f"{JUDGE_SECRET} raw {HOSTILE}",
+                prompt_id="p@1",
+            )  # fmt: skip
+        )
+        session.add(Flag(campaign_id=campaign.id, unit_id=ann_first.unit_id, user_id=bob.id,
+                         reason=f"Flag reason {HOSTILE}"))  # fmt: skip
+        return HostileWorld(campaign.id, campaign.name, ann, bob, admin, ann_now.unit_id,
+                            bob_answer.id)  # fmt: skip
+
+
+def _response_pk(session, response_id: str) -> int:  # type: ignore[no-untyped-def]
+    from sqlmodel import select
+
+    return session.exec(select(Response.id).where(Response.response_id == response_id)).one()

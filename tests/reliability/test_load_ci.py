@@ -1,0 +1,57 @@
+"""Short CI variant of ``bench/load_test.py``: concurrent annotators lose nothing, duplicate
+nothing and never exceed the overlap, on SQLite and on PostgreSQL.
+
+The full run (50 annotators, 2 minutes, 100k units) is ``bench/load_test.py``; its figures are in
+docs/RELIABILITY.md.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from sqlalchemy import func, select
+
+from data.storage import make_engine, session_scope, upgrade_database
+from schemas.tables import Annotation, Unit
+
+
+def test_twenty_annotators_for_ten_seconds(load_test: ModuleType, backend_url: str) -> None:
+    report = load_test.run_load(
+        backend_url, duration=10, annotators=20, units=2000, baseline_seconds=2
+    )
+    integrity, load = report["integrity"], report["load"]
+    assert load["errors"] == {}
+    assert load["submits_acknowledged"] > 100, load
+    assert load["double_submits"] > 0 and load["skips"] > 0, "the churn paths were not exercised"
+    assert integrity["acknowledged"] == integrity["live_annotations"]
+    assert integrity["lost"] == 0
+    assert integrity["duplicates"] == 0
+    assert integrity["unacknowledged_stored"] == 0
+    assert integrity["units_over_overlap"] == 0
+    assert integrity["counter_mismatches"] == 0
+    assert set(load["latency"]) >= {"next_unit", "save_draft", "submit"}
+
+
+def test_queue_drained_to_exactly_overlap(load_test: ModuleType, backend_url: str) -> None:
+    """More annotators than a unit needs, racing until the queue is empty: every unit ends with
+    exactly K live answers (never K + 1), and every annotator stops because nothing is left."""
+    engine = make_engine(backend_url)
+    upgrade_database(engine)
+    campaign_id, annotators = load_test.seed_campaign(engine, units=60, annotators=12, overlap=3)
+    # No skips here: a unit skipped after everyone else was told "nothing left" stays short.
+    logs, _ = load_test.run_annotators(
+        engine, campaign_id, annotators, duration=60, seed=7, skip_rate=0.0
+    )
+    integrity = load_test.check_integrity(engine, campaign_id, logs)
+    with session_scope(engine) as session:
+        per_unit = session.execute(
+            select(Unit.id, func.count(Annotation.id))
+            .outerjoin(Annotation, (Annotation.unit_id == Unit.id) & Annotation.is_live)
+            .where(Unit.campaign_id == campaign_id)
+            .group_by(Unit.id)
+        ).all()
+    engine.dispose()
+    assert [log.errors for log in logs if log.errors] == []
+    assert all(log.finished for log in logs)
+    assert {count for _, count in per_unit} == {3}, sorted({c for _, c in per_unit})
+    assert integrity.ok and integrity.lost == 0 and integrity.max_annotations_per_unit == 3
