@@ -41,7 +41,9 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("pages/my_work.py", "My work", ":material/history:", ALL_ROLES, "Work"),
     PageSpec("pages/review_adjudicate.py", "Adjudicate", ":material/gavel:", STAFF, "Review"),
     PageSpec("pages/review_flags.py", "Flags", ":material/flag:", STAFF, "Review"),
-    PageSpec("pages/calibration_dashboard.py", "Calibration", ":material/insights:", STAFF, "Review"),
+    PageSpec(
+        "pages/calibration_dashboard.py", "Calibration", ":material/insights:", STAFF, "Review"
+    ),
     PageSpec("pages/admin_campaigns.py", "Campaigns", ":material/campaign:", ADMIN, "Admin"),
     PageSpec("pages/admin_monitor.py", "Monitor", ":material/monitoring:", ADMIN, "Admin"),
     PageSpec("pages/admin_data.py", "Data", ":material/database:", ADMIN, "Admin"),

@@ -44,6 +44,8 @@ def server_flags(host: str = "127.0.0.1", port: int = 8501) -> dict[str, str | l
         "server.runOnSave": "false",
         "browser.gatherUsageStats": "false",
         "client.toolbarMode": "minimal",
+        # An unexpected error shows a plain notice; its traceback goes to the server log only.
+        "client.showErrorDetails": "none",
         "global.developmentMode": "false",
     }
     if host in LOOPBACK_HOSTS:

@@ -49,6 +49,7 @@ def test_default_flags_bind_localhost_and_lock_the_server_down() -> None:
         "server.runOnSave": ["false"],
         "browser.gatherUsageStats": ["false"],
         "client.toolbarMode": ["minimal"],
+        "client.showErrorDetails": ["none"],
         "global.developmentMode": ["false"],
         "server.allowedHosts": ["localhost", "127.0.0.1"],
     }
