@@ -105,18 +105,21 @@ with answers_column:
 
 st.subheader("Final label")
 protocol = review.protocol
-if protocol.is_pointwise and protocol.is_discrete:
-    score = st.selectbox(
-        "Score", protocol.scale_points(), format_func="{:g}".format, key="adj_score"
-    )
-    label = {"score": score}
-elif protocol.is_pointwise:
-    low, high = float(protocol.scale_min), float(protocol.scale_max)  # type: ignore[arg-type]
-    label = {"score": st.number_input("Score", low, high, key="adj_score")}
-else:
-    label = {"preference": st.radio("Better response", protocol.labels, key="adj_pref")}
-note = st.text_area("Note: why this is the final label", key="adj_note")
-if st.button("Record final label", type="primary", key="adj_save"):
+# One form: the label and the note reach the server together with the click, never half-updated.
+with st.form("adjudication_form", border=False):
+    if protocol.is_pointwise and protocol.is_discrete:
+        score = st.selectbox(
+            "Score", protocol.scale_points(), format_func="{:g}".format, key="adj_score"
+        )
+        label = {"score": score}
+    elif protocol.is_pointwise:
+        low, high = float(protocol.scale_min), float(protocol.scale_max)  # type: ignore[arg-type]
+        label = {"score": st.number_input("Score", low, high, key="adj_score")}
+    else:
+        label = {"preference": st.radio("Better response", protocol.labels, key="adj_pref")}
+    note = st.text_area("Note: why this is the final label", key="adj_note")
+    record = st.form_submit_button("Record final label", type="primary", key="adj_save")
+if record:
     try:
         with session_scope(engine) as session:
             adjudicate(session, user.id, review.unit_id, note=note, **label)
