@@ -20,18 +20,15 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from data.storage import make_engine, upgrade_database
+from tests.skips import missing
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = (REPO_ROOT / ".." / "shared").resolve()
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
-REQUIRE_E2E = os.environ.get("CRITIQUELAB_REQUIRE_E2E") == "1"
 
-
-def missing(reason: str) -> None:
-    """Skip, or fail where CI requires the real thing."""
-    if REQUIRE_E2E:
-        pytest.fail(f"{reason} (CRITIQUELAB_REQUIRE_E2E=1, so this is a failure, not a skip)")
-    pytest.skip(reason)
+# One set of browser fixtures (app server, Chromium, page, login) for every test folder: a second
+# Playwright instance in the same session would collide with the first one's event loop.
+pytest_plugins = ["tests.browser_fixtures"]
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ from annotate_app.cli.main import app
 from calibration import CalibrationOptions, calibrate
 from calibration.report_html import render_html
 from schemas.protocols import ALIGNMMBENCH
-from tests.conftest import missing
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 HOSTILE = '<script>alert(1)</script><img src="http://evil.example/x.png">'
@@ -82,28 +81,19 @@ def test_report_is_self_contained_and_escaped(html):
     assert "<svg" in html
 
 
-def test_report_renders_in_headless_chromium(html, tmp_path):
-    chromium = Path("/usr/bin/chromium")
-    if not chromium.exists():
-        missing("chromium not installed at /usr/bin/chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
+def test_report_renders_in_headless_chromium(html, tmp_path, browser):
     page_file = tmp_path / "report.html"
     page_file.write_text(html, encoding="utf-8")
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(chromium),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        page = browser.new_page()
-        requests: list[str] = []
-        page.on("request", lambda request: requests.append(request.url))
-        page.goto(page_file.as_uri())
-        assert page.locator("h1").inner_text().startswith("CritiqueLab calibration report")
-        assert page.locator("svg").count() >= 3
-        page.screenshot(path=str(ARTIFACTS / "calibration_report.png"), full_page=True)
-        browser.close()
+    context = browser.new_context()
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(page_file.as_uri())
+    assert page.locator("h1").inner_text().startswith("CritiqueLab calibration report")
+    assert page.locator("svg").count() >= 3
+    page.screenshot(path=str(ARTIFACTS / "calibration_report.png"), full_page=True)
+    context.close()
     assert requests == [page_file.as_uri()]  # nothing else was fetched
 
 

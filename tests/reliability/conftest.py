@@ -1,5 +1,6 @@
-"""Fixtures of the reliability tests: the bench load-test module, database URLs by backend, and
-the browser fixtures of tests/e2e (``app_server``, ``browser``, ``page``, ``login``)."""
+"""Fixtures of the reliability tests: the bench load-test module and database URLs by backend.
+The browser fixtures (``app_server``, ``browser``, ``page``, ``login``) come from
+tests/browser_fixtures.py, shared by every test folder."""
 
 from __future__ import annotations
 
@@ -36,21 +37,3 @@ def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'critiquelab.db'}"
     return request.getfixturevalue("pg_url")
-
-
-def _e2e_fixtures() -> ModuleType:
-    """The browser fixtures of tests/e2e (APP's conftest), loaded by path: tests/ is no package."""
-    path = REPO_ROOT / "tests" / "e2e" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("e2e_fixtures", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_E2E = _e2e_fixtures()
-app_server = _E2E.app_server
-browser = _E2E.browser
-page = _E2E.page
-login = _E2E.login

@@ -39,8 +39,9 @@ from sqlmodel import Session
 from annotate_app.auth import COOKIE_NAME as SESSION_COOKIE
 from data.storage import make_engine, session_scope, upgrade_database
 from data.users import UserRecord, create_user
+from tests.skips import missing
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO_ROOT / "test-artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -48,12 +49,6 @@ SERVER_START_TIMEOUT_S = 60
 UI_TIMEOUT_MS = 15_000
 LoginHelper = Callable[[Any, str, str, str], None]
 _FAILED = pytest.StashKey[bool]()
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("CRITIQUELAB_REQUIRE_E2E") == "1":
-        pytest.fail(f"{reason} (CRITIQUELAB_REQUIRE_E2E=1, so this is a failure, not a skip)")
-    pytest.skip(reason)
 
 
 @dataclass
@@ -150,11 +145,14 @@ def app_server(
             engine.dispose()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Debian Chromium under Playwright (never a downloaded browser)."""
+    """Headless Debian Chromium under Playwright (never a downloaded browser).
+
+    One per test module: Playwright's sync API keeps an event loop running while it is open, which
+    would break later tests of other modules that call ``asyncio.run``."""
     if not CHROMIUM.exists():
-        _missing(f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+        missing(f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
