@@ -24,7 +24,7 @@ from sqlmodel import Session, select
 from data.campaigns import get_campaign
 from data.content import resolve_image
 from data.judgements import insert_judgements, pair_unit_key, response_unit_key
-from data.storage import data_dir
+from data.storage import engine_data_dir
 from schemas.protocols import Protocol, get_protocol
 from schemas.tables import (
     Adjudication,
@@ -253,7 +253,7 @@ def store_cached_output(
 
 def image_resolver(engine: Engine) -> Callable[[str], Path]:
     """Stored CONTENT image path → file in the data folder of ``engine``'s database (confined)."""
-    root = data_dir(engine.url.render_as_string(hide_password=False))
+    root = engine_data_dir(engine)
     return lambda stored_path: resolve_image(stored_path, root)
 
 

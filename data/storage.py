@@ -67,6 +67,11 @@ def data_dir(db_url: str | None = None) -> Path:
     return Path("critiquelab_files").resolve()
 
 
+def engine_data_dir(engine: Engine) -> Path:
+    """The data folder that belongs to ``engine``'s database (see :func:`data_dir`)."""
+    return data_dir(engine.url.render_as_string(hide_password=False))
+
+
 def make_engine(url: str | None = None, *, echo: bool = False) -> Engine:
     """Create the engine for ``url`` (default :func:`default_db_url`)."""
     url = url or default_db_url()

@@ -1,9 +1,6 @@
 """The ``critiquelab`` command: global options, error → exit status, every command family.
 
-Each family lives in its own module and adds itself with ``register(app)``. The families of other
-parts of the project (``demo``, ``serve``, ``calibrate``, ``critic``/``judge``/``export sft``) are
-imported when their module exists, so the CLI works while they are being written; any other
-import error is a real error and is raised.
+Each family lives in its own module and adds itself with ``register(app)``.
 
 Errors: a library's typed exceptions that subclass ``ValueError`` are bad input (exit 2); anything
 else exits 1. Either way one line on stderr, the traceback only with ``--debug``.
@@ -11,15 +8,13 @@ else exits 1. Either way one line on stderr, the traceback only with ``--debug``
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
-from types import ModuleType
 from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
-from annotate_app.cli import campaigns, exports, imports, users
+from annotate_app.cli import calibrate, campaigns, critic, demo, exports, imports, serve, users
 from annotate_app.cli.context import CliState
 from data.storage import default_db_url
 
@@ -101,38 +96,20 @@ def main(
     ),
 ) -> None:
     """CritiqueLab: human annotation and judge calibration of multimodal model outputs."""
-    ctx.obj = CliState(db_url=db or default_db_url(), debug=debug, quiet=quiet,
-                       json_output=json_output)  # fmt: skip
-
-
-def _optional_module(name: str) -> ModuleType | None:
-    """The module ``name``, or None while it does not exist yet (any other error is raised)."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as error:
-        if error.name == name:
-            return None
-        raise
+    ctx.obj = CliState(
+        db_url=db or default_db_url(), debug=debug, quiet=quiet, json_output=json_output
+    )
 
 
 export_app = exports.register(app)
 imports.register(app)
 users.register(app)
 campaigns.register(app)
-
-_demo = _optional_module("annotate_app.cli.demo")
-if _demo is not None:
-    _demo.register(app)
-_serve = _optional_module("annotate_app.cli.serve")
-if _serve is not None:
-    _serve.register(app)
-_calibrate = _optional_module("annotate_app.cli.calibrate")
-if _calibrate is not None:
-    _calibrate.register(app)
-_critic = _optional_module("annotate_app.cli.critic")
-if _critic is not None:
-    _critic.register(app)
-    _critic.register_export(export_app)
+demo.register(app)
+serve.register(app)
+calibrate.register(app)
+critic.register(app)
+critic.register_export(export_app)
 
 
 def run() -> None:

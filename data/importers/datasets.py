@@ -25,7 +25,7 @@ from data.audit import record_event
 from data.content import CheckedImage, ContentError, MissingImage, check_image, store_image
 from data.importers.errors import MissingImages
 from data.importers.records import ItemPlan
-from data.storage import data_dir
+from data.storage import engine_data_dir
 from schemas.tables import Dataset, Item, Pair, Response
 
 _ITEMS: Table = Item.__table__  # type: ignore[attr-defined]
@@ -117,7 +117,8 @@ def import_items(
 ) -> ImportSummary:
     """Validate all ``plans``, then write them into dataset ``dataset_name`` (created if new).
 
-    Images are copied into the store under ``data_root`` (default :func:`data.storage.data_dir`).
+    Images are copied into the store under ``data_root`` (default: the data folder of the
+    session's database, :func:`data.storage.engine_data_dir`).
     """
     images = _ImageChecker(images_root)
     prepared = _prepare(plans, images, on_progress)
@@ -136,7 +137,7 @@ def import_items(
         session, dataset, prepared, update_changed
     )
     for image in images.accepted.values():
-        store_image(image, data_root or data_dir())
+        store_image(image, data_root or engine_data_dir(session.get_bind()))
     connection = session.connection()
     if new_items:
         connection.execute(insert(_ITEMS), [{**p.row, "dataset_id": dataset.id} for p in new_items])

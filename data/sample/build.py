@@ -27,8 +27,7 @@ from data.importers.jsonl import import_jsonl
 from data.sample.dataset import SampleRecords, sample_records, write_sample_files
 from data.sample.labels import BASE_TIME, add_annotations, add_judgements
 from data.sample.synthetic import ANNOTATORS, MODELS
-from data.storage import data_dir as storage_data_dir
-from data.storage import session_scope
+from data.storage import engine_data_dir, session_scope
 from data.users import create_user, get_user
 from schemas.tables import Annotation, Campaign, Dataset, Item, Judgement, Pair, Response
 
@@ -122,7 +121,7 @@ def build_sample_project(engine: Engine, *, data_dir: Path | None = None) -> Sam
     a build that fails leaves the database as it was.
     """
     records = sample_records()
-    root = data_dir or storage_data_dir(engine.url.render_as_string(hide_password=False))
+    root = data_dir or engine_data_dir(engine)
     with session_scope(engine) as session:
         return _build(session, records, root)
 

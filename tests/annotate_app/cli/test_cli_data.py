@@ -86,3 +86,20 @@ def test_real_alignmmbench_through_the_cli(db: list[str], shared_dir: Path) -> N
     result = runner.invoke(app, [*db, "--quiet", "import", "alignmmbench", str(metadata),
                                  "--allow-missing-images"])  # fmt: skip
     assert (result.exit_code, result.stdout) == (0, "")
+
+
+def test_images_go_beside_the_database_named_by_db(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--db` decides the image store too, whatever $CRITIQUELAB_DB says: the app served on the
+    same database finds them."""
+    monkeypatch.delenv("CRITIQUELAB_DATA_DIR", raising=False)
+    monkeypatch.setenv("CRITIQUELAB_DB", f"sqlite:///{tmp_path / 'other.db'}")
+    make_image(tmp_path / "images" / "cat.png")
+    items = write_jsonl(tmp_path / "items.jsonl", [item_record(0)])
+    target = tmp_path / "project.db"
+    result = runner.invoke(app, ["--db", f"sqlite:///{target}", "import", "jsonl", str(items)])
+    assert result.exit_code == 0, result.output
+    stored = list((tmp_path / "project_files" / "images").rglob("*.png"))
+    assert len(stored) == 1
+    assert not (tmp_path / "other_files").exists()
