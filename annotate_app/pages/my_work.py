@@ -17,7 +17,7 @@ from annotate_app.db import get_engine
 from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
-from data.storage import session_scope
+from data.storage import DatabaseProblem, session_scope
 
 PAGE_SIZE = 50
 
@@ -37,7 +37,7 @@ def _save_revision(key: str, annotation_id: int) -> None:
                 preference=payload.preference, rationale=payload.rationale,
                 extra_seconds=payload.seconds,
             )  # fmt: skip
-    except queue.QueueError as error:
+    except (queue.QueueError, DatabaseProblem) as error:
         attempt, _ = state.get("my_work_refused", (0, ""))
         state["my_work_refused"] = (attempt + 1, str(error))
         return
