@@ -1,7 +1,8 @@
 """One engine factory, sessions, and schema upgrades for SQLite and PostgreSQL.
 
 SQLite is the embedded default (``sqlite:///critiquelab.db``): WAL journal, a busy timeout so
-that concurrent writers wait instead of failing, and foreign keys enforced. PostgreSQL is used
+that concurrent writers wait instead of failing (threads of one process wait their turn in
+arrival order, see :class:`_WriterGate`), and foreign keys enforced. PostgreSQL is used
 when the URL says so (``postgresql+psycopg://...``). The schema is managed by Alembic from the
 first table: :func:`upgrade_database` brings any database to the newest revision and refuses one
 written by a newer CritiqueLab.
@@ -10,6 +11,10 @@ written by a newer CritiqueLab.
 from __future__ import annotations
 
 import os
+import sqlite3
+import threading
+import weakref
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -77,8 +82,9 @@ def make_engine(url: str | None = None, *, echo: bool = False) -> Engine:
     url = url or default_db_url()
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        # Writers queue on SQLite's own lock (busy timeout); the pool only has to be large enough
-        # that waiting for a connection is never the bottleneck.
+        # Writers of this process queue in arrival order on a per-file gate (see _WriterGate),
+        # other processes on SQLite's own lock (busy timeout); the pool only has to be large
+        # enough that waiting for a connection is never the bottleneck.
         engine = create_engine(
             url,
             echo=echo,
@@ -88,7 +94,10 @@ def make_engine(url: str | None = None, *, echo: bool = False) -> Engine:
             connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
         )
         event.listen(engine, "connect", _configure_sqlite_connection)
-        event.listen(engine, "begin", _begin_immediate_sqlite)
+        if parsed.database in (None, "", ":memory:") or parsed.database.startswith("file:"):
+            event.listen(engine, "begin", _begin_immediate_sqlite)
+        else:
+            _install_writer_gate(engine, _writer_gate_for(parsed.database))
         return engine
     return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=40)
 
@@ -108,6 +117,115 @@ def _begin_immediate_sqlite(connection) -> None:  # type: ignore[no-untyped-def]
     # BEGIN IMMEDIATE takes the write lock up front, so two writers queue on the busy timeout
     # instead of failing with "database is locked" when a read transaction upgrades to a write.
     connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class _WriterGate:
+    """A first-come, first-served lock in front of SQLite's write lock, for one database file.
+
+    Every transaction is ``BEGIN IMMEDIATE``, so they run one at a time anyway; left to SQLite's
+    busy handler, waiters poll with a growing sleep (up to 100 ms) while newcomers take the lock
+    first, and a few unlucky ones wait for seconds. Threads of this process instead queue here
+    and are handed the lock in order the moment the holder commits or rolls back. Other
+    processes still meet SQLite's busy timeout. Held by one DBAPI connection at a time.
+    """
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._owner: object | None = None
+        self._waiting: deque[tuple[object, threading.Event]] = deque()
+
+    def acquire(self, owner: object, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the lock (in arrival order); True if held."""
+        with self._mutex:
+            if self._owner is None or self._owner is owner:
+                self._owner = owner
+                return True
+            waiter = (owner, threading.Event())
+            self._waiting.append(waiter)
+        if waiter[1].wait(timeout):
+            return True
+        with self._mutex:
+            if self._owner is owner:  # handed over just as the wait ran out
+                return True
+            self._waiting.remove(waiter)
+            return False
+
+    def release(self, owner: object) -> None:
+        """Hand the lock to the next in line; a no-op unless ``owner`` holds it."""
+        with self._mutex:
+            if self._owner is not owner:
+                return
+            if self._waiting:
+                self._owner, granted = self._waiting.popleft()
+                granted.set()
+            else:
+                self._owner = None
+
+
+_WRITER_GATES: weakref.WeakValueDictionary[str, _WriterGate] = weakref.WeakValueDictionary()
+_WRITER_GATES_LOCK = threading.Lock()
+
+
+def _writer_gate_for(database: str) -> _WriterGate:
+    """The gate of one database file, shared by every engine of this process on it."""
+    key = os.path.realpath(database)
+    with _WRITER_GATES_LOCK:
+        gate = _WRITER_GATES.get(key)
+        if gate is None:
+            gate = _WRITER_GATES[key] = _WriterGate()
+        return gate
+
+
+def _install_writer_gate(engine: Engine, gate: _WriterGate) -> None:
+    """Begin every transaction of ``engine`` with the gate, then ``BEGIN IMMEDIATE``.
+
+    The gate is taken in the dialect's ``do_begin`` (so a failure there gets SQLAlchemy's own
+    error handling: wrapped, and the connection invalidated when it is dead) and released right
+    after the DBAPI commit or rollback, and, as a safety net, whenever the connection goes back
+    to the pool, is invalidated or closed: every path releases it, and only its holder can.
+    """
+    dialect = engine.dialect
+    do_commit, do_rollback = dialect.do_commit, dialect.do_rollback
+
+    def raw(connection):  # type: ignore[no-untyped-def]
+        return getattr(connection, "dbapi_connection", connection)
+
+    def begin(connection) -> None:  # type: ignore[no-untyped-def]
+        owner = raw(connection)
+        if not gate.acquire(owner, SQLITE_BUSY_TIMEOUT_MS / 1000):
+            # Worded like SQLite's own error, so that session_scope says DatabaseBusy.
+            raise sqlite3.OperationalError("database is locked (waited for other writers)")
+        try:
+            cursor = connection.cursor()
+            try:
+                cursor.execute("BEGIN IMMEDIATE")
+            finally:
+                cursor.close()
+        except BaseException:
+            gate.release(owner)
+            raise
+
+    def commit(connection) -> None:  # type: ignore[no-untyped-def]
+        try:
+            do_commit(connection)
+        finally:
+            gate.release(raw(connection))
+
+    def rollback(connection) -> None:  # type: ignore[no-untyped-def]
+        try:
+            do_rollback(connection)
+        finally:
+            gate.release(raw(connection))
+
+    def let_go(dbapi_connection, *_args) -> None:  # type: ignore[no-untyped-def]
+        if dbapi_connection is not None:
+            gate.release(dbapi_connection)
+
+    dialect.do_begin = begin  # type: ignore[method-assign]
+    dialect.do_commit = commit  # type: ignore[method-assign]
+    dialect.do_rollback = rollback  # type: ignore[method-assign]
+    for name in ("checkin", "invalidate", "soft_invalidate", "close", "close_detached"):
+        event.listen(engine, name, let_go)
 
 
 @contextmanager
