@@ -69,7 +69,7 @@ def test_scores_every_unit_with_raw_output_and_status_then_resumes(
         parsed = parse_judgement(row.raw_output, ALIGNMMBENCH)
         assert row.parse_status == parsed.status and row.parse_status in PARSE_STATUSES
         assert row.score == parsed.value and row.prompt_id == "short-amb-text@3"
-        assert 1 <= row.expected_score <= 10 and row.input_sha256
+        assert row.input_sha256 and 1 <= row.expected_score <= 10
     assert sum(summary.statuses.values()) + sum(part.statuses.values()) == 12
     again = score_campaign(engine, "amb", critic, options)
     assert (again.stored, again.already_judged) == (0, 12)

@@ -150,7 +150,7 @@ def test_retries_cache_usage_and_failures(
     assert first.statuses == {"ok": 8, "unparsed": 1, "out_of_scale": 1}
     assert fake.requests[(0, 2)] == 3 and fake.requests[(1, 3)] == 2  # 429 ×2, timeout ×1 retried
     assert fake.requests[(3, 5)] == 3  # max_retries 2 → three attempts, then given up
-    assert 1 < fake.max_in_flight <= 3
+    assert fake.max_in_flight in (2, 3)
     assert (
         first.usage["total_tokens"] == 16 * 10
     )  # answers received (the body without choices has none)
