@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, delete, exists, func, update
+from sqlalchemy import bindparam, delete, exists, func, insert, update
+from sqlalchemy import select as core_select
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from data.audit import record_event
@@ -43,6 +45,16 @@ from schemas.tables import (
 )
 
 _MAX_TRIES = 50
+
+# The tables, for Core statements on the hot path (no ORM compile or object loading).
+_ANNOTATIONS = Annotation.__table__  # type: ignore[attr-defined]
+_ASSIGNMENTS = Assignment.__table__  # type: ignore[attr-defined]
+_CAMPAIGNS = Campaign.__table__  # type: ignore[attr-defined]
+_DRAFTS = Draft.__table__  # type: ignore[attr-defined]
+_ITEMS = Item.__table__  # type: ignore[attr-defined]
+_PAIRS = Pair.__table__  # type: ignore[attr-defined]
+_RESPONSES = Response.__table__  # type: ignore[attr-defined]
+_UNITS = Unit.__table__  # type: ignore[attr-defined]
 
 
 class QueueError(ValueError):
@@ -198,39 +210,81 @@ def next_unit(
     still free, so a draft is not lost over a long break.
     """
     now = now or utcnow()
-    campaign = _campaign(session, campaign_id)
+    session.flush()  # what the ORM statements below used to autoflush (a no-op when clean)
+    campaign = _campaign_row(session, campaign_id)
     if campaign.status != "active":
         return None
     expire_leases(session, campaign_id, now)
     params = {"campaign_id": campaign_id, "annotator_id": annotator_id}
-    own = session.exec(_OWN_OPEN_ASSIGNMENTS, params=params).all()
-    chosen, draft = next(
-        ((a, d) for a, d in own if a.status == "leased" or _retake(session, a)), (None, None)
+    if session.execute(_HAS_OWN_OPEN, params).first() is not None:
+        # Rare: a lease to renew, or an expired one with a draft to retake (ORM objects).
+        own = session.exec(_OWN_OPEN_ASSIGNMENTS, params=params).all()
+        chosen, draft = next(
+            ((a, d) for a, d in own if a.status == "leased" or _retake(session, a)),
+            (None, None),
+        )
+        if chosen is not None:
+            chosen.expires_at = now + timedelta(seconds=campaign.lease_seconds)
+            session.add(chosen)
+            return _unit_view(session, campaign, _Leased.of(chosen), draft)
+    fresh = _lease_new(session, campaign, annotator_id, now)
+    return None if fresh is None else _unit_view(session, campaign, fresh, None)
+
+
+_HAS_OWN_OPEN = (
+    core_select(_ASSIGNMENTS.c.id)
+    .outerjoin(
+        _DRAFTS,
+        (_DRAFTS.c.unit_id == _ASSIGNMENTS.c.unit_id)
+        & (_DRAFTS.c.annotator_id == bindparam("annotator_id")),
     )
-    if chosen is None:
-        fresh = _lease_new(session, campaign, annotator_id, now)
-        return None if fresh is None else _unit_view(session, campaign, fresh, None)
-    chosen.expires_at = now + timedelta(seconds=campaign.lease_seconds)
-    session.add(chosen)
-    return _unit_view(session, campaign, chosen, draft)
+    .where(
+        _ASSIGNMENTS.c.campaign_id == bindparam("campaign_id"),
+        _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
+    )
+    .where(
+        (_ASSIGNMENTS.c.status == "leased")
+        | ((_ASSIGNMENTS.c.status == "expired") & _DRAFTS.c.id.is_not(None))
+    )
+    .limit(1)
+)
+"""Whether :data:`_OWN_OPEN_ASSIGNMENTS` has a row (Core: no ORM loading in the common case)."""
+
+
+@dataclass(frozen=True)
+class _Leased:
+    """What the unit view needs of a lease."""
+
+    id: int
+    unit_id: int
+    shown_order: str
+    expires_at: datetime
+
+    @classmethod
+    def of(cls, assignment: Assignment) -> _Leased:
+        return cls(
+            assignment.id,  # type: ignore[arg-type]
+            assignment.unit_id,
+            assignment.shown_order,
+            assignment.expires_at,
+        )
 
 
 _NO_SYNC = {"synchronize_session": False}
 _EXPIRE = (
-    update(Assignment)
-    .where(Assignment.campaign_id == bindparam("b_campaign"), Assignment.status == "leased")
-    .where(col(Assignment.expires_at) <= bindparam("b_now"))
+    update(_ASSIGNMENTS)
+    .where(_ASSIGNMENTS.c.campaign_id == bindparam("b_campaign"), _ASSIGNMENTS.c.status == "leased")
+    .where(_ASSIGNMENTS.c.expires_at <= bindparam("b_now"))
     .values(status="expired", closed_at=bindparam("b_now"))
-    .returning(Assignment.unit_id)
+    .returning(_ASSIGNMENTS.c.unit_id)
 )
 
 
 def expire_leases(session: Session, campaign_id: int, now: datetime | None = None) -> int:
     """Return expired leases of the campaign to the pool; the number returned."""
     now = now or utcnow()
-    expired = session.execute(
-        _EXPIRE, {"b_campaign": campaign_id, "b_now": now}, execution_options=_NO_SYNC
-    ).all()
+    session.flush()  # as the ORM-enabled update did (a no-op when clean)
+    expired = session.execute(_EXPIRE, {"b_campaign": campaign_id, "b_now": now}).all()
     for (unit_id,) in expired:
         _change_slots(session, unit_id, -1)
     return len(expired)
@@ -297,6 +351,12 @@ def submit(
     that is already submitted returns the stored annotation (a double click stores one).
     """
     now = now or utcnow()
+    session.flush()  # what the ORM statements used to autoflush (a no-op when clean)
+    fast = _submit_leased(
+        session, assignment_id, annotator_id, score, preference, rationale, seconds, now
+    )
+    if fast is not None:
+        return fast
     assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
     if assignment.status == "submitted":
         return _live_annotation(session, assignment.unit_id, annotator_id)
@@ -333,6 +393,79 @@ _COUNT_SUBMIT = (
 _DELETE_DRAFT = delete(Draft).where(
     Draft.unit_id == bindparam("b_unit"), Draft.annotator_id == bindparam("b_annotator")
 )
+_OWN_LEASE = (
+    core_select(
+        _ASSIGNMENTS.c.campaign_id,
+        _ASSIGNMENTS.c.unit_id,
+        _ASSIGNMENTS.c.status,
+        _ASSIGNMENTS.c.shown_order,
+    )
+    .where(
+        _ASSIGNMENTS.c.id == bindparam("assignment_id"),
+        _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
+    )
+    .with_for_update()
+)
+_CLOSE_SUBMITTED = (
+    update(_ASSIGNMENTS)
+    .where(_ASSIGNMENTS.c.id == bindparam("b_id"), _ASSIGNMENTS.c.status == "leased")
+    .values(status="submitted", closed_at=bindparam("b_now"))
+)
+_CORE_COUNT_SUBMIT = (
+    update(_UNITS)
+    .where(_UNITS.c.id == bindparam("b_unit"))
+    .values(n_submitted=_UNITS.c.n_submitted + 1)
+)
+_ANNOTATION_KEYS = tuple(column.key for column in _ANNOTATIONS.c if column.key != "id")
+_INSERT_ANNOTATION = insert(_ANNOTATIONS).returning(_ANNOTATIONS.c.id)
+_CORE_DELETE_DRAFT = delete(_DRAFTS).where(
+    _DRAFTS.c.unit_id == bindparam("b_unit"), _DRAFTS.c.annotator_id == bindparam("b_annotator")
+)
+
+
+def _submit_leased(
+    session: Session,
+    assignment_id: int,
+    annotator_id: int,
+    score: float | None,
+    preference: str | None,
+    rationale: str,
+    seconds: float,
+    now: datetime,
+) -> Annotation | None:
+    """:func:`submit` of a live lease with Core statements; None leaves it to the ORM path.
+
+    Every other case (already submitted, given back, expired, absent, or the assignment already
+    loaded as an object in this session, which a Core update would leave stale) returns None.
+    """
+    if (Assignment, (assignment_id,), None) in session.identity_map:
+        return None
+    params = {"assignment_id": assignment_id, "annotator_id": annotator_id}
+    row = session.execute(_OWN_LEASE, params).first()
+    if row is None or row.status != "leased":
+        return None
+    campaign = _campaign_row(session, row.campaign_id)
+    if campaign.status == "closed":
+        raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers are not accepted")
+    score, canonical = _check_answer(campaign, row.shown_order, score, preference, rationale)
+    closed = session.execute(_CLOSE_SUBMITTED, {"b_id": assignment_id, "b_now": now})
+    if closed.rowcount != 1:  # pragma: no cover - the row is locked / the writer is serial
+        return None
+    annotation = Annotation(
+        campaign_id=row.campaign_id, unit_id=row.unit_id, annotator_id=annotator_id,
+        assignment_id=assignment_id, score=score, preference=canonical,
+        shown_order=row.shown_order if canonical is not None else None,
+        rationale=rationale, seconds=max(float(seconds), 0.0), created_at=now,
+    )  # fmt: skip
+    # Inserted in Core, then attached as the persistent, clean object a flush would leave.
+    values = {key: getattr(annotation, key) for key in _ANNOTATION_KEYS}
+    annotation.id = session.execute(_INSERT_ANNOTATION, values).scalar_one()
+    make_transient_to_detached(annotation)
+    session.add(annotation)
+    params = {"b_unit": row.unit_id, "b_annotator": annotator_id}
+    session.execute(_CORE_COUNT_SUBMIT, params)
+    session.execute(_CORE_DELETE_DRAFT, params)
+    return annotation
 
 
 def skip(session: Session, assignment_id: int, annotator_id: int, reason: str) -> None:
@@ -464,7 +597,7 @@ def my_annotation_view(
         rationale=annotation.rationale, seconds=annotation.seconds,
         revision=annotation.revision, created_at=annotation.created_at,
     )  # fmt: skip
-    return _unit_view(session, campaign, assignment, None), mine
+    return _unit_view(session, campaign, _Leased.of(assignment), None), mine
 
 
 def others_answers(session: Session, unit_id: int, annotator_id: int) -> list[OtherAnswer]:
@@ -546,6 +679,24 @@ def _campaign(session: Session, campaign_id: int) -> Campaign:
     return campaign
 
 
+_CAMPAIGN_ROW = core_select(_CAMPAIGNS).where(_CAMPAIGNS.c.id == bindparam("campaign_id"))
+
+
+def _campaign_row(session: Session, campaign_id: int) -> Any:
+    """The campaign for reading: the session's object if it has one, else a Core row.
+
+    Same answer as :func:`_campaign` (which returns the identity map's object without a query
+    when there is one), without the cost of loading an ORM object on the hot path.
+    """
+    loaded = session.identity_map.get((Campaign, (campaign_id,), None))
+    if loaded is not None:
+        return loaded
+    row = session.execute(_CAMPAIGN_ROW, {"campaign_id": campaign_id}).first()
+    if row is None:
+        raise QueueError(f"no campaign with id {campaign_id}")
+    return row
+
+
 def _own_assignment(
     session: Session, assignment_id: int, annotator_id: int, *, lock: bool = False
 ) -> Assignment:
@@ -615,25 +766,26 @@ def _shown(preference: str | None, shown_order: str | None) -> str | None:
 
 
 _CHANGE_SLOTS = (
-    update(Unit)
-    .where(Unit.id == bindparam("b_unit"))
-    .values(slots_taken=Unit.slots_taken + bindparam("b_delta"))
+    update(_UNITS)
+    .where(_UNITS.c.id == bindparam("b_unit"))
+    .values(slots_taken=_UNITS.c.slots_taken + bindparam("b_delta"))
 )
 
 
 def _change_slots(session: Session, unit_id: int, delta: int) -> None:
+    session.flush()  # as the ORM-enabled update did (a no-op when clean)
     params = {"b_unit": unit_id, "b_delta": delta}
-    session.execute(_CHANGE_SLOTS, params, execution_options=_NO_SYNC)
+    session.execute(_CHANGE_SLOTS, params)
 
 
-_LIVE_SLOTS = select(Assignment.slot).where(
-    Assignment.unit_id == bindparam("unit_id"),
-    col(Assignment.status).in_(LIVE_ASSIGNMENT_STATUSES),
+_CORE_LIVE_SLOTS = core_select(_ASSIGNMENTS.c.slot).where(
+    _ASSIGNMENTS.c.unit_id == bindparam("unit_id"),
+    _ASSIGNMENTS.c.status.in_(LIVE_ASSIGNMENT_STATUSES),
 )
 
 
 def _free_slot(session: Session, unit_id: int, overlap: int) -> int | None:
-    taken = set(session.exec(_LIVE_SLOTS, params={"unit_id": unit_id}).all())
+    taken = set(session.execute(_CORE_LIVE_SLOTS, {"unit_id": unit_id}).scalars())
     return next((slot for slot in range(overlap) if slot not in taken), None)
 
 
@@ -677,32 +829,40 @@ def _release(session: Session, assignment: Assignment, status: str, reason: str)
     session.flush()
 
 
-_CANDIDATE = (
-    select(Unit.id)
-    .where(Unit.campaign_id == bindparam("campaign_id"), Unit.slots_taken < bindparam("overlap"))
-    .where(~col(Unit.flagged))
+_CORE_CANDIDATE = (
+    core_select(_UNITS.c.id)
+    .where(
+        _UNITS.c.campaign_id == bindparam("campaign_id"),
+        _UNITS.c.slots_taken < bindparam("overlap"),
+    )
+    .where(~_UNITS.c.flagged)
     .where(
         ~exists().where(
-            Assignment.unit_id == Unit.id, Assignment.annotator_id == bindparam("annotator_id")
+            _ASSIGNMENTS.c.unit_id == _UNITS.c.id,
+            _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
         )
     )
-    .order_by(col(Unit.slots_taken), col(Unit.id))
+    .order_by(_UNITS.c.slots_taken, _UNITS.c.id)
     .limit(1)
-    .with_for_update(skip_locked=True, of=Unit)
+    .with_for_update(skip_locked=True, of=_UNITS)
 )
 """The least-annotated unit the annotator never had, locked (PostgreSQL) and skipped if locked."""
 
 
-def _candidate(session: Session, campaign: Campaign, annotator_id: int, tried: set[int]) -> Any:
-    query = _CANDIDATE.where(col(Unit.id).not_in(tried)) if tried else _CANDIDATE
+def _candidate(session: Session, campaign: Any, annotator_id: int, tried: set[int]) -> Any:
+    query = _CORE_CANDIDATE.where(_UNITS.c.id.not_in(tried)) if tried else _CORE_CANDIDATE
     params = {"campaign_id": campaign.id, "overlap": campaign.overlap, "annotator_id": annotator_id}
-    return session.exec(query, params=params).first()
+    return session.execute(query, params).scalar()
 
 
-def _lease_new(
-    session: Session, campaign: Campaign, annotator_id: int, now: datetime
-) -> Assignment | None:
+_LEASE_SQLITE = sqlite_insert(_ASSIGNMENTS).on_conflict_do_nothing().returning(_ASSIGNMENTS.c.id)
+"""SQLite: a lease that a unique constraint refuses inserts nothing (no savepoint needed)."""
+
+
+def _lease_new(session: Session, campaign: Any, annotator_id: int, now: datetime) -> _Leased | None:
     """Lease the least-annotated unit this annotator never had; retry on a conflict."""
+    if session.get_bind().dialect.name == "sqlite":
+        return _lease_new_sqlite(session, campaign, annotator_id, now)
     tried: set[int] = set()
     for _ in range(_MAX_TRIES):
         unit_id = _candidate(session, campaign, annotator_id, tried)
@@ -724,7 +884,43 @@ def _lease_new(
         except IntegrityError:  # a concurrent lease took the slot, or this annotator has it
             continue
         _change_slots(session, unit_id, +1)
-        return assignment
+        return _Leased.of(assignment)
+    return None
+
+
+def _lease_new_sqlite(
+    session: Session, campaign: Any, annotator_id: int, now: datetime
+) -> _Leased | None:
+    """:func:`_lease_new` on SQLite: ``INSERT ... ON CONFLICT DO NOTHING RETURNING id``.
+
+    The unique constraints still decide: a refused insert returns no id and the next candidate
+    is tried. Any other constraint failure aborts only that statement on SQLite, so the
+    transaction stays usable without a savepoint.
+    """
+    tried: set[int] = set()
+    expires_at = now + timedelta(seconds=campaign.lease_seconds)
+    for _ in range(_MAX_TRIES):
+        unit_id = _candidate(session, campaign, annotator_id, tried)
+        if unit_id is None:
+            return None
+        tried.add(unit_id)
+        slot = _free_slot(session, unit_id, campaign.overlap)
+        if slot is None:
+            continue
+        shown_order = _random_order(campaign)
+        values = dict(
+            campaign_id=campaign.id, unit_id=unit_id, annotator_id=annotator_id, slot=slot,
+            overlap=campaign.overlap, status="leased", shown_order=shown_order, leased_at=now,
+            expires_at=expires_at,
+        )  # fmt: skip
+        try:
+            assignment_id = session.execute(_LEASE_SQLITE, values).scalar()
+        except IntegrityError:  # pragma: no cover - a check; the statement alone is undone
+            continue
+        if assignment_id is None:  # a concurrent lease took the slot, or this annotator has it
+            continue
+        _change_slots(session, unit_id, +1)
+        return _Leased(assignment_id, unit_id, shown_order, expires_at)
     return None
 
 
@@ -732,31 +928,47 @@ def _random_order(campaign: Campaign) -> str:
     return random.choice(("AB", "BA")) if campaign.protocol == "pairwise" else "AB"
 
 
-_FIRST, _SECOND, _SINGLE = aliased(Response), aliased(Response), aliased(Response)
-_UNIT_CONTENT = (
-    select(Unit.id, Item, _FIRST, _SECOND, _SINGLE)
-    .join(Item, col(Item.id) == Unit.item_pk)
-    .outerjoin(Pair, col(Pair.id) == Unit.pair_pk)
-    .outerjoin(_FIRST, col(_FIRST.id) == Pair.response_a_pk)
-    .outerjoin(_SECOND, col(_SECOND.id) == Pair.response_b_pk)
-    .outerjoin(_SINGLE, col(_SINGLE.id) == Unit.response_pk)
-    .where(Unit.id == bindparam("unit_id"))
+_R_FIRST, _R_SECOND, _R_SINGLE = _RESPONSES.alias(), _RESPONSES.alias(), _RESPONSES.alias()
+_CORE_UNIT_CONTENT = (
+    core_select(
+        _UNITS.c.id,
+        _ITEMS.c.item_id,
+        _ITEMS.c.benchmark,
+        _ITEMS.c.task,
+        _ITEMS.c.category,
+        _ITEMS.c.history,
+        _ITEMS.c.question,
+        _ITEMS.c.reference,
+        _R_FIRST.c.response_id.label("a_id"),
+        _R_FIRST.c.content.label("a_content"),
+        _R_SECOND.c.response_id.label("b_id"),
+        _R_SECOND.c.content.label("b_content"),
+        _R_SINGLE.c.response_id.label("single_id"),
+        _R_SINGLE.c.content.label("single_content"),
+    )
+    .select_from(_UNITS)
+    .join(_ITEMS, _ITEMS.c.id == _UNITS.c.item_pk)
+    .outerjoin(_PAIRS, _PAIRS.c.id == _UNITS.c.pair_pk)
+    .outerjoin(_R_FIRST, _R_FIRST.c.id == _PAIRS.c.response_a_pk)
+    .outerjoin(_R_SECOND, _R_SECOND.c.id == _PAIRS.c.response_b_pk)
+    .outerjoin(_R_SINGLE, _R_SINGLE.c.id == _UNITS.c.response_pk)
+    .where(_UNITS.c.id == bindparam("unit_id"))
 )
-"""Item and response(s) of one unit in one query (built once: statement building is costly)."""
+"""Item and response(s) of one unit in one Core query (no ORM objects to build)."""
 
 
 def _unit_view(
-    session: Session, campaign: Campaign, assignment: Assignment, draft: Draft | None
+    session: Session, campaign: Any, assignment: _Leased, draft: Draft | None
 ) -> UnitView:
-    row = session.exec(_UNIT_CONTENT, params={"unit_id": assignment.unit_id}).one()
-    unit_id, item, response_a, response_b, response = row
-    if response is None:
-        shown = (
-            (response_a, response_b) if assignment.shown_order == "AB" else (response_b, response_a)
-        )
-        responses = (_response_view(shown[0], "A"), _response_view(shown[1], "B"))
+    item = session.execute(_CORE_UNIT_CONTENT, {"unit_id": assignment.unit_id}).one()
+    unit_id = item.id
+    if item.single_id is None:
+        assert item.a_id is not None and item.b_id is not None
+        first, second = (item.a_id, item.a_content), (item.b_id, item.b_content)
+        shown = (first, second) if assignment.shown_order == "AB" else (second, first)
+        responses = (ResponseView(*shown[0], "A"), ResponseView(*shown[1], "B"))
     else:
-        responses = (_response_view(response, None),)
+        responses = (ResponseView(item.single_id, item.single_content, None),)
     return UnitView(
         assignment_id=assignment.id, unit_id=unit_id, campaign_id=campaign.id,  # type: ignore[arg-type]
         campaign_name=campaign.name, protocol=campaign_protocol(campaign),
@@ -770,8 +982,3 @@ def _unit_view(
             draft.score, draft.preference, draft.rationale, draft.active_seconds
         ),
     )  # fmt: skip
-
-
-def _response_view(response: Response | None, label: str | None) -> ResponseView:
-    assert response is not None
-    return ResponseView(response.response_id, response.content, label)
