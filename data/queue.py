@@ -270,7 +270,6 @@ class _Leased:
         )
 
 
-_NO_SYNC = {"synchronize_session": False}
 _EXPIRE = (
     update(_ASSIGNMENTS)
     .where(_ASSIGNMENTS.c.campaign_id == bindparam("b_campaign"), _ASSIGNMENTS.c.status == "leased")
@@ -371,28 +370,46 @@ def submit(
             "your lease on this unit expired and another annotator took the slot; "
             "your draft is kept"
         )
-    annotation = Annotation(
-        campaign_id=campaign.id, unit_id=assignment.unit_id, annotator_id=annotator_id,
-        assignment_id=assignment.id, score=score, preference=canonical,
-        shown_order=assignment.shown_order if canonical is not None else None,
-        rationale=rationale, seconds=max(float(seconds), 0.0), created_at=now,
+    annotation = _new_annotation(
+        campaign.id, assignment.unit_id, annotator_id, assignment.id,  # type: ignore[arg-type]
+        assignment.shown_order, score, canonical, rationale, seconds, now,
     )  # fmt: skip
     session.add(annotation)
     assignment.status, assignment.closed_at = "submitted", now
     session.add(assignment)
-    params = {"b_unit": assignment.unit_id, "b_annotator": annotator_id}
-    session.execute(_COUNT_SUBMIT, params, execution_options=_NO_SYNC)
-    session.execute(_DELETE_DRAFT, params, execution_options=_NO_SYNC)
+    _count_submission(session, assignment.unit_id, annotator_id)
     session.flush()
     return annotation
 
 
-_COUNT_SUBMIT = (
-    update(Unit).where(Unit.id == bindparam("b_unit")).values(n_submitted=Unit.n_submitted + 1)
-)
-_DELETE_DRAFT = delete(Draft).where(
-    Draft.unit_id == bindparam("b_unit"), Draft.annotator_id == bindparam("b_annotator")
-)
+def _new_annotation(
+    campaign_id: int,
+    unit_id: int,
+    annotator_id: int,
+    assignment_id: int,
+    shown_order: str,
+    score: float | None,
+    canonical: str | None,
+    rationale: str,
+    seconds: float,
+    now: datetime,
+) -> Annotation:
+    """The first revision of an answer (preference already in canonical order)."""
+    return Annotation(
+        campaign_id=campaign_id, unit_id=unit_id, annotator_id=annotator_id,
+        assignment_id=assignment_id, score=score, preference=canonical,
+        shown_order=shown_order if canonical is not None else None,
+        rationale=rationale, seconds=max(float(seconds), 0.0), created_at=now,
+    )  # fmt: skip
+
+
+def _count_submission(session: Session, unit_id: int, annotator_id: int) -> None:
+    """A submitted answer: count it on the unit and drop the draft it replaces."""
+    params = {"b_unit": unit_id, "b_annotator": annotator_id}
+    session.execute(_COUNT_SUBMIT, params)
+    session.execute(_DELETE_DRAFT, params)
+
+
 _OWN_LEASE = (
     core_select(
         _ASSIGNMENTS.c.campaign_id,
@@ -411,14 +428,14 @@ _CLOSE_SUBMITTED = (
     .where(_ASSIGNMENTS.c.id == bindparam("b_id"), _ASSIGNMENTS.c.status == "leased")
     .values(status="submitted", closed_at=bindparam("b_now"))
 )
-_CORE_COUNT_SUBMIT = (
+_COUNT_SUBMIT = (
     update(_UNITS)
     .where(_UNITS.c.id == bindparam("b_unit"))
     .values(n_submitted=_UNITS.c.n_submitted + 1)
 )
 _ANNOTATION_KEYS = tuple(column.key for column in _ANNOTATIONS.c if column.key != "id")
 _INSERT_ANNOTATION = insert(_ANNOTATIONS).returning(_ANNOTATIONS.c.id)
-_CORE_DELETE_DRAFT = delete(_DRAFTS).where(
+_DELETE_DRAFT = delete(_DRAFTS).where(
     _DRAFTS.c.unit_id == bindparam("b_unit"), _DRAFTS.c.annotator_id == bindparam("b_annotator")
 )
 
@@ -451,20 +468,16 @@ def _submit_leased(
     closed = session.execute(_CLOSE_SUBMITTED, {"b_id": assignment_id, "b_now": now})
     if closed.rowcount != 1:  # pragma: no cover - the row is locked / the writer is serial
         return None
-    annotation = Annotation(
-        campaign_id=row.campaign_id, unit_id=row.unit_id, annotator_id=annotator_id,
-        assignment_id=assignment_id, score=score, preference=canonical,
-        shown_order=row.shown_order if canonical is not None else None,
-        rationale=rationale, seconds=max(float(seconds), 0.0), created_at=now,
+    annotation = _new_annotation(
+        row.campaign_id, row.unit_id, annotator_id, assignment_id, row.shown_order,
+        score, canonical, rationale, seconds, now,
     )  # fmt: skip
     # Inserted in Core, then attached as the persistent, clean object a flush would leave.
     values = {key: getattr(annotation, key) for key in _ANNOTATION_KEYS}
     annotation.id = session.execute(_INSERT_ANNOTATION, values).scalar_one()
     make_transient_to_detached(annotation)
     session.add(annotation)
-    params = {"b_unit": row.unit_id, "b_annotator": annotator_id}
-    session.execute(_CORE_COUNT_SUBMIT, params)
-    session.execute(_CORE_DELETE_DRAFT, params)
+    _count_submission(session, row.unit_id, annotator_id)
     return annotation
 
 
