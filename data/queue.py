@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, delete, exists, func, insert, update
+from sqlalchemy import bindparam, delete, exists, func, insert, text, update
 from sqlalchemy import select as core_select
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
@@ -211,12 +210,19 @@ def next_unit(
     """
     now = now or utcnow()
     session.flush()  # what the ORM statements below used to autoflush (a no-op when clean)
-    campaign = _campaign_row(session, campaign_id)
+    return _next_unit(session, _campaign_row(session, campaign_id), annotator_id, now)
+
+
+def _next_unit(
+    session: Session, campaign: Any, annotator_id: int, now: datetime
+) -> UnitView | None:
+    """:func:`next_unit` for a campaign already read (an ORM object or a Core row)."""
     if campaign.status != "active":
         return None
+    campaign_id = campaign.id
     expire_leases(session, campaign_id, now)
     params = {"campaign_id": campaign_id, "annotator_id": annotator_id}
-    if session.execute(_HAS_OWN_OPEN, params).first() is not None:
+    if session.connection().execute(_HAS_OWN_OPEN, params).first() is not None:
         # Rare: a lease to renew, or an expired one with a draft to retake (ORM objects).
         own = session.exec(_OWN_OPEN_ASSIGNMENTS, params=params).all()
         chosen, draft = next(
@@ -283,7 +289,7 @@ def expire_leases(session: Session, campaign_id: int, now: datetime | None = Non
     """Return expired leases of the campaign to the pool; the number returned."""
     now = now or utcnow()
     session.flush()  # as the ORM-enabled update did (a no-op when clean)
-    expired = session.execute(_EXPIRE, {"b_campaign": campaign_id, "b_now": now}).all()
+    expired = session.connection().execute(_EXPIRE, {"b_campaign": campaign_id, "b_now": now}).all()
     for (unit_id,) in expired:
         _change_slots(session, unit_id, -1)
     return len(expired)
@@ -351,11 +357,81 @@ def submit(
     """
     now = now or utcnow()
     session.flush()  # what the ORM statements used to autoflush (a no-op when clean)
-    fast = _submit_leased(
+    stored = _submit_leased(
         session, assignment_id, annotator_id, score, preference, rationale, seconds, now
     )
-    if fast is not None:
-        return fast
+    if stored is not None:
+        # Inserted in Core; attached as the persistent, clean object a flush would leave.
+        annotation = Annotation(id=stored.annotation_id, **stored.values)
+        make_transient_to_detached(annotation)
+        session.add(annotation)
+        return annotation
+    return _submit_otherwise(
+        session, assignment_id, annotator_id, score, preference, rationale, seconds, now
+    )
+
+
+@dataclass(frozen=True)
+class SubmitStep:
+    """What :func:`submit_and_next` did: the answer stored, and the unit to show next."""
+
+    annotation_id: int
+    unit_id: int
+    campaign_id: int
+    next_unit: UnitView | None
+
+
+def submit_and_next(
+    session: Session,
+    assignment_id: int,
+    annotator_id: int,
+    *,
+    score: float | None = None,
+    preference: str | None = None,
+    rationale: str,
+    seconds: float = 0.0,
+    now: datetime | None = None,
+) -> SubmitStep:
+    """:func:`submit`, then :func:`next_unit` of the same campaign, in the caller's transaction.
+
+    This is the annotation page's step on Ctrl+Enter: one commit makes the answer durable and
+    leases the next unit, so the page never waits for a second transaction (on SQLite, a second
+    turn at the write lock). If the next unit cannot be leased the whole step rolls back and the
+    answer is not stored: the caller reports it, and the saved draft still holds what was typed.
+    """
+    now = now or utcnow()
+    session.flush()  # what the ORM statements used to autoflush (a no-op when clean)
+    stored = _submit_leased(
+        session, assignment_id, annotator_id, score, preference, rationale, seconds, now
+    )
+    if stored is None:
+        annotation = _submit_otherwise(
+            session, assignment_id, annotator_id, score, preference, rationale, seconds, now
+        )
+        following = next_unit(session, annotation.campaign_id, annotator_id, now)
+        return SubmitStep(
+            annotation.id,
+            annotation.unit_id,
+            annotation.campaign_id,
+            following,  # type: ignore[arg-type]
+        )
+    following = _next_unit(session, stored.campaign, annotator_id, now)
+    values = stored.values
+    return SubmitStep(stored.annotation_id, values["unit_id"], values["campaign_id"], following)
+
+
+def _submit_otherwise(
+    session: Session,
+    assignment_id: int,
+    annotator_id: int,
+    score: float | None,
+    preference: str | None,
+    rationale: str,
+    seconds: float,
+    now: datetime,
+) -> Annotation:
+    """:func:`submit` in the rare cases, with ORM objects: submitted already, given back,
+    expired (retaken if its slot is free), or loaded in the session."""
     assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
     if assignment.status == "submitted":
         return _live_annotation(session, assignment.unit_id, annotator_id)
@@ -370,9 +446,11 @@ def submit(
             "your lease on this unit expired and another annotator took the slot; "
             "your draft is kept"
         )
-    annotation = _new_annotation(
-        campaign.id, assignment.unit_id, annotator_id, assignment.id,  # type: ignore[arg-type]
-        assignment.shown_order, score, canonical, rationale, seconds, now,
+    annotation = Annotation(
+        **_annotation_values(
+            campaign.id, assignment.unit_id, annotator_id, assignment.id,  # type: ignore[arg-type]
+            assignment.shown_order, score, canonical, rationale, seconds, now,
+        )
     )  # fmt: skip
     session.add(annotation)
     assignment.status, assignment.closed_at = "submitted", now
@@ -382,7 +460,7 @@ def submit(
     return annotation
 
 
-def _new_annotation(
+def _annotation_values(
     campaign_id: int,
     unit_id: int,
     annotator_id: int,
@@ -393,21 +471,22 @@ def _new_annotation(
     rationale: str,
     seconds: float,
     now: datetime,
-) -> Annotation:
-    """The first revision of an answer (preference already in canonical order)."""
-    return Annotation(
+) -> dict[str, Any]:
+    """Every column of the first revision of an answer (preference already canonical)."""
+    return dict(
         campaign_id=campaign_id, unit_id=unit_id, annotator_id=annotator_id,
-        assignment_id=assignment_id, score=score, preference=canonical,
-        shown_order=shown_order if canonical is not None else None,
-        rationale=rationale, seconds=max(float(seconds), 0.0), created_at=now,
+        assignment_id=assignment_id, revision=1, is_live=True, score=score,
+        preference=canonical, shown_order=shown_order if canonical is not None else None,
+        rationale=rationale, seconds=max(float(seconds), 0.0), synthetic=False,
+        created_at=now, meta={},
     )  # fmt: skip
 
 
 def _count_submission(session: Session, unit_id: int, annotator_id: int) -> None:
     """A submitted answer: count it on the unit and drop the draft it replaces."""
     params = {"b_unit": unit_id, "b_annotator": annotator_id}
-    session.execute(_COUNT_SUBMIT, params)
-    session.execute(_DELETE_DRAFT, params)
+    session.connection().execute(_COUNT_SUBMIT, params)
+    session.connection().execute(_DELETE_DRAFT, params)
 
 
 _OWN_LEASE = (
@@ -433,11 +512,19 @@ _COUNT_SUBMIT = (
     .where(_UNITS.c.id == bindparam("b_unit"))
     .values(n_submitted=_UNITS.c.n_submitted + 1)
 )
-_ANNOTATION_KEYS = tuple(column.key for column in _ANNOTATIONS.c if column.key != "id")
 _INSERT_ANNOTATION = insert(_ANNOTATIONS).returning(_ANNOTATIONS.c.id)
 _DELETE_DRAFT = delete(_DRAFTS).where(
     _DRAFTS.c.unit_id == bindparam("b_unit"), _DRAFTS.c.annotator_id == bindparam("b_annotator")
 )
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """An answer stored by :func:`_submit_leased`: its id and columns, and its campaign."""
+
+    annotation_id: int
+    values: dict[str, Any]
+    campaign: Any
 
 
 def _submit_leased(
@@ -449,7 +536,7 @@ def _submit_leased(
     rationale: str,
     seconds: float,
     now: datetime,
-) -> Annotation | None:
+) -> _Stored | None:
     """:func:`submit` of a live lease with Core statements; None leaves it to the ORM path.
 
     Every other case (already submitted, given back, expired, absent, or the assignment already
@@ -458,27 +545,23 @@ def _submit_leased(
     if (Assignment, (assignment_id,), None) in session.identity_map:
         return None
     params = {"assignment_id": assignment_id, "annotator_id": annotator_id}
-    row = session.execute(_OWN_LEASE, params).first()
+    row = session.connection().execute(_OWN_LEASE, params).first()
     if row is None or row.status != "leased":
         return None
     campaign = _campaign_row(session, row.campaign_id)
     if campaign.status == "closed":
         raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers are not accepted")
     score, canonical = _check_answer(campaign, row.shown_order, score, preference, rationale)
-    closed = session.execute(_CLOSE_SUBMITTED, {"b_id": assignment_id, "b_now": now})
+    closed = session.connection().execute(_CLOSE_SUBMITTED, {"b_id": assignment_id, "b_now": now})
     if closed.rowcount != 1:  # pragma: no cover - the row is locked / the writer is serial
         return None
-    annotation = _new_annotation(
+    values = _annotation_values(
         row.campaign_id, row.unit_id, annotator_id, assignment_id, row.shown_order,
         score, canonical, rationale, seconds, now,
     )  # fmt: skip
-    # Inserted in Core, then attached as the persistent, clean object a flush would leave.
-    values = {key: getattr(annotation, key) for key in _ANNOTATION_KEYS}
-    annotation.id = session.execute(_INSERT_ANNOTATION, values).scalar_one()
-    make_transient_to_detached(annotation)
-    session.add(annotation)
+    annotation_id = session.connection().execute(_INSERT_ANNOTATION, values).scalar_one()
     _count_submission(session, row.unit_id, annotator_id)
-    return annotation
+    return _Stored(annotation_id, values, campaign)
 
 
 def skip(session: Session, assignment_id: int, annotator_id: int, reason: str) -> None:
@@ -704,7 +787,7 @@ def _campaign_row(session: Session, campaign_id: int) -> Any:
     loaded = session.identity_map.get((Campaign, (campaign_id,), None))
     if loaded is not None:
         return loaded
-    row = session.execute(_CAMPAIGN_ROW, {"campaign_id": campaign_id}).first()
+    row = session.connection().execute(_CAMPAIGN_ROW, {"campaign_id": campaign_id}).first()
     if row is None:
         raise QueueError(f"no campaign with id {campaign_id}")
     return row
@@ -788,7 +871,7 @@ _CHANGE_SLOTS = (
 def _change_slots(session: Session, unit_id: int, delta: int) -> None:
     session.flush()  # as the ORM-enabled update did (a no-op when clean)
     params = {"b_unit": unit_id, "b_delta": delta}
-    session.execute(_CHANGE_SLOTS, params)
+    session.connection().execute(_CHANGE_SLOTS, params)
 
 
 _CORE_LIVE_SLOTS = core_select(_ASSIGNMENTS.c.slot).where(
@@ -798,7 +881,7 @@ _CORE_LIVE_SLOTS = core_select(_ASSIGNMENTS.c.slot).where(
 
 
 def _free_slot(session: Session, unit_id: int, overlap: int) -> int | None:
-    taken = set(session.execute(_CORE_LIVE_SLOTS, {"unit_id": unit_id}).scalars())
+    taken = set(session.connection().execute(_CORE_LIVE_SLOTS, {"unit_id": unit_id}).scalars())
     return next((slot for slot in range(overlap) if slot not in taken), None)
 
 
@@ -843,7 +926,7 @@ def _release(session: Session, assignment: Assignment, status: str, reason: str)
 
 
 _CORE_CANDIDATE = (
-    core_select(_UNITS.c.id)
+    core_select(_UNITS.c.id, _UNITS.c.slots_taken)
     .where(
         _UNITS.c.campaign_id == bindparam("campaign_id"),
         _UNITS.c.slots_taken < bindparam("overlap"),
@@ -863,13 +946,26 @@ _CORE_CANDIDATE = (
 
 
 def _candidate(session: Session, campaign: Any, annotator_id: int, tried: set[int]) -> Any:
+    """The next unit to try (``id``, ``slots_taken``), or None when none is left."""
     query = _CORE_CANDIDATE.where(_UNITS.c.id.not_in(tried)) if tried else _CORE_CANDIDATE
     params = {"campaign_id": campaign.id, "overlap": campaign.overlap, "annotator_id": annotator_id}
-    return session.execute(query, params).scalar()
+    return session.connection().execute(query, params).first()
 
 
-_LEASE_SQLITE = sqlite_insert(_ASSIGNMENTS).on_conflict_do_nothing().returning(_ASSIGNMENTS.c.id)
-"""SQLite: a lease that a unique constraint refuses inserts nothing (no savepoint needed)."""
+_LEASE_COLUMNS = (
+    "campaign_id", "unit_id", "annotator_id", "slot", "overlap", "status", "shown_order",
+    "leased_at", "expires_at",
+)  # fmt: skip
+_LEASE_SQLITE = text(
+    f"INSERT INTO {_ASSIGNMENTS.name} ({', '.join(_LEASE_COLUMNS)}) "
+    f"VALUES ({', '.join(':' + name for name in _LEASE_COLUMNS)}) "
+    "ON CONFLICT DO NOTHING RETURNING id"
+).bindparams(*(bindparam(name, type_=_ASSIGNMENTS.c[name].type) for name in _LEASE_COLUMNS))
+"""SQLite: a lease that a unique constraint refuses inserts nothing (no savepoint needed).
+
+Written as text because SQLAlchemy does not cache the compiled form of its SQLite
+``insert().on_conflict_do_nothing()`` (it would be compiled again on every lease).
+"""
 
 
 def _lease_new(session: Session, campaign: Any, annotator_id: int, now: datetime) -> _Leased | None:
@@ -878,9 +974,10 @@ def _lease_new(session: Session, campaign: Any, annotator_id: int, now: datetime
         return _lease_new_sqlite(session, campaign, annotator_id, now)
     tried: set[int] = set()
     for _ in range(_MAX_TRIES):
-        unit_id = _candidate(session, campaign, annotator_id, tried)
-        if unit_id is None:
+        candidate = _candidate(session, campaign, annotator_id, tried)
+        if candidate is None:
             return None
+        unit_id = candidate.id
         tried.add(unit_id)
         slot = _free_slot(session, unit_id, campaign.overlap)
         if slot is None:
@@ -906,35 +1003,45 @@ def _lease_new_sqlite(
 ) -> _Leased | None:
     """:func:`_lease_new` on SQLite: ``INSERT ... ON CONFLICT DO NOTHING RETURNING id``.
 
-    The unique constraints still decide: a refused insert returns no id and the next candidate
-    is tried. Any other constraint failure aborts only that statement on SQLite, so the
-    transaction stays usable without a savepoint.
+    The unique constraints still decide: a refused insert returns no id. Slots fill from 0 up,
+    so the unit's count of live slots is tried first; only when that slot is taken (one lower
+    was given back) is the free one looked up, and then the next candidate. Any other
+    constraint failure aborts only that statement on SQLite, so the transaction stays usable
+    without a savepoint.
     """
     tried: set[int] = set()
     expires_at = now + timedelta(seconds=campaign.lease_seconds)
     for _ in range(_MAX_TRIES):
-        unit_id = _candidate(session, campaign, annotator_id, tried)
-        if unit_id is None:
+        candidate = _candidate(session, campaign, annotator_id, tried)
+        if candidate is None:
             return None
+        unit_id = candidate.id
         tried.add(unit_id)
-        slot = _free_slot(session, unit_id, campaign.overlap)
-        if slot is None:
-            continue
         shown_order = _random_order(campaign)
         values = dict(
-            campaign_id=campaign.id, unit_id=unit_id, annotator_id=annotator_id, slot=slot,
-            overlap=campaign.overlap, status="leased", shown_order=shown_order, leased_at=now,
-            expires_at=expires_at,
+            campaign_id=campaign.id, unit_id=unit_id, annotator_id=annotator_id,
+            slot=candidate.slots_taken, overlap=campaign.overlap, status="leased",
+            shown_order=shown_order, leased_at=now, expires_at=expires_at,
         )  # fmt: skip
-        try:
-            assignment_id = session.execute(_LEASE_SQLITE, values).scalar()
-        except IntegrityError:  # pragma: no cover - a check; the statement alone is undone
-            continue
+        assignment_id = _insert_lease_sqlite(session, values)
+        if assignment_id is None:
+            values["slot"] = _free_slot(session, unit_id, campaign.overlap)
+            if values["slot"] is None:
+                continue
+            assignment_id = _insert_lease_sqlite(session, values)
         if assignment_id is None:  # a concurrent lease took the slot, or this annotator has it
             continue
         _change_slots(session, unit_id, +1)
         return _Leased(assignment_id, unit_id, shown_order, expires_at)
     return None
+
+
+def _insert_lease_sqlite(session: Session, values: dict[str, Any]) -> int | None:
+    """The new lease's id, or None when a unique constraint refused it."""
+    try:
+        return session.connection().execute(_LEASE_SQLITE, values).scalar()
+    except IntegrityError:  # pragma: no cover - a check; the statement alone is undone
+        return None
 
 
 def _random_order(campaign: Campaign) -> str:
@@ -973,7 +1080,7 @@ _CORE_UNIT_CONTENT = (
 def _unit_view(
     session: Session, campaign: Any, assignment: _Leased, draft: Draft | None
 ) -> UnitView:
-    item = session.execute(_CORE_UNIT_CONTENT, {"unit_id": assignment.unit_id}).one()
+    item = session.connection().execute(_CORE_UNIT_CONTENT, {"unit_id": assignment.unit_id}).one()
     unit_id = item.id
     if item.single_id is None:
         assert item.a_id is not None and item.b_id is not None

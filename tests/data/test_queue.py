@@ -144,9 +144,20 @@ def test_a_unit_is_never_given_twice_to_one_annotator(engine: Engine) -> None:
     assert sorted(seen) == sorted(set(seen)) and len(seen) == 6
 
 
+def _submit_and_next(engine: Engine, view: queue.UnitView, annotator_id: int, **answer: object):  # type: ignore[no-untyped-def]
+    answer.setdefault("rationale", RATIONALE)
+    answer.setdefault(
+        "score" if view.protocol.is_pointwise else "preference",
+        7 if view.protocol.is_pointwise else "A",
+    )
+    with session_scope(engine) as session:
+        return queue.submit_and_next(session, view.assignment_id, annotator_id, **answer)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("overlap", [1, 3])
+@pytest.mark.parametrize("step", ["submit, then next_unit", "submit_and_next"])
 def test_concurrent_annotators_never_exceed_overlap_nor_lose_work(
-    any_engine: Engine, overlap: int
+    any_engine: Engine, overlap: int, step: str
 ) -> None:
     campaign_id, annotators = build_campaign(any_engine, items=15, overlap=overlap, annotators=20)
     submitted: list[tuple[int, int]] = []
@@ -157,10 +168,16 @@ def test_concurrent_annotators_never_exceed_overlap_nor_lose_work(
     def work(annotator_id: int) -> None:
         try:
             start.wait()
-            while (view := _lease(any_engine, campaign_id, annotator_id)) is not None:
-                _submit(any_engine, view, annotator_id)
+            view = _lease(any_engine, campaign_id, annotator_id)
+            while view is not None:
+                if step == "submit_and_next":
+                    following = _submit_and_next(any_engine, view, annotator_id).next_unit
+                else:
+                    _submit(any_engine, view, annotator_id)
+                    following = _lease(any_engine, campaign_id, annotator_id)
                 with lock:
                     submitted.append((view.unit_id, annotator_id))
+                view = following
         except BaseException as error:  # reported below
             errors.append(error)
 
@@ -194,6 +211,79 @@ def test_concurrent_double_submit_stores_one(any_engine: Engine) -> None:
     assert len(results) == 4 and len(set(results)) == 1
     with Session(any_engine) as session:
         assert session.exec(select(func.count()).select_from(Annotation)).one() == 1
+        _check_counters(session, campaign_id)
+
+
+def test_submit_and_next_stores_the_answer_and_leases_the_next_unit_in_one_commit(
+    any_engine: Engine,
+) -> None:
+    campaign_id, (alice, _) = build_campaign(any_engine, items=1, overlap=1)  # two units
+    view = _lease(any_engine, campaign_id, alice)
+    with session_scope(any_engine) as session:
+        queue.save_draft(session, view.assignment_id, alice, score=3, rationale="half")
+    step = _submit_and_next(any_engine, view, alice, score=9, seconds=12)
+    following = step.next_unit
+    assert (step.unit_id, step.campaign_id) == (view.unit_id, campaign_id)
+    assert following is not None and following.unit_id != view.unit_id and following.draft is None
+    with Session(any_engine) as session:
+        stored = session.get(Annotation, step.annotation_id)
+        assert (stored.unit_id, stored.score, stored.seconds, stored.rationale) == (
+            view.unit_id, 9.0, 12.0, RATIONALE,
+        )  # fmt: skip
+        statuses = dict(session.exec(select(Assignment.id, Assignment.status)).all())
+        assert statuses == {view.assignment_id: "submitted", following.assignment_id: "leased"}
+        assert session.exec(select(func.count()).select_from(Draft)).one() == 0
+        _check_counters(session, campaign_id)
+    # The same lease again (a double click) stores nothing new and leases nothing new.
+    again = _submit_and_next(any_engine, view, alice, score=9)
+    assert again.annotation_id == step.annotation_id
+    assert again.next_unit.assignment_id == following.assignment_id
+    # The last unit: the answer is stored and there is nothing next.
+    last = _submit_and_next(any_engine, following, alice)
+    assert last.next_unit is None
+    with Session(any_engine) as session:
+        assert session.exec(select(func.count()).select_from(Annotation)).one() == 2
+
+
+def test_submit_and_next_keeps_nothing_when_the_next_lease_fails(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    campaign_id, (alice, _) = build_campaign(engine, items=2, overlap=1)
+    view = _lease(engine, campaign_id, alice)
+    with session_scope(engine) as session:
+        queue.save_draft(session, view.assignment_id, alice, score=3, rationale="typed so far")
+
+    def broken(*_args: object) -> None:
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(queue, "_lease_new", broken)
+    with pytest.raises(RuntimeError, match="disk went away"):
+        _submit_and_next(engine, view, alice)
+    with Session(engine) as session:  # one transaction: the answer is not half stored
+        assert session.exec(select(func.count()).select_from(Annotation)).one() == 0
+        assert session.get(Assignment, view.assignment_id).status == "leased"
+        assert session.exec(select(Draft.rationale)).all() == ["typed so far"]
+        _check_counters(session, campaign_id)
+    monkeypatch.undo()
+    assert _submit_and_next(engine, view, alice).next_unit is not None  # and it can be redone
+
+
+def test_a_slot_given_back_out_of_order_is_leased_again(any_engine: Engine) -> None:
+    campaign_id, (alice, bob, carol, dave) = build_campaign(
+        any_engine, items=1, overlap=3, annotators=4
+    )
+    with session_scope(any_engine) as session:
+        session.exec(select(Unit).where(Unit.id == 2)).one().flagged = True  # one unit left
+    held = {name: _lease(any_engine, campaign_id, who) for name, who in [("a", alice), ("b", bob)]}
+    with session_scope(any_engine) as session:  # slot 0 free again, slot 1 still leased
+        queue.skip(session, held["a"].assignment_id, alice, "not my field")
+    for annotator in (carol, dave):
+        assert _lease(any_engine, campaign_id, annotator).unit_id == held["b"].unit_id
+    with Session(any_engine) as session:
+        live = session.exec(
+            select(Assignment.annotator_id, Assignment.slot).where(Assignment.status == "leased")
+        ).all()
+        assert sorted(live) == sorted([(bob, 1), (carol, 0), (dave, 2)])
         _check_counters(session, campaign_id)
 
 
