@@ -67,3 +67,80 @@ def test_a_wait_past_the_busy_timeout_is_database_busy_and_nothing_sticks(
     with session_scope(engine) as again:  # the gate is free again
         again.execute(text("CREATE TABLE u (n INTEGER)"))
     engine.dispose()
+
+
+def _time_inside(engine, entered: list[float], left: list[float], hold: float) -> None:  # type: ignore[no-untyped-def]
+    with session_scope(engine) as session:
+        entered.append(time.monotonic())
+        time.sleep(hold)  # no statement at all: the turn is held for the block, not the SQL
+        session.execute(text("SELECT 1"))
+        left.append(time.monotonic())
+
+
+def test_sessions_of_one_sqlite_file_take_turns_for_the_whole_block(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'gate.db'}")
+    other_engine = make_engine(f"sqlite:///{tmp_path / 'gate.db'}")  # same file, same turn
+    entered: list[float] = []
+    left: list[float] = []
+    threads = [
+        threading.Thread(target=_time_inside, args=(each, entered, left, 0.2))
+        for each in (engine, other_engine, engine)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(entered) == len(left) == 3
+    spans = sorted(zip(entered, left, strict=True))
+    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False))
+    engine.dispose()
+    other_engine.dispose()
+
+
+def test_a_session_nested_in_one_of_the_same_thread_shares_its_turn(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'gate.db'}")
+    started = time.monotonic()
+    with session_scope(engine):
+        with session_scope(engine) as inner:  # would wait 15 s for the outer turn otherwise
+            inner.execute(text("CREATE TABLE t (n INTEGER)"))
+        with session_scope(engine) as inner:  # the turn is still held after the inner close
+            inner.execute(text("INSERT INTO t VALUES (1)"))
+    assert time.monotonic() - started < 5
+    entered: list[float] = []
+    _time_inside(engine, entered, [], 0)  # and given back after the outer close
+    assert entered
+    engine.dispose()
+
+
+def test_a_block_that_raises_gives_the_turn_back(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'gate.db'}")
+    with pytest.raises(ZeroDivisionError), session_scope(engine):
+        1 / 0  # noqa: B018
+    done: list[float] = []
+    thread = threading.Thread(target=_time_inside, args=(engine, done, [], 0))
+    thread.start()
+    thread.join(5)
+    assert done  # another thread got its turn at once
+    engine.dispose()
+
+
+def test_postgresql_sessions_do_not_take_turns(pg_url: str) -> None:
+    engine = make_engine(pg_url)
+    together = threading.Barrier(2, timeout=5)
+    broken: list[BaseException] = []
+
+    def inside() -> None:
+        try:
+            with session_scope(engine) as session:
+                together.wait()  # both blocks open at the same time
+                session.execute(text("SELECT 1"))
+        except BaseException as error:  # noqa: BLE001 - reported below
+            broken.append(error)
+
+    threads = [threading.Thread(target=inside) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert broken == []
+    engine.dispose()
