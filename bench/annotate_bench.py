@@ -1,11 +1,15 @@
 """Annotation latency on a 100k-unit campaign: the service, and the browser round trip.
 
-Service: one "step" is what the page does when an annotator submits — ``data.queue.submit`` in
-one transaction, then ``data.queue.next_unit`` in the next — timed end to end, with 1 and with
-20 concurrent annotators (threads, as Streamlit serves sessions), ≥ 2,000 submits each; the
-20 run back to back (saturation) and paced at one submit per annotator per second.
-Baseline in the same run: an empty write transaction (``BEGIN IMMEDIATE`` + commit on SQLite),
-the floor any submit pays. Browser: the app served on the same database in headless Chromium;
+Service: one "step" is what the page does when an annotator submits —
+``data.queue.submit_and_next``, which stores the answer and leases the next unit in one
+transaction — timed end to end, with 1 and with 20 concurrent annotators (threads, as Streamlit
+serves sessions), ≥ 2,000 submits each. The 20 run back to back (saturation: each submits again
+the moment the next unit is there) and paced: each thinks 0.5–1.5 s (uniform, seeded) between
+submits, starting at a random moment of the first second, as independent people do. Baselines in
+the same run: an empty write transaction (``BEGIN IMMEDIATE`` + commit on SQLite), the floor any
+submit pays; and one annotator paced the same way, which shows what a step costs after an idle
+second on this machine (a machine whose idle memory goes cold makes every paced step slower,
+with or without contention). Browser: the app served on the same database in headless Chromium;
 an annotator answers units by keyboard and we time Ctrl+Enter → the next unit's answer panel
 visible, timed inside the page (keydown to the animation frame that shows it). Targets:
 service p95 ≤ 50 ms, browser p95 ≤ 500 ms. Prints one JSON object.
@@ -25,6 +29,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -50,33 +55,37 @@ RATIONALE = "Benchmark rationale: the answer counts the apples correctly, unit {
 TARGET_SERVICE_P95_MS = 50.0
 TARGET_BROWSER_P95_MS = 500.0
 PASSWORD = "benchmark password"
+PACED_BASELINE_SUBMITS = 60
 PACED_THINK_SECONDS = 1.0
-"""Paced run: each of 20 annotators submits about once a second (real ones take 10 s or more)."""
+"""Paced runs: 1 s of thinking on average between submits (real annotators take 10 s or more)."""
 
 
-def _step(engine: Engine, campaign_id: int, annotator_id: int, view: queue.UnitView) -> tuple:
-    """Submit ``view`` and open the next unit, as the page does; (seconds, next view)."""
+def _step(engine: Engine, view: queue.UnitView, annotator_id: int) -> tuple:
+    """Submit ``view`` and lease the next unit, as the page does; (seconds, next view)."""
     start = time.perf_counter()
     with session_scope(engine) as session:
-        queue.submit(
+        step = queue.submit_and_next(
             session, view.assignment_id, annotator_id, score=7,
             rationale=RATIONALE.format(unit=view.unit_id), seconds=10.0,
         )  # fmt: skip
-    with session_scope(engine) as session:
-        following = queue.next_unit(session, campaign_id, annotator_id)
-    return time.perf_counter() - start, following
+    return time.perf_counter() - start, step.next_unit
 
 
 def _annotator(
     engine: Engine, campaign_id: int, annotator_id: int, steps: int, think: float, out: list
 ) -> None:
+    """One annotator's steps; with ``think`` > 0 a seeded uniform 0.5–1.5 × ``think`` pause."""
+    pauses = random.Random(annotator_id)
     with session_scope(engine) as session:
         view = queue.next_unit(session, campaign_id, annotator_id)
+    if think:
+        time.sleep(pauses.uniform(0, think))  # independent people do not start in step
     for _ in range(steps):
         if view is None:
             break
-        time.sleep(think)
-        seconds, view = _step(engine, campaign_id, annotator_id, view)
+        if think:
+            time.sleep(pauses.uniform(0.5 * think, 1.5 * think))
+        seconds, view = _step(engine, view, annotator_id)
         out.append(seconds)
 
 
@@ -85,7 +94,7 @@ def service_latency(
 ) -> dict[str, object]:
     """Submit + next-unit latency with ``len(annotators)`` concurrent annotators.
 
-    ``think`` seconds pass between an annotator's steps (0: back to back, the saturation case).
+    ``think``: mean seconds between an annotator's steps (0: back to back, the saturation case).
     """
     per_thread = -(-submits // len(annotators))
     results: list[list[float]] = [[] for _ in annotators]
@@ -123,8 +132,9 @@ def run_service(url: str, units: int, submits: int) -> tuple[Engine, int, dict[s
     engine = make_engine(url)
     upgrade_database(engine)
     started = time.perf_counter()
-    campaign_id, annotators = seed_campaign(engine, units, 41, overlap=3)
+    campaign_id, annotators = seed_campaign(engine, units, 42, overlap=3)
     seeded = time.perf_counter() - started
+    paced = PACED_THINK_SECONDS
     result: dict[str, object] = {
         "backend": engine.dialect.name,
         "units": units,
@@ -132,8 +142,11 @@ def run_service(url: str, units: int, submits: int) -> tuple[Engine, int, dict[s
         "baseline_empty_transaction": empty_transaction_baseline(engine),
         "single": service_latency(engine, campaign_id, annotators[:1], submits),
         "concurrent_20": service_latency(engine, campaign_id, annotators[1:21], submits),
+        "baseline_single_paced": service_latency(
+            engine, campaign_id, annotators[41:42], PACED_BASELINE_SUBMITS, think=paced
+        ),
         "concurrent_20_paced": service_latency(
-            engine, campaign_id, annotators[21:41], submits, think=PACED_THINK_SECONDS
+            engine, campaign_id, annotators[21:41], submits, think=paced
         ),
     }
     for run in ("single", "concurrent_20", "concurrent_20_paced"):

@@ -2,8 +2,8 @@
 
 Each annotator is a thread (as in ``streamlit run``, one server process serves every browser
 session from its own thread) that calls the same service functions as the annotation page,
-``data.queue.next_unit`` / ``save_draft`` / ``submit`` / ``skip``, each in its own transaction,
-with no think time. A few submits are sent twice (a double click) and a few units are skipped,
+``data.queue.next_unit`` / ``save_draft`` / ``submit_and_next`` / ``skip``, each in its own
+transaction, with no think time. A few submits are sent twice (a double click) and a few units are skipped,
 so the slot bookkeeping is exercised under churn.
 
 After the run the database is checked against what the annotators saw acknowledged: no answer
@@ -171,13 +171,16 @@ def annotate(
     skip_rate: float = 0.03,
     double_submit_rate: float = 0.02,
 ) -> None:
-    """One simulated annotator: open, draft, submit (or skip) until ``stop_at``."""
+    """One simulated annotator: draft, then submit and get the next unit in one transaction (or
+    skip and ask for the next), as the annotation page does, until ``stop_at``."""
     rng = random.Random(seed)
+    view: queue.UnitView | None = None
     while time.monotonic() < stop_at:
         try:
-            view = _timed(log, engine, queue.next_unit, campaign_id, annotator_id)
             if view is None:
-                break
+                view = _timed(log, engine, queue.next_unit, campaign_id, annotator_id)
+                if view is None:
+                    break
             lease = view.assignment_id
             score = float(rng.randint(1, 10))
             rationale = RATIONALE.format(annotator=annotator_id, unit=view.unit_id)
@@ -186,15 +189,20 @@ def annotate(
             if rng.random() < skip_rate:
                 _timed(log, engine, queue.skip, lease, annotator_id, "load test skip")
                 log.skipped += 1
+                view = None
                 continue
             submits = 2 if rng.random() < double_submit_rate else 1
             for _ in range(submits):
-                _timed(log, engine, queue.submit, lease, annotator_id, score=score,
-                       rationale=rationale, seconds=12.5)  # fmt: skip
+                step = _timed(log, engine, queue.submit_and_next, lease, annotator_id,
+                              score=score, rationale=rationale, seconds=12.5)  # fmt: skip
             log.double_submits += submits - 1
             log.acknowledged.append(Acknowledgement(view.unit_id, annotator_id, score, rationale))
+            view = step.next_unit
+            if view is None:
+                break
         except Exception as error:  # noqa: BLE001 - counted and reported, the run goes on
             log.errors[f"{type(error).__name__}: {str(error)[:120]}"] += 1
+            view = None
     log.finished = True
 
 

@@ -1,7 +1,8 @@
 """Annotate: the next unit of a campaign, the rubric beside it, the answer panel below it.
 
-Drafts are saved as the annotator types; a submit stores the answer and the next unit appears in
-the same run. Nothing here decides anything: :mod:`data.queue` does.
+Drafts are saved as the annotator types; a submit stores the answer and leases the next unit in
+one transaction (:func:`data.queue.submit_and_next`), and that unit appears in the same run.
+Nothing here decides anything: :mod:`data.queue` does.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _submit(key: str, assignment_id: int) -> None:
         return
     try:
         with session_scope(engine) as session:
-            annotation = queue.submit(
+            step = queue.submit_and_next(
                 session, assignment_id, user.id, score=payload.score,
                 preference=payload.preference, rationale=payload.rationale,
                 seconds=payload.seconds,
@@ -58,7 +59,8 @@ def _submit(key: str, assignment_id: int) -> None:
         state["annotate_refused"] = {assignment_id: (attempt + 1, str(error))}
         _save_draft_after_refusal(assignment_id, payload)
         return
-    state["annotate_submitted_unit"] = annotation.unit_id
+    state["annotate_submitted_unit"] = step.unit_id
+    state["annotate_next"] = (step.campaign_id, step.next_unit)  # leased in the same commit
     state.pop("annotate_refused", None)
 
 
@@ -111,8 +113,12 @@ notice = state.pop("annotate_notice", None)
 if notice:
     st.toast(notice)
 
+prepared = state.pop("annotate_next", None)
 with session_scope(engine) as session:
-    view = queue.next_unit(session, campaign.id, user.id)  # type: ignore[arg-type]
+    if prepared is not None and prepared[0] == campaign.id:
+        view = prepared[1]  # the unit the submit leased: no second write for this run
+    else:
+        view = queue.next_unit(session, campaign.id, user.id)  # type: ignore[arg-type]
     done = queue.submitted_count(session, campaign.id, user.id)  # type: ignore[arg-type]
     just_done = state.get("annotate_submitted_unit")
     others = queue.others_answers(session, just_done, user.id) if just_done else []

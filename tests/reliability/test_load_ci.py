@@ -29,7 +29,7 @@ def test_twenty_annotators_for_ten_seconds(load_test: ModuleType, backend_url: s
     assert integrity["unacknowledged_stored"] == 0
     assert integrity["units_over_overlap"] == 0
     assert integrity["counter_mismatches"] == 0
-    assert set(load["latency"]) >= {"next_unit", "save_draft", "submit"}
+    assert set(load["latency"]) >= {"next_unit", "save_draft", "submit_and_next"}
 
 
 def test_queue_drained_to_exactly_overlap(load_test: ModuleType, backend_url: str) -> None:
