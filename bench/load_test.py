@@ -3,8 +3,8 @@
 Each annotator is a thread (as in ``streamlit run``, one server process serves every browser
 session from its own thread) that calls the same service functions as the annotation page,
 ``data.queue.next_unit`` / ``save_draft`` / ``submit_and_next`` / ``skip``, each in its own
-transaction, with no think time. A few submits are sent twice (a double click) and a few units are skipped,
-so the slot bookkeeping is exercised under churn.
+transaction, with no think time. A few submits are sent twice (a double click) and a few units
+are skipped, so the slot bookkeeping is exercised under churn.
 
 After the run the database is checked against what the annotators saw acknowledged: no answer
 lost, no duplicate, overlap K never exceeded, unit counters equal to the rows they count. It

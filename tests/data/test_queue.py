@@ -256,7 +256,7 @@ def test_submit_and_next_keeps_nothing_when_the_next_lease_fails(
     def broken(*_args: object) -> None:
         raise RuntimeError("the disk went away")
 
-    monkeypatch.setattr(queue, "_lease_new", broken)
+    monkeypatch.setattr(queue.leases, "_lease_new", broken)
     with pytest.raises(RuntimeError, match="disk went away"):
         _submit_and_next(engine, view, alice)
     with Session(engine) as session:  # one transaction: the answer is not half stored

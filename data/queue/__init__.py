@@ -1,0 +1,77 @@
+"""The annotation queue: who annotates which unit next, drafts, submits, skips, flags, edits.
+
+Assignment is least-annotated-first: an annotator gets the unit of the campaign with the fewest
+live assignments (leased or submitted) that they have never been given. A lease occupies one of
+the unit's ``overlap`` slots; the database guarantees the rules under concurrency (see
+:mod:`schemas.tables`): ``uq_assignment_unit_annotator`` (never twice to one annotator),
+``uq_assignment_live_slot`` + ``ck_assignment_slot_in_overlap`` (never more than K live). A
+conflicting insert is caught and retried on another unit. On PostgreSQL candidate units are
+locked with ``FOR UPDATE SKIP LOCKED`` so concurrent annotators spread over different units; on
+SQLite every transaction is ``BEGIN IMMEDIATE`` and so already serial.
+
+Leases expire after ``Campaign.lease_seconds``; expired slots go back to the pool. What an
+annotator may see is exactly a :class:`UnitView`: the item, the response(s) in their shown order,
+the rubric settings and their own draft — never another human's answer or a judge's output.
+
+The modules: :mod:`~data.queue.leases` (the next unit), :mod:`~data.queue.answers` (drafts,
+submits, skips, flags, revisions), :mod:`~data.queue.views` (read-only lists for the pages),
+:mod:`~data.queue.records` (what they return and raise) and :mod:`~data.queue.common`.
+"""
+
+from data.queue.answers import flag, revise, save_draft, skip, submit, submit_and_next
+from data.queue.common import campaign_protocol
+from data.queue.leases import expire_leases, next_unit
+from data.queue.records import (
+    AnnotatorProgress,
+    AnswerInvalid,
+    AssignmentNotFound,
+    CampaignNotOpen,
+    DraftView,
+    LeaseLost,
+    MyAnnotation,
+    OtherAnswer,
+    QueueError,
+    ResponseView,
+    SubmitStep,
+    UnitView,
+)
+from data.queue.views import (
+    annotator_progress,
+    my_annotation_view,
+    my_annotations,
+    my_campaigns,
+    open_campaigns,
+    others_answers,
+    submitted_count,
+)
+
+__all__ = [
+    "AnnotatorProgress",
+    "AnswerInvalid",
+    "AssignmentNotFound",
+    "CampaignNotOpen",
+    "DraftView",
+    "LeaseLost",
+    "MyAnnotation",
+    "OtherAnswer",
+    "QueueError",
+    "ResponseView",
+    "SubmitStep",
+    "UnitView",
+    "annotator_progress",
+    "campaign_protocol",
+    "expire_leases",
+    "flag",
+    "my_annotation_view",
+    "my_annotations",
+    "my_campaigns",
+    "next_unit",
+    "open_campaigns",
+    "others_answers",
+    "revise",
+    "save_draft",
+    "skip",
+    "submit",
+    "submit_and_next",
+    "submitted_count",
+]

@@ -1,0 +1,388 @@
+"""Answers: drafts, submit (alone or with the next unit), skip, flag, revisions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, delete, insert, update
+from sqlalchemy import select as core_select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import make_transient_to_detached
+from sqlmodel import Session, col, select
+
+from data.audit import record_event
+from data.queue.common import (
+    _ANNOTATIONS,
+    _ASSIGNMENTS,
+    _DRAFTS,
+    _UNITS,
+    _campaign,
+    _campaign_row,
+    _change_slots,
+    _check_answer,
+    _draft,
+    _live_annotation,
+    _own_assignment,
+    _validated,
+    campaign_protocol,
+)
+from data.queue.leases import _next_unit, _retake, next_unit
+from data.queue.records import (
+    AnswerInvalid,
+    AssignmentNotFound,
+    CampaignNotOpen,
+    DraftView,
+    LeaseLost,
+    SubmitStep,
+)
+from schemas.tables import Annotation, Assignment, Draft, Flag, Unit, utcnow
+
+
+def save_draft(
+    session: Session,
+    assignment_id: int,
+    annotator_id: int,
+    *,
+    score: float | None = None,
+    preference: str | None = None,
+    rationale: str = "",
+    active_seconds: float = 0.0,
+) -> DraftView | None:
+    """Store the unsubmitted answer (preference as shown); restored by :func:`next_unit`.
+
+    A late draft of an assignment that is already submitted, skipped or released is ignored
+    (None): it must not resurrect a closed unit.
+    """
+    assignment = _own_assignment(session, assignment_id, annotator_id)
+    if assignment.status not in ("leased", "expired"):
+        return None
+    protocol = campaign_protocol(_campaign(session, assignment.campaign_id))
+    if score is not None:
+        score = _validated(protocol.validate_score, score)
+    if preference is not None:
+        preference = _validated(protocol.validate_preference, preference)
+    values = dict(
+        score=score,
+        preference=preference,
+        rationale=rationale,
+        active_seconds=max(float(active_seconds), 0.0),
+        updated_at=utcnow(),
+    )
+    draft = _draft(session, assignment.unit_id, annotator_id)
+    if draft is None:
+        try:
+            with session.begin_nested():
+                session.add(Draft(unit_id=assignment.unit_id, annotator_id=annotator_id, **values))
+        except IntegrityError:  # another tab created it at the same instant
+            draft = _draft(session, assignment.unit_id, annotator_id)
+    if draft is not None:
+        for name, value in values.items():
+            setattr(draft, name, value)
+        session.add(draft)
+    return DraftView(score, preference, rationale, float(values["active_seconds"]))
+
+
+def submit(
+    session: Session,
+    assignment_id: int,
+    annotator_id: int,
+    *,
+    score: float | None = None,
+    preference: str | None = None,
+    rationale: str,
+    seconds: float = 0.0,
+    now: datetime | None = None,
+) -> Annotation:
+    """Store the answer, close the lease and drop the draft, in the caller's transaction.
+
+    ``preference`` is in the order shown and stored in canonical order. Submitting an assignment
+    that is already submitted returns the stored annotation (a double click stores one).
+    """
+    now = now or utcnow()
+    session.flush()  # what the ORM statements used to autoflush (a no-op when clean)
+    stored = _submit_leased(
+        session, assignment_id, annotator_id, score, preference, rationale, seconds, now
+    )
+    if stored is not None:
+        # Inserted in Core; attached as the persistent, clean object a flush would leave.
+        annotation = Annotation(id=stored.annotation_id, **stored.values)
+        make_transient_to_detached(annotation)
+        session.add(annotation)
+        return annotation
+    return _submit_otherwise(
+        session, assignment_id, annotator_id, score, preference, rationale, seconds, now
+    )
+
+
+def submit_and_next(
+    session: Session,
+    assignment_id: int,
+    annotator_id: int,
+    *,
+    score: float | None = None,
+    preference: str | None = None,
+    rationale: str,
+    seconds: float = 0.0,
+    now: datetime | None = None,
+) -> SubmitStep:
+    """:func:`submit`, then :func:`next_unit` of the same campaign, in the caller's transaction.
+
+    This is the annotation page's step on Ctrl+Enter: one commit makes the answer durable and
+    leases the next unit, so the page never waits for a second transaction (on SQLite, a second
+    turn at the write lock). If the next unit cannot be leased the whole step rolls back and the
+    answer is not stored: the caller reports it, and the saved draft still holds what was typed.
+    """
+    now = now or utcnow()
+    session.flush()  # what the ORM statements used to autoflush (a no-op when clean)
+    stored = _submit_leased(
+        session, assignment_id, annotator_id, score, preference, rationale, seconds, now
+    )
+    if stored is None:
+        annotation = _submit_otherwise(
+            session, assignment_id, annotator_id, score, preference, rationale, seconds, now
+        )
+        following = next_unit(session, annotation.campaign_id, annotator_id, now)
+        assert annotation.id is not None  # flushed
+        return SubmitStep(annotation.id, annotation.unit_id, annotation.campaign_id, following)
+    following = _next_unit(session, stored.campaign, annotator_id, now)
+    values = stored.values
+    return SubmitStep(stored.annotation_id, values["unit_id"], values["campaign_id"], following)
+
+
+def _submit_otherwise(
+    session: Session,
+    assignment_id: int,
+    annotator_id: int,
+    score: float | None,
+    preference: str | None,
+    rationale: str,
+    seconds: float,
+    now: datetime,
+) -> Annotation:
+    """:func:`submit` in the rare cases, with ORM objects: submitted already, given back,
+    expired (retaken if its slot is free), or loaded in the session."""
+    assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
+    if assignment.status == "submitted":
+        return _live_annotation(session, assignment.unit_id, annotator_id)
+    if assignment.status in ("skipped", "released"):
+        raise AssignmentNotFound("you gave this unit back (skipped or reported): open the next one")
+    campaign = _campaign(session, assignment.campaign_id)
+    if campaign.status == "closed":
+        raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers are not accepted")
+    score, canonical = _check_answer(campaign, assignment.shown_order, score, preference, rationale)
+    if assignment.status != "leased" and not _retake(session, assignment):
+        raise LeaseLost(
+            "your lease on this unit expired and another annotator took the slot; "
+            "your draft is kept"
+        )
+    annotation = Annotation(
+        **_annotation_values(
+            campaign.id, assignment.unit_id, annotator_id, assignment.id,  # type: ignore[arg-type]
+            assignment.shown_order, score, canonical, rationale, seconds, now,
+        )
+    )  # fmt: skip
+    session.add(annotation)
+    assignment.status, assignment.closed_at = "submitted", now
+    session.add(assignment)
+    _count_submission(session, assignment.unit_id, annotator_id)
+    session.flush()
+    return annotation
+
+
+def _annotation_values(
+    campaign_id: int,
+    unit_id: int,
+    annotator_id: int,
+    assignment_id: int,
+    shown_order: str,
+    score: float | None,
+    canonical: str | None,
+    rationale: str,
+    seconds: float,
+    now: datetime,
+) -> dict[str, Any]:
+    """Every column of the first revision of an answer (preference already canonical)."""
+    return dict(
+        campaign_id=campaign_id, unit_id=unit_id, annotator_id=annotator_id,
+        assignment_id=assignment_id, revision=1, is_live=True, score=score,
+        preference=canonical, shown_order=shown_order if canonical is not None else None,
+        rationale=rationale, seconds=max(float(seconds), 0.0), synthetic=False,
+        created_at=now, meta={},
+    )  # fmt: skip
+
+
+def _count_submission(session: Session, unit_id: int, annotator_id: int) -> None:
+    """A submitted answer: count it on the unit and drop the draft it replaces."""
+    params = {"b_unit": unit_id, "b_annotator": annotator_id}
+    session.connection().execute(_COUNT_SUBMIT, params)
+    session.connection().execute(_DELETE_DRAFT, params)
+
+
+_OWN_LEASE = (
+    core_select(
+        _ASSIGNMENTS.c.campaign_id,
+        _ASSIGNMENTS.c.unit_id,
+        _ASSIGNMENTS.c.status,
+        _ASSIGNMENTS.c.shown_order,
+    )
+    .where(
+        _ASSIGNMENTS.c.id == bindparam("assignment_id"),
+        _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
+    )
+    .with_for_update()
+)
+
+_CLOSE_SUBMITTED = (
+    update(_ASSIGNMENTS)
+    .where(_ASSIGNMENTS.c.id == bindparam("b_id"), _ASSIGNMENTS.c.status == "leased")
+    .values(status="submitted", closed_at=bindparam("b_now"))
+)
+
+_COUNT_SUBMIT = (
+    update(_UNITS)
+    .where(_UNITS.c.id == bindparam("b_unit"))
+    .values(n_submitted=_UNITS.c.n_submitted + 1)
+)
+
+_INSERT_ANNOTATION = insert(_ANNOTATIONS).returning(_ANNOTATIONS.c.id)
+
+_DELETE_DRAFT = delete(_DRAFTS).where(
+    _DRAFTS.c.unit_id == bindparam("b_unit"), _DRAFTS.c.annotator_id == bindparam("b_annotator")
+)
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """An answer stored by :func:`_submit_leased`: its id and columns, and its campaign."""
+
+    annotation_id: int
+    values: dict[str, Any]
+    campaign: Any
+
+
+def _submit_leased(
+    session: Session,
+    assignment_id: int,
+    annotator_id: int,
+    score: float | None,
+    preference: str | None,
+    rationale: str,
+    seconds: float,
+    now: datetime,
+) -> _Stored | None:
+    """:func:`submit` of a live lease with Core statements; None leaves it to the ORM path.
+
+    Every other case (already submitted, given back, expired, absent, or the assignment already
+    loaded as an object in this session, which a Core update would leave stale) returns None.
+    """
+    if (Assignment, (assignment_id,), None) in session.identity_map:
+        return None
+    params = {"assignment_id": assignment_id, "annotator_id": annotator_id}
+    row = session.connection().execute(_OWN_LEASE, params).first()
+    if row is None or row.status != "leased":
+        return None
+    campaign = _campaign_row(session, row.campaign_id)
+    if campaign.status == "closed":
+        raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers are not accepted")
+    score, canonical = _check_answer(campaign, row.shown_order, score, preference, rationale)
+    closed = session.connection().execute(_CLOSE_SUBMITTED, {"b_id": assignment_id, "b_now": now})
+    if closed.rowcount != 1:  # pragma: no cover - the row is locked / the writer is serial
+        return None
+    values = _annotation_values(
+        row.campaign_id, row.unit_id, annotator_id, assignment_id, row.shown_order,
+        score, canonical, rationale, seconds, now,
+    )  # fmt: skip
+    annotation_id = session.connection().execute(_INSERT_ANNOTATION, values).scalar_one()
+    _count_submission(session, row.unit_id, annotator_id)
+    return _Stored(annotation_id, values, campaign)
+
+
+def skip(session: Session, assignment_id: int, annotator_id: int, reason: str) -> None:
+    """Give the unit back for others, with a reason; this annotator will not get it again."""
+    if not reason.strip():
+        raise AnswerInvalid("say why you skip this unit (e.g. 'outside my expertise')")
+    assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
+    _release(session, assignment, "skipped", reason.strip())
+
+
+def flag(session: Session, assignment_id: int, annotator_id: int, reason: str) -> Flag:
+    """Report the unit as broken: it leaves the queue and goes to the reviewers."""
+    if not reason.strip():
+        raise AnswerInvalid("say what is broken (e.g. 'image does not load')")
+    assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
+    _release(session, assignment, "released", f"flagged: {reason.strip()}")
+    flag_row = Flag(
+        campaign_id=assignment.campaign_id, unit_id=assignment.unit_id,
+        user_id=annotator_id, reason=reason.strip(),
+    )  # fmt: skip
+    session.add(flag_row)
+    session.execute(update(Unit).where(Unit.id == assignment.unit_id).values(flagged=True))
+    session.flush()
+    record_event(
+        session, actor_id=annotator_id, action="unit.flag", entity="unit",
+        entity_id=assignment.unit_id, detail={"reason": reason.strip(), "flag_id": flag_row.id},
+    )  # fmt: skip
+    return flag_row
+
+
+def revise(
+    session: Session,
+    annotation_id: int,
+    annotator_id: int,
+    *,
+    score: float | None = None,
+    preference: str | None = None,
+    rationale: str,
+    extra_seconds: float = 0.0,
+) -> Annotation:
+    """Edit one's own answer: a new revision becomes live, the old one is kept (audited)."""
+    old = session.exec(
+        select(Annotation)
+        .where(Annotation.id == annotation_id, Annotation.annotator_id == annotator_id)
+        .where(col(Annotation.is_live))
+        .with_for_update()
+    ).first()
+    if old is None:
+        raise AssignmentNotFound(f"you have no current answer with id {annotation_id}")
+    campaign = _campaign(session, old.campaign_id)
+    if campaign.status == "closed":
+        raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers cannot be edited")
+    shown_order = old.shown_order or "AB"
+    score, canonical = _check_answer(campaign, shown_order, score, preference, rationale)
+    old.is_live = False
+    session.add(old)
+    session.flush()
+    new = Annotation(
+        campaign_id=old.campaign_id, unit_id=old.unit_id, annotator_id=annotator_id,
+        assignment_id=old.assignment_id, revision=old.revision + 1, score=score,
+        preference=canonical, shown_order=old.shown_order, rationale=rationale,
+        seconds=old.seconds + max(float(extra_seconds), 0.0), meta={"revises": old.id},
+    )  # fmt: skip
+    session.add(new)
+    session.flush()
+    record_event(
+        session, actor_id=annotator_id, action="annotation.revise", entity="annotation",
+        entity_id=new.id, detail={
+            "unit_id": old.unit_id, "revision": new.revision, "previous_id": old.id,
+            "before": {"score": old.score, "preference": old.preference,
+                       "rationale": old.rationale},
+            "after": {"score": score, "preference": canonical, "rationale": rationale},
+        },
+    )  # fmt: skip
+    return new
+
+
+def _release(session: Session, assignment: Assignment, status: str, reason: str) -> None:
+    if assignment.status == "submitted":
+        raise AnswerInvalid("this unit is already answered; edit it from 'My work' instead")
+    was_live = assignment.status == "leased"
+    assignment.status, assignment.skip_reason, assignment.closed_at = status, reason, utcnow()
+    session.add(assignment)
+    if was_live:
+        _change_slots(session, assignment.unit_id, -1)
+    draft = _draft(session, assignment.unit_id, assignment.annotator_id)
+    if draft is not None:
+        session.delete(draft)
+    session.flush()

@@ -1,0 +1,118 @@
+"""What the queue hands out and the errors it raises: records the pages show, nothing else."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from schemas.protocols import Protocol
+
+
+class QueueError(ValueError):
+    """A queue operation that cannot be done, with what to do instead."""
+
+
+class AssignmentNotFound(QueueError):
+    """No such assignment or annotation for this annotator (other people's are never shown)."""
+
+
+class AnswerInvalid(QueueError):
+    """A score, preference or rationale the campaign does not accept."""
+
+
+class LeaseLost(QueueError):
+    """The lease expired and its slot went to someone else; the draft is kept."""
+
+
+class CampaignNotOpen(QueueError):
+    """The campaign is paused or closed."""
+
+
+@dataclass(frozen=True)
+class ResponseView:
+    """One response as the annotator sees it; ``label`` is A/B in pairwise, else None."""
+
+    response_id: str
+    content: Any
+    label: str | None
+
+
+@dataclass(frozen=True)
+class DraftView:
+    """The annotator's own unsubmitted answer (preference in the order shown)."""
+
+    score: float | None
+    preference: str | None
+    rationale: str
+    active_seconds: float
+
+
+@dataclass(frozen=True)
+class UnitView:
+    """Everything the annotation page may show for one leased unit, and nothing else."""
+
+    assignment_id: int
+    unit_id: int
+    campaign_id: int
+    campaign_name: str
+    protocol: Protocol
+    rationale_min: int
+    instructions: str
+    item_id: str
+    benchmark: str
+    task: str | None
+    category: str | None
+    history: list[Any]
+    question: Any
+    reference: Any | None
+    responses: tuple[ResponseView, ...]
+    shown_order: str
+    expires_at: datetime
+    draft: DraftView | None
+
+
+@dataclass(frozen=True)
+class MyAnnotation:
+    """One of the annotator's own live answers (preference in the order they saw)."""
+
+    annotation_id: int
+    unit_id: int
+    item_id: str
+    task: str | None
+    score: float | None
+    preference_shown: str | None
+    rationale: str
+    seconds: float
+    revision: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class OtherAnswer:
+    """Another human's answer, shown only after one's own submit when the campaign allows it."""
+
+    score: float | None
+    preference_shown: str | None
+    rationale: str
+
+
+@dataclass(frozen=True)
+class AnnotatorProgress:
+    """Where one annotator and the campaign stand."""
+
+    my_submitted: int
+    my_skipped: int
+    units_total: int
+    units_complete: int
+    units_flagged: int
+
+
+@dataclass(frozen=True)
+class SubmitStep:
+    """What :func:`submit_and_next` did: the answer stored, and the unit to show next."""
+
+    annotation_id: int
+    unit_id: int
+    campaign_id: int
+    next_unit: UnitView | None

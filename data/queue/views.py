@@ -1,0 +1,161 @@
+"""Read-only views for the pages: campaigns to pick, own answers, others' after submit, progress."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from data.queue.common import _campaign, _shown
+from data.queue.leases import _Leased, _unit_view
+from data.queue.records import (
+    AnnotatorProgress,
+    AssignmentNotFound,
+    MyAnnotation,
+    OtherAnswer,
+    UnitView,
+)
+from schemas.protocols import to_shown
+from schemas.tables import Annotation, Assignment, Campaign, Item, Unit
+
+
+def open_campaigns(session: Session) -> list[Campaign]:
+    """Campaigns an annotator can pick (active or paused), by name."""
+    query = select(Campaign).where(col(Campaign.status).in_(("active", "paused")))
+    return list(session.exec(query.order_by(Campaign.name)))
+
+
+def my_campaigns(session: Session, annotator_id: int) -> list[Campaign]:
+    """Campaigns the annotator has worked in or can work in now, by name."""
+    worked = select(Assignment.campaign_id).where(Assignment.annotator_id == annotator_id)
+    query = select(Campaign).where(
+        col(Campaign.id).in_(worked) | col(Campaign.status).in_(("active", "paused"))
+    )
+    return list(session.exec(query.order_by(Campaign.name)))
+
+
+def my_annotations(
+    session: Session, campaign_id: int, annotator_id: int, *, limit: int = 50, offset: int = 0
+) -> list[MyAnnotation]:
+    """The annotator's own live answers in the campaign, newest first."""
+    rows = session.exec(
+        select(Annotation, Item.item_id, Item.task)
+        .join(Unit, col(Unit.id) == Annotation.unit_id)
+        .join(Item, col(Item.id) == Unit.item_pk)
+        .where(Annotation.campaign_id == campaign_id, Annotation.annotator_id == annotator_id)
+        .where(col(Annotation.is_live))
+        .order_by(col(Annotation.created_at).desc(), col(Annotation.id).desc())
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    return [
+        MyAnnotation(
+            annotation_id=a.id,
+            unit_id=a.unit_id,
+            item_id=item_id,
+            task=task,
+            score=a.score,
+            preference_shown=_shown(a.preference, a.shown_order),
+            rationale=a.rationale,
+            seconds=a.seconds,
+            revision=a.revision,
+            created_at=a.created_at,
+        )  # fmt: skip
+        for a, item_id, task in rows
+    ]
+
+
+def my_annotation_view(
+    session: Session, annotation_id: int, annotator_id: int
+) -> tuple[UnitView, MyAnnotation]:
+    """One of the annotator's own live answers with its unit, for editing."""
+    annotation = session.exec(
+        select(Annotation)
+        .where(Annotation.id == annotation_id, Annotation.annotator_id == annotator_id)
+        .where(col(Annotation.is_live))
+    ).first()
+    if annotation is None:
+        raise AssignmentNotFound(f"you have no current answer with id {annotation_id}")
+    assignment = session.get(Assignment, annotation.assignment_id)
+    if assignment is None:
+        raise AssignmentNotFound(f"answer {annotation_id} has no assignment")
+    campaign = _campaign(session, annotation.campaign_id)
+    item = session.get(Item, session.get(Unit, annotation.unit_id).item_pk)  # type: ignore[union-attr]
+    mine = MyAnnotation(
+        annotation_id=annotation.id, unit_id=annotation.unit_id, item_id=item.item_id,  # type: ignore[union-attr]
+        task=item.task, score=annotation.score,  # type: ignore[union-attr]
+        preference_shown=_shown(annotation.preference, annotation.shown_order),
+        rationale=annotation.rationale, seconds=annotation.seconds,
+        revision=annotation.revision, created_at=annotation.created_at,
+    )  # fmt: skip
+    return _unit_view(session, campaign, _Leased.of(assignment), None), mine
+
+
+def others_answers(session: Session, unit_id: int, annotator_id: int) -> list[OtherAnswer]:
+    """Other humans' live answers on a unit, in this annotator's shown order.
+
+    Empty unless the campaign allows it and the annotator has submitted their own answer.
+    """
+    unit = session.get(Unit, unit_id)
+    if unit is None or not _campaign(session, unit.campaign_id).show_others_after_submit:
+        return []
+    own = session.exec(
+        select(Annotation).where(
+            Annotation.unit_id == unit_id,
+            Annotation.annotator_id == annotator_id,
+            col(Annotation.is_live),
+        )  # fmt: skip
+    ).first()
+    if own is None:
+        return []
+    others = session.exec(
+        select(Annotation)
+        .where(Annotation.unit_id == unit_id, Annotation.annotator_id != annotator_id)
+        .where(col(Annotation.is_live))
+        .order_by(col(Annotation.id))
+    ).all()
+    swapped = own.shown_order == "BA"
+    return [
+        OtherAnswer(
+            score=other.score,
+            preference_shown=None
+            if other.preference is None
+            else to_shown(other.preference, swapped=swapped),
+            rationale=other.rationale,
+        )
+        for other in others
+    ]
+
+
+def submitted_count(session: Session, campaign_id: int, annotator_id: int) -> int:
+    """How many units the annotator has answered in the campaign (cheap: one indexed count)."""
+    return int(
+        session.exec(
+            select(func.count()).where(
+                Assignment.campaign_id == campaign_id,
+                Assignment.annotator_id == annotator_id,
+                Assignment.status == "submitted",
+            )
+        ).one()
+    )
+
+
+def annotator_progress(session: Session, campaign_id: int, annotator_id: int) -> AnnotatorProgress:
+    """Counts for the progress bar: own answers and skips, the campaign's units."""
+    campaign = _campaign(session, campaign_id)
+
+    def count(query: Any) -> int:
+        return int(session.exec(query).one())
+
+    mine = select(func.count()).where(
+        Assignment.campaign_id == campaign_id, Assignment.annotator_id == annotator_id
+    )
+    units = select(func.count()).where(Unit.campaign_id == campaign_id)
+    return AnnotatorProgress(
+        my_submitted=count(mine.where(Assignment.status == "submitted")),
+        my_skipped=count(mine.where(Assignment.status == "skipped")),
+        units_total=count(units),
+        units_complete=count(units.where(Unit.n_submitted >= campaign.overlap)),
+        units_flagged=count(units.where(col(Unit.flagged))),
+    )
