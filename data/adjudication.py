@@ -17,6 +17,7 @@ from sqlmodel import Session, select
 
 from data.admin import require_actor_role
 from data.audit import record_event
+from data.frames import ResponseContent
 from data.monitor import UnitInfo, unit_infos
 from data.queue import campaign_protocol
 from schemas.protocols import Protocol
@@ -96,14 +97,6 @@ class AdjudicationView:
 
 
 @dataclass(frozen=True)
-class ResponseView:
-    response_id: str
-    model: str
-    content: Any
-    """CONTENT: render as text / safe markdown, never raw HTML"""
-
-
-@dataclass(frozen=True)
 class UnitReview:
     """Everything a reviewer sees for one unit."""
 
@@ -116,7 +109,7 @@ class UnitReview:
     history: list
     question: Any
     reference: Any
-    responses: tuple[ResponseView, ...]
+    responses: tuple[ResponseContent, ...]
     """one response (pointwise) or the pair in canonical order (A, B)"""
     answers: tuple[HumanAnswer, ...]
     judges: tuple[JudgeOutput, ...]
@@ -206,7 +199,7 @@ def unit_review(session: Session, unit_id: int) -> UnitReview:
     else:
         response_pks = [unit.response_pk]
     responses = tuple(
-        ResponseView(response.response_id, response.model, response.content)
+        ResponseContent(response.response_id, response.model, response.content)
         for response in (session.get(Response, pk) for pk in response_pks)
         if response is not None
     )

@@ -36,7 +36,8 @@ class CampaignNotFound(ValueError):
 
 @dataclass(frozen=True)
 class ResponseContent:
-    """One response of a unit, as stored (CONTENT: text or segments)."""
+    """One response of a unit, as stored (CONTENT: text or segments; show it as text or safe
+    markdown, never as raw HTML)."""
 
     response_id: str
     model: str
