@@ -5,9 +5,10 @@ live assignments (leased or submitted) that they have never been given. A lease 
 the unit's ``overlap`` slots; the database guarantees the rules under concurrency (see
 :mod:`schemas.tables`): ``uq_assignment_unit_annotator`` (never twice to one annotator),
 ``uq_assignment_live_slot`` + ``ck_assignment_slot_in_overlap`` (never more than K live). A
-conflicting insert is caught and retried on another unit. On PostgreSQL candidate units are
-locked with ``FOR UPDATE SKIP LOCKED`` so concurrent annotators spread over different units; on
-SQLite every transaction is ``BEGIN IMMEDIATE`` and so already serial.
+lease is ``INSERT ... ON CONFLICT DO NOTHING``: one the constraints refuse inserts nothing, and
+the next unit is tried. On PostgreSQL candidate units are locked with ``FOR UPDATE SKIP LOCKED``
+so concurrent annotators spread over different units; on SQLite every transaction is
+``BEGIN IMMEDIATE`` and so already serial.
 
 Leases expire after ``Campaign.lease_seconds``; expired slots go back to the pool. What an
 annotator may see is exactly a :class:`UnitView`: the item, the response(s) in their shown order,

@@ -212,59 +212,25 @@ _LEASE_COLUMNS = (
     "campaign_id", "unit_id", "annotator_id", "slot", "overlap", "status", "shown_order",
     "leased_at", "expires_at",
 )  # fmt: skip
-
-_LEASE_SQLITE = text(
+_LEASE = text(
     f"INSERT INTO {_ASSIGNMENTS.name} ({', '.join(_LEASE_COLUMNS)}) "
     f"VALUES ({', '.join(':' + name for name in _LEASE_COLUMNS)}) "
     "ON CONFLICT DO NOTHING RETURNING id"
 ).bindparams(*(bindparam(name, type_=_ASSIGNMENTS.c[name].type) for name in _LEASE_COLUMNS))
-"""SQLite: a lease that a unique constraint refuses inserts nothing (no savepoint needed).
+"""A lease that a unique constraint refuses inserts nothing and returns no id (SQLite and
+PostgreSQL alike, so no savepoint is needed to go on).
 
-Written as text because SQLAlchemy does not cache the compiled form of its SQLite
+Written as text because SQLAlchemy does not cache the compiled form of its dialects'
 ``insert().on_conflict_do_nothing()`` (it would be compiled again on every lease).
 """
 
 
 def _lease_new(session: Session, campaign: Any, annotator_id: int, now: datetime) -> _Leased | None:
-    """Lease the least-annotated unit this annotator never had; retry on a conflict."""
-    if session.get_bind().dialect.name == "sqlite":
-        return _lease_new_sqlite(session, campaign, annotator_id, now)
-    tried: set[int] = set()
-    for _ in range(_MAX_TRIES):
-        candidate = _candidate(session, campaign, annotator_id, tried)
-        if candidate is None:
-            return None
-        unit_id = candidate.id
-        tried.add(unit_id)
-        slot = _free_slot(session, unit_id, campaign.overlap)
-        if slot is None:
-            continue
-        assignment = Assignment(
-            campaign_id=campaign.id, unit_id=unit_id, annotator_id=annotator_id, slot=slot,
-            overlap=campaign.overlap, shown_order=_random_order(campaign), leased_at=now,
-            expires_at=now + timedelta(seconds=campaign.lease_seconds),
-        )  # fmt: skip
-        try:
-            with session.begin_nested():
-                session.add(assignment)
-                session.flush()
-        except IntegrityError:  # a concurrent lease took the slot, or this annotator has it
-            continue
-        _change_slots(session, unit_id, +1)
-        return _Leased.of(assignment)
-    return None
+    """Lease the least-annotated unit this annotator never had; None when none is left.
 
-
-def _lease_new_sqlite(
-    session: Session, campaign: Any, annotator_id: int, now: datetime
-) -> _Leased | None:
-    """:func:`_lease_new` on SQLite: ``INSERT ... ON CONFLICT DO NOTHING RETURNING id``.
-
-    The unique constraints still decide: a refused insert returns no id. Slots fill from 0 up,
-    so the unit's count of live slots is tried first; only when that slot is taken (one lower
-    was given back) is the free one looked up, and then the next candidate. Any other
-    constraint failure aborts only that statement on SQLite, so the transaction stays usable
-    without a savepoint.
+    The unique constraints decide: a refused insert returns no id and the next candidate is
+    tried. Slots fill from 0 up, so the unit's count of live slots is tried first; only when that
+    slot is taken (a lower one was given back) is the free one looked up.
     """
     tried: set[int] = set()
     expires_at = now + timedelta(seconds=campaign.lease_seconds)
@@ -280,25 +246,17 @@ def _lease_new_sqlite(
             slot=candidate.slots_taken, overlap=campaign.overlap, status="leased",
             shown_order=shown_order, leased_at=now, expires_at=expires_at,
         )  # fmt: skip
-        assignment_id = _insert_lease_sqlite(session, values)
+        assignment_id = session.connection().execute(_LEASE, values).scalar()
         if assignment_id is None:
             values["slot"] = _free_slot(session, unit_id, campaign.overlap)
             if values["slot"] is None:
                 continue
-            assignment_id = _insert_lease_sqlite(session, values)
+            assignment_id = session.connection().execute(_LEASE, values).scalar()
         if assignment_id is None:  # a concurrent lease took the slot, or this annotator has it
             continue
         _change_slots(session, unit_id, +1)
         return _Leased(assignment_id, unit_id, shown_order, expires_at)
     return None
-
-
-def _insert_lease_sqlite(session: Session, values: dict[str, Any]) -> int | None:
-    """The new lease's id, or None when a unique constraint refused it."""
-    try:
-        return session.connection().execute(_LEASE_SQLITE, values).scalar()
-    except IntegrityError:  # pragma: no cover - a check; the statement alone is undone
-        return None
 
 
 def _random_order(campaign: Campaign) -> str:
