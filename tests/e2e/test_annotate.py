@@ -204,8 +204,16 @@ def test_keyboard_only_scores_mmie_and_prefers_pairs(seeded: Any, page: Any, log
         assert _focused_test_id(page) == "cl-rationale"  # focus went where typing continues
         page.keyboard.type(RATIONALE)
         page.keyboard.press("Control+Enter")
-        _wait_next_unit(page, unit)
+        shown = _wait_next_unit(page, unit)
     assert [a.score for a in _answers(seeded, "mmie", "bo")] == [5.0, 0.0]
+    with seeded.session() as session:  # the unit shown is the one leased with the last answer
+        leases = session.exec(
+            select(Assignment.id, Assignment.status)
+            .join(Campaign, Campaign.id == Assignment.campaign_id)  # type: ignore[arg-type]
+            .where(Campaign.name == "mmie", Assignment.annotator_id == _user_id(seeded, "bo"))
+        ).all()
+    assert sorted(status for _, status in leases) == ["leased", "submitted", "submitted"]
+    assert [lease for lease, status in leases if status == "leased"] == [shown]
 
     page.goto(f"{seeded.url}/annotate?campaign=pairs")
     expect(page.get_by_test_id("cl-choice-A")).to_be_visible()
