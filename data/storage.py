@@ -130,7 +130,8 @@ class _WriterGate:
     busy handler, waiters poll with a growing sleep (up to 100 ms) while newcomers take the lock
     first, and a few unlucky ones wait for seconds. Threads of this process instead queue here
     and are handed the lock in order the moment the holder commits or rolls back. Other
-    processes still meet SQLite's busy timeout. Held by one DBAPI connection at a time.
+    processes still meet SQLite's busy timeout. Held by one owner at a time: a DBAPI connection
+    for the write lock, a thread for the session turns of :func:`session_scope`.
     """
 
     def __init__(self) -> None:
@@ -262,7 +263,7 @@ def session_scope(engine: Engine) -> Iterator[Session]:
     close, rather than from the first statement to the commit, keeps the thread that just
     committed from competing with the next one for Python's interpreter lock while the next
     one's SQLite calls run. With 20 annotators submitting back to back that raised throughput
-    by about a third (``bench/annotate_bench.py``).
+    by a third to a half (``bench/annotate_bench.py``).
     """
     turn = _ENGINE_TURNS.get(engine)
     if turn is None:
