@@ -23,7 +23,7 @@ from sqlmodel import Session, select
 
 from data.audit import record_event
 from data.judgements import pair_unit_key, response_unit_key
-from schemas.protocols import get_protocol
+from schemas.protocols import Protocol, get_protocol
 from schemas.tables import (
     Annotation,
     Assignment,
@@ -189,6 +189,16 @@ def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None =
                 "overlap": spec.overlap, "units": len(units), "options": campaign.options},
     )  # fmt: skip
     return campaign
+
+
+def campaign_protocol(campaign: Campaign) -> Protocol:
+    """The campaign's :class:`Protocol`, with its own scale for ``score`` campaigns."""
+    return get_protocol(
+        campaign.protocol,
+        scale_min=campaign.scale_min,
+        scale_max=campaign.scale_max,
+        step=campaign.scale_step,
+    )
 
 
 def get_campaign(session: Session, name: str) -> Campaign:

@@ -21,15 +21,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from data.campaigns import get_campaign
+from data.campaigns import campaign_protocol, get_campaign
 from data.content import resolve_image
 from data.judgements import insert_judgements, pair_unit_key, response_unit_key
 from data.storage import engine_data_dir
-from schemas.protocols import Protocol, get_protocol
+from schemas.protocols import Protocol
 from schemas.tables import (
     Adjudication,
     Annotation,
-    Campaign,
     Item,
     JudgeCache,
     Judgement,
@@ -119,16 +118,6 @@ def campaign_info(session: Session, name: str) -> CampaignInfo:
         name=campaign.name,
         protocol=campaign_protocol(campaign),
         show_reference=campaign.show_reference,
-    )
-
-
-def campaign_protocol(campaign: Campaign) -> Protocol:
-    """The campaign's :class:`Protocol`, with its scale for ``score`` campaigns."""
-    return get_protocol(
-        campaign.protocol,
-        scale_min=campaign.scale_min,
-        scale_max=campaign.scale_max,
-        step=campaign.scale_step,
     )
 
 

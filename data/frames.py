@@ -16,6 +16,8 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
+from data.campaigns import unit_key_map
+from data.judgements import pair_unit_key, response_unit_key
 from schemas.records import JUDGEMENT_FRAME_COLUMNS
 from schemas.tables import (
     Adjudication,
@@ -72,14 +74,11 @@ def find_campaign(session: Session, name_or_id: str | int) -> Campaign:
 
 
 def campaign_judges(session: Session, campaign_id: int) -> list[str]:
-    """Names of the model judges that scored units of the campaign."""
+    """Names of the model judges that scored units of the campaign under its protocol (the
+    judgements :func:`campaign_judgement_frame` reads)."""
     campaign = session.get(Campaign, campaign_id)
-    units = _units_subquery(campaign)
-    link = _judgement_link(campaign, units)
-    rows = session.execute(
-        select(Judgement.judge).distinct().join(units, link).order_by(Judgement.judge)
-    ).all()
-    return [row[0] for row in rows]
+    judges = _campaign_judgements(campaign, Judgement.judge).distinct()
+    return list(session.execute(judges.order_by(Judgement.judge)).scalars())
 
 
 def campaign_judgement_frame(
@@ -103,8 +102,7 @@ def campaign_judgement_frame(
 
 def campaign_reference_overrides(session: Session, campaign_id: int) -> dict[str, object]:
     """Live adjudications of the campaign: unit key → adjudicated score or preference."""
-    campaign = session.get(Campaign, campaign_id)
-    keys = _unit_table(session, campaign).set_index("unit_id")["unit"]
+    keys = unit_key_map(session, campaign_id)
     rows = session.execute(
         select(Adjudication.unit_id, Adjudication.score, Adjudication.preference).where(
             Adjudication.campaign_id == campaign_id, Adjudication.is_live.is_(True)
@@ -113,8 +111,8 @@ def campaign_reference_overrides(session: Session, campaign_id: int) -> dict[str
     result: dict[str, object] = {}
     for unit_id, score, preference in rows:
         value = score if score is not None else preference
-        if value is not None and unit_id in keys.index:
-            result[str(keys[unit_id])] = value
+        if value is not None and unit_id in keys:
+            result[keys[unit_id]] = value
     return result
 
 
@@ -173,7 +171,7 @@ def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:
         record = _scalars(item_meta) | _scalars(rmeta)
         record |= {
             "unit_id": unit_id,
-            "unit": f"r:{rid}" if rid is not None else f"p:{ra}|{rb}",
+            "unit": response_unit_key(rid) if rid is not None else pair_unit_key(ra, rb),
             "item_id": item_id,
             "task": task,
             "category": category,
@@ -215,28 +213,20 @@ def _annotations(session: Session, campaign: Campaign) -> pd.DataFrame:
 
 
 def _judgements(session: Session, campaign: Campaign, judges: list[str] | None) -> pd.DataFrame:
-    units = (
-        select(Unit.id, Unit.response_pk, Unit.pair_pk)
-        .where(Unit.campaign_id == campaign.id)
-        .subquery()
-    )
-    statement = (
-        select(
-            units.c.id,
-            Judgement.judge,
-            Judgement.score,
-            Judgement.preference,
-            Judgement.shown_order,
-            Judgement.parse_status,
-            Judgement.rationale,
-            Judgement.expected_score,
-        )
-        .join(units, _judgement_link(campaign, units))
-        .where(Judgement.protocol == campaign.protocol)
+    statement = _campaign_judgements(
+        campaign,
+        Judgement.judge,
+        Judgement.score,
+        Judgement.preference,
+        Judgement.shown_order,
+        Judgement.parse_status,
+        Judgement.rationale,
+        Judgement.expected_score,
+        unit_id=True,
     )
     if judges:
         statement = statement.where(Judgement.judge.in_(judges))
-    rows = session.execute(statement.order_by(units.c.id, Judgement.id)).all()
+    rows = session.execute(statement.order_by("unit_id", Judgement.id)).all()
     pointwise = campaign.protocol != "pairwise"
     return pd.DataFrame(
         {
@@ -252,18 +242,24 @@ def _judgements(session: Session, campaign: Campaign, judges: list[str] | None) 
     )
 
 
-def _units_subquery(campaign: Campaign):
-    return (
+def _campaign_judgements(campaign: Campaign, *columns: Any, unit_id: bool = False) -> Any:
+    """``SELECT [unit_id,] *columns`` over the model judgements of the campaign's units made
+    under the campaign's protocol (a judge may have scored the same responses under another)."""
+    units = (
         select(Unit.id, Unit.response_pk, Unit.pair_pk)
         .where(Unit.campaign_id == campaign.id)
         .subquery()
     )
-
-
-def _judgement_link(campaign: Campaign, units):
-    if campaign.protocol == "pairwise":
-        return Judgement.pair_pk == units.c.pair_pk
-    return Judgement.response_pk == units.c.response_pk
+    link = (
+        Judgement.pair_pk == units.c.pair_pk
+        if campaign.protocol == "pairwise"
+        else Judgement.response_pk == units.c.response_pk
+    )
+    return (
+        select(*([units.c.id.label("unit_id")] if unit_id else []), *columns)
+        .join(units, link)
+        .where(Judgement.protocol == campaign.protocol)
+    )
 
 
 def _scalars(meta: dict | None) -> dict:

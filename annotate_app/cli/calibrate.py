@@ -12,6 +12,7 @@ from calibration import CalibrationInputError, CalibrationOptions, calibrate
 from calibration.io import read_judgement_frame
 from calibration.report_html import write_html
 from data.frames import campaign_judgement_frame, campaign_reference_overrides, find_campaign
+from data.queue import campaign_protocol
 from data.storage import session_scope
 from schemas.protocols import get_protocol, parse_scale
 
@@ -58,14 +59,18 @@ def calibrate_command(
         raise CalibrationInputError(
             "give either --campaign NAME (database) or --judgments FILE... (files), not both"
         )
-    scale_parts = parse_scale(scale) if scale else (None, None, None)
+    scale_min, scale_max, step = parse_scale(scale) if scale else (None, None, None)
     overrides: dict[str, object] = {}
     if campaign is not None:
         with session_scope(cli.engine()) as session:
             found = find_campaign(session, campaign)
-            protocol = protocol or found.protocol
-            if found.protocol == "score" and scale is None:
-                scale_parts = (found.scale_min, found.scale_max, found.scale_step)
+            chosen = (
+                campaign_protocol(found)
+                if protocol is None and scale is None
+                else get_protocol(
+                    protocol or found.protocol, scale_min=scale_min, scale_max=scale_max, step=step
+                )
+            )
             frame = campaign_judgement_frame(session, found.id, judges=judge or None)
             overrides = campaign_reference_overrides(session, found.id)
         data_sha256 = None
@@ -74,14 +79,10 @@ def calibrate_command(
             raise CalibrationInputError(
                 "file mode needs --protocol alignmmbench|mmie|pairwise|score"
             )
-        chosen = get_protocol(
-            protocol, scale_min=scale_parts[0], scale_max=scale_parts[1], step=scale_parts[2]
-        )
+        chosen = get_protocol(protocol, scale_min=scale_min, scale_max=scale_max, step=step)
         frame, data_sha256 = read_judgement_frame(judgments, chosen, dataset)
     options = CalibrationOptions(
-        protocol=get_protocol(
-            protocol, scale_min=scale_parts[0], scale_max=scale_parts[1], step=scale_parts[2]
-        ),
+        protocol=chosen,
         consensus=consensus,  # type: ignore[arg-type]
         no_majority=no_majority,  # type: ignore[arg-type]
         unparsed=unparsed,  # type: ignore[arg-type]

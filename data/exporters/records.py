@@ -9,11 +9,11 @@ from typing import Any
 from sqlalchemy import Table
 from sqlmodel import Session, select
 
-from data.campaigns import get_campaign
+from data.campaigns import campaign_protocol, get_campaign
 from data.importers.judgements import COLUMNS_IN_META
 from schemas.protocols import get_protocol
 from schemas.records import JudgementRecord
-from schemas.tables import Annotation, Campaign, Judgement, Pair, Response, Unit, User
+from schemas.tables import Annotation, Judgement, Pair, Response, Unit, User
 
 _RESPONSES: Table = Response.__table__  # type: ignore[attr-defined]
 _PAIRS: Table = Pair.__table__  # type: ignore[attr-defined]
@@ -25,7 +25,7 @@ def annotation_records(
     """The human judgements of a campaign: live annotations (every revision if asked), in
     the order they were made."""
     campaign = get_campaign(session, campaign_name)
-    protocol = _campaign_protocol(campaign)
+    protocol = campaign_protocol(campaign)
     query = (
         select(Annotation, User.name, Unit.response_pk, Unit.pair_pk)
         .join(User, User.id == Annotation.annotator_id)
@@ -145,13 +145,6 @@ def _unit_fields(
     assert pair_pk is not None
     a, b = names["pairs"][pair_pk]
     return {"pair": (a, b), "shown": (b, a) if shown_order == "BA" else (a, b)}
-
-
-def _campaign_protocol(campaign: Campaign) -> Any:
-    return get_protocol(
-        campaign.protocol, scale_min=campaign.scale_min, scale_max=campaign.scale_max,
-        step=campaign.scale_step,
-    )  # fmt: skip
 
 
 def _judgement_protocol(name: str) -> Any:

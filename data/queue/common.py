@@ -8,8 +8,9 @@ from sqlalchemy import bindparam, update
 from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
+from data.campaigns import campaign_protocol
 from data.queue.records import AnswerInvalid, AssignmentNotFound, QueueError
-from schemas.protocols import Protocol, get_protocol, to_canonical, to_shown
+from schemas.protocols import to_canonical, to_shown
 from schemas.tables import Annotation, Assignment, Campaign, Draft, Item, Pair, Response, Unit
 
 # The tables, for Core statements on the hot path (no ORM compile or object loading).
@@ -21,16 +22,6 @@ _ITEMS = Item.__table__  # type: ignore[attr-defined]
 _PAIRS = Pair.__table__  # type: ignore[attr-defined]
 _RESPONSES = Response.__table__  # type: ignore[attr-defined]
 _UNITS = Unit.__table__  # type: ignore[attr-defined]
-
-
-def campaign_protocol(campaign: Campaign) -> Protocol:
-    """The protocol of ``campaign`` with its own scale for ``score`` campaigns."""
-    return get_protocol(
-        campaign.protocol,
-        scale_min=campaign.scale_min,
-        scale_max=campaign.scale_max,
-        step=campaign.scale_step,
-    )
 
 
 def _campaign(session: Session, campaign_id: int) -> Campaign:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
@@ -233,3 +234,24 @@ def test_cli_database_mode(engine, db_url, tmp_path):
     assert set(summary["judges"]["gpt-4"]["by"]["task"]) == {"OCR", "Chart"}
     result = CliRunner().invoke(app, ["--db", db_url, "calibrate", "--campaign", "nope"])
     assert result.exit_code == 2 and "campaign 'nope' not found" in result.output
+
+
+def test_a_judge_of_another_protocol_is_neither_offered_nor_read(any_engine):
+    """The dashboard offers campaign_judges and calibrates each one it offers: a judge that
+    scored the campaign's responses under another protocol has no rows in the frame."""
+    ids = _build(any_engine)
+    with session_scope(any_engine) as s:
+        response = s.execute(select(Response).order_by(Response.id)).scalars().first()
+        s.add(
+            Judgement(
+                judge="mmie-judge",
+                protocol="mmie",
+                unit_key=f"r:{response.response_id}",
+                response_pk=response.id,
+                score=4.0,
+            )
+        )
+    with session_scope(any_engine) as s:
+        assert campaign_judges(s, ids["points"]) == ["critic", "gpt-4"]
+        frame = campaign_judgement_frame(s, ids["points"])
+    assert "mmie-judge" not in set(frame["rater"])
