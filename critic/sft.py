@@ -14,24 +14,23 @@ seed, so no item is in both.
 from __future__ import annotations
 
 import json
-import math
 import random
-import statistics
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+import numpy as np
 from sqlalchemy.engine import Engine
 
+from calibration.pairwise import LABELS
+from calibration.reference import CONSENSUS_RULES, ConsensusRule
+from calibration.reference import consensus as human_consensus
+from calibration.scale import Scale
 from critic.prompts import PromptTemplate, build_prompt, builtin_template, format_target
 from data.critic_io import AnnotatedUnit, HumanLabel, annotated_units, campaign_info, image_resolver
 from data.storage import session_scope
 from schemas.protocols import Protocol, to_shown
-
-Consensus = Literal["mean", "median", "majority"]
-CONSENSUS_MODES: tuple[str, ...] = ("mean", "median", "majority")
 
 
 class SftFileError(ValueError):
@@ -48,7 +47,7 @@ class SftOptions:
     """Seed of the item split and of the shown order of pairs."""
     per_annotator: bool = False
     """One record per annotator instead of one per unit with the consensus label."""
-    consensus: Consensus | None = None
+    consensus: ConsensusRule | None = None
     """``mean`` (default for scores), ``median``, or ``majority`` (default, and only, for pairs)."""
     vision: bool = False
     """Vision-language prompts (images as segments) instead of text-only ones."""
@@ -129,7 +128,7 @@ def build_sft_records(
     if not 0 <= options.eval_fraction < 1:
         raise ValueError(f"--eval-fraction is {options.eval_fraction}; give a number in [0, 1)")
     consensus = options.consensus or ("mean" if protocol.is_pointwise else "majority")
-    if consensus not in CONSENSUS_MODES or (protocol.is_pointwise == (consensus == "majority")):
+    if consensus not in CONSENSUS_RULES or (protocol.is_pointwise == (consensus == "majority")):
         allowed = "mean, median" if protocol.is_pointwise else "majority"
         raise ValueError(
             f"consensus {consensus!r} does not apply to {protocol.name}: use {allowed}"
@@ -297,14 +296,8 @@ def _consensus_target(
         return None
     if annotated.adjudicated is not None:
         value, source = annotated.adjudicated, "adjudicated"
-    elif protocol.is_pointwise:
-        numbers = [float(v) for v in given.values()]
-        centre = statistics.fmean(numbers) if consensus == "mean" else statistics.median(numbers)
-        value, source = _round_to_scale(centre, protocol), "consensus"
-    else:
-        counts = Counter(given.values()).most_common()
-        top = [label for label, count in counts if count == counts[0][1]]
-        value, source = (top[0] if len(top) == 1 else "tie"), "consensus"
+    else:  # the reference calibration grades the critic against (calibration.reference)
+        value, source = _consensus_value(list(given.values()), protocol, consensus), "consensus"
     closest = min(sorted(given), key=lambda name: _distance(given[name], value))
     rationale = next(lab.rationale for lab in annotated.labels if lab.annotator == closest)
     return value, rationale, sorted(given), source
@@ -316,11 +309,12 @@ def _distance(a: float | str, b: float | str) -> float:
     return abs(float(a) - float(b))
 
 
-def _round_to_scale(value: float, protocol: Protocol) -> float:
-    """Round half up to the scale step (METRICS.md ``strict_acc`` rounding); continuous scales
-    keep the value."""
-    if protocol.step is None:
-        return value
-    low = float(protocol.scale_min)  # type: ignore[arg-type]
-    steps = math.floor((value - low) / protocol.step + 0.5 + 1e-9)
-    return protocol.validate_score(low + steps * protocol.step)
+def _consensus_value(values: list[float | str], protocol: Protocol, rule: str) -> float | str:
+    """The humans' consensus on one unit, exactly as calibration computes the reference: mean or
+    median rounded half up to the scale, or the preference of more than half (else tie)."""
+    if protocol.is_pointwise:
+        centre = human_consensus(np.array([[float(v)] for v in values]), rule)  # type: ignore[arg-type]
+        scale = Scale.of(protocol)
+        return float(scale.round(centre)[0]) if scale.is_discrete else float(centre[0])
+    codes = np.array([[float(LABELS.index(str(v)))] for v in values])
+    return LABELS[int(human_consensus(codes, "majority", pairwise=True)[0])]

@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
+from calibration.pairwise import LABELS
+from calibration.reference import consensus
+from calibration.scale import Scale
 from critic.parsing import parse_judgement
-from critic.sft import SftFileError, SftOptions, export_campaign_sft, read_sft
-from schemas.protocols import ALIGNMMBENCH, PAIRWISE, to_canonical
+from critic.sft import SftFileError, SftOptions, _consensus_value, export_campaign_sft, read_sft
+from schemas.protocols import ALIGNMMBENCH, PAIRWISE, get_protocol, to_canonical
 
 runner = CliRunner()
 
@@ -157,3 +161,24 @@ def test_export_sft_command(engine: Engine, campaigns: dict, tmp_path: Path) -> 
         ],
     )
     assert wrong.exit_code == 2 and "use mean, median" in wrong.output
+
+
+@pytest.mark.parametrize(
+    ("protocol", "labels", "rule", "expected"),
+    [
+        ("pairwise", ["A", "A", "B", "tie"], "majority", "tie"),  # 2 of 4 is not a majority
+        ("pairwise", ["A", "A", "B"], "majority", "A"),
+        ("alignmmbench", [6.0, 7.0], "mean", 7.0),  # 6.5 rounds half up, as in METRICS.md
+        ("alignmmbench", [2.0, 9.0, 9.0], "median", 9.0),
+    ],
+)
+def test_the_training_target_is_the_reference_calibration_grades_against(
+    protocol: str, labels: list, rule: str, expected: object
+) -> None:
+    """A critic trained on one label and graded against another would be scored unfairly."""
+    chosen = get_protocol(protocol)
+    pairwise = not chosen.is_pointwise
+    matrix = np.array([[LABELS.index(v) if pairwise else v] for v in labels], dtype=float)
+    code = consensus(matrix, rule, pairwise=pairwise)  # type: ignore[arg-type]
+    reference = LABELS[int(code[0])] if pairwise else float(Scale.of(chosen).round(code)[0])
+    assert _consensus_value(labels, chosen, rule) == reference == expected
