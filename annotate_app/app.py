@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotate_app.auth import current_user, login_page, logout_button, sync_session_cookie
+from annotate_app.auth import login_page, logout_button, routed_user, sync_session_cookie
 from annotate_app.navigation import HOME, pages_for
 from data.storage import DatabaseProblem
 
@@ -16,7 +16,7 @@ st.set_page_config(page_title="CritiqueLab", page_icon=str(FAVICON), layout="wid
 
 
 def _route() -> None:
-    user = current_user()
+    user = routed_user()
     if user is None:
         # Logged out, no page script runs at all, whatever page the URL names: only the login form.
         st.navigation(

@@ -26,6 +26,7 @@ from data.users import UserRecord
 USER_KEY = "user"
 TOKEN_KEY = "auth_token"
 COOKIE_NAME = "critiquelab_session"
+_ROUTED_KEY = "_routed_user"  # this run's router check, taken by the page
 
 _COOKIE_JS = """
 export default function ({ data }) {
@@ -66,13 +67,22 @@ def current_user() -> UserRecord | None:
     return user
 
 
+def routed_user() -> UserRecord | None:
+    """:func:`current_user` for the router, which runs before the page in the same script run:
+    the page's :func:`require_role` takes this check instead of querying the database again."""
+    user = current_user()
+    st.session_state[_ROUTED_KEY] = user
+    return user
+
+
 def require_role(*roles: str) -> UserRecord:
     """The logged-in user if their role is one of ``roles`` (any role when none are given).
 
     Otherwise the page stops here, showing the login form to a visitor who is not logged in and
-    a refusal to a user of another role: pages call this before anything else.
+    a refusal to a user of another role: pages call this before anything else. The account is
+    checked once per run: by the router when it ran first, else here.
     """
-    user = current_user()
+    user = st.session_state.pop(_ROUTED_KEY, None) or current_user()
     if user is None:
         login_page()
         st.stop()

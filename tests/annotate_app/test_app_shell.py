@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
+import data.auth as auth_service
 import data.users
 from annotate_app.auth import TOKEN_KEY, USER_KEY
 from annotate_app.navigation import APP_DIR, PAGES, pages_for
@@ -139,6 +140,25 @@ def test_a_disabled_account_is_logged_out_on_the_next_run(
         set_active(session, "ann", False, actor_id=None)
     at.run()
     assert [t.label for t in at.text_input] == ["User name", "Password"]
+
+
+def test_the_account_is_checked_once_per_run(
+    users: dict[str, UserRecord], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The router checks the account and the page takes that check: one query, not two."""
+    checks: list[int] = []
+    real = auth_service.active_user
+
+    def counted(session, user_id):  # type: ignore[no-untyped-def]
+        checks.append(user_id)
+        return real(session, user_id)
+
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state[USER_KEY] = users["annotator"]
+    monkeypatch.setattr("annotate_app.auth.active_user", counted)
+    at.run()
+    assert at.table  # the home page ran its own require_role
+    assert checks == [users["annotator"].id]
 
 
 def test_the_menu_offers_only_the_pages_of_the_role() -> None:
