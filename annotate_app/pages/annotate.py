@@ -50,6 +50,7 @@ def _submit(key: str, assignment_id: int) -> None:
                 preference=payload.preference, rationale=payload.rationale,
                 seconds=payload.seconds,
             )  # fmt: skip
+            others = queue.others_answers(session, step.unit_id, user.id)
     except queue.LeaseLost as error:
         _save_draft_after_refusal(assignment_id, payload)
         state["annotate_lost"] = (str(error), payload.rationale)
@@ -59,8 +60,8 @@ def _submit(key: str, assignment_id: int) -> None:
         state["annotate_refused"] = {assignment_id: (attempt + 1, str(error))}
         _save_draft_after_refusal(assignment_id, payload)
         return
-    state["annotate_submitted_unit"] = step.unit_id
     state["annotate_next"] = (step.campaign_id, step.next_unit)  # leased in the same commit
+    state["annotate_others"] = (step.campaign_id, others)  # shown until the next submit
     state.pop("annotate_refused", None)
 
 
@@ -120,8 +121,9 @@ with session_scope(engine) as session:
     else:
         view = queue.next_unit(session, campaign.id, user.id)  # type: ignore[arg-type]
     done = queue.submitted_count(session, campaign.id, user.id)  # type: ignore[arg-type]
-    just_done = state.get("annotate_submitted_unit")
-    others = queue.others_answers(session, just_done, user.id) if just_done else []
+others_campaign, others = state.get("annotate_others", (None, []))
+if others_campaign != campaign.id:  # they rated a unit of another campaign
+    others = []
 
 st.title(escape_markdown(campaign.name))
 lost = state.pop("annotate_lost", None)

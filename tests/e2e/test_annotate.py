@@ -319,3 +319,34 @@ def test_a_lost_lease_shows_the_annotator_what_they_wrote(
         draft = session.exec(select(Draft).where(Draft.unit_id == units[0].id)).one()
         assert draft.rationale == "这段理由不能丢。 This rationale must not be lost."
         assert session.exec(select(Annotation).where(Annotation.unit_id == units[0].id)).all() == []
+
+
+def test_how_others_rated_appears_after_submit_where_the_campaign_allows(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    with seeded.session() as session:
+        campaign = create_campaign(
+            session,
+            CampaignSpec(
+                name="open-book", dataset="ds-alignmmbench", protocol="alignmmbench",
+                overlap=2, models=("m1",), show_others_after_submit=True,
+            ),
+        )  # fmt: skip
+        units = session.exec(select(Unit).where(Unit.campaign_id == campaign.id)).all()
+        for unit in units[1:]:
+            unit.flagged = True  # one unit: cy and ann both answer it
+        campaign_id = campaign.id
+    cy = _user_id(seeded, "cy")
+    with seeded.session() as session:
+        view = queue.next_unit(session, campaign_id, cy)
+        queue.submit(session, view.assignment_id, cy, score=3,
+                     rationale="CY-SEEN-AFTER-SUBMIT, and only then")  # fmt: skip
+    _annotate(page, seeded, "ann", "open-book", login)
+    expect(page.get_by_text("How others rated")).to_have_count(0)  # blind before the answer
+    page.locator("body").press("6")
+    page.keyboard.type(RATIONALE)
+    page.keyboard.press("Control+Enter")
+    others = page.get_by_text("How others rated the unit you just submitted")
+    expect(others).to_be_visible()
+    others.click()
+    expect(page.get_by_text("CY-SEEN-AFTER-SUBMIT, and only then")).to_be_visible()
