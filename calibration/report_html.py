@@ -14,6 +14,7 @@ import pandas as pd
 
 from calibration.analysis import CalibrationReport
 from calibration.details import JudgeDetails
+from calibration.maps import MAP_KINDS
 from calibration.svg import bar_chart, heatmap
 
 _CSS = """
@@ -211,7 +212,7 @@ def _maps(summary: dict) -> str:
         maps = block.get("maps")
         if not maps:
             continue
-        kinds = [k for k in ("raw", "isotonic", "linear", "expected") if k in maps]
+        kinds = [k for k in ("raw", *MAP_KINDS) if k in maps]
         metrics = list(maps["raw"])
         rows = "".join(
             f"<tr><th class='text'>{escape(m)}</th>"

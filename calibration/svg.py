@@ -16,7 +16,6 @@ def bar_chart(
     series: dict[str, list[float]],
     *,
     title: str,
-    y_label: str = "",
     width: int = 640,
     height: int = 240,
     symmetric: bool = False,
@@ -61,8 +60,6 @@ def bar_chart(
             _text(x0 + group_w * 0.4, height - bottom + 14, category, anchor="middle", size=10)
         )
     parts.append(_legend(list(series), width - right, top))
-    if y_label:
-        parts.append(_text(12, top + plot_h / 2, y_label, anchor="middle", size=10, rotate=True))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -140,12 +137,10 @@ def _text(
     size: int = 12,
     weight: str = "normal",
     fill: str = "#222",
-    rotate: bool = False,
 ) -> str:
-    transform = f' transform="rotate(-90 {x:.1f} {y:.1f})"' if rotate else ""
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}" '
-        f'font-weight="{weight}" fill="{fill}"{transform}>{escape(str(text))}</text>'
+        f'font-weight="{weight}" fill="{fill}">{escape(str(text))}</text>'
     )
 
 

@@ -50,10 +50,6 @@ class UnitData:
         rows = self.frame[(self.frame["kind"] == "model") & (self.frame["rater"] == judge)]
         return rows.assign(unit_index=self.unit_index(rows["unit"]))
 
-    def human_rows(self) -> pd.DataFrame:
-        rows = self.frame[self.frame["kind"] == "human"]
-        return rows.assign(unit_index=self.unit_index(rows["unit"]))
-
 
 def normalise_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Check the required columns and add the optional ones (None / 'AB' / 'ok' / '')."""

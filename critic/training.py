@@ -18,7 +18,7 @@ import json
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,6 @@ class TrainResult:
     """Training conversations whose prompt was cut on the left to fit ``max_length``."""
     eval: EvalSummary | None = None
     calibration_file: Path | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ConversationDataset(Dataset):
@@ -203,7 +202,9 @@ def _train(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None)
                 limit=config.eval_limit,
             )
             calibration_file = final_dir / CALIBRATION_FILE
-            calibration_file.write_text(json.dumps(summary.report, indent=2, ensure_ascii=False))
+            calibration_file.write_text(
+                json.dumps(summary.report, indent=2, ensure_ascii=False), "utf-8"
+            )
     return TrainResult(
         final_dir=final_dir,
         steps=trainer.state.global_step,

@@ -12,6 +12,7 @@ import typer
 
 from annotate_app.cli.context import state
 from data.importers import import_alignmmbench, import_jsonl, import_judgements, import_mmie
+from data.importers.judgement_files import file_format
 from data.storage import session_scope
 from schemas.protocols import parse_scale
 
@@ -124,7 +125,7 @@ def judgments_import(
 ) -> None:
     """Import model judgements (GPT-4 outputs produced elsewhere, a critic's scores...)."""
     cli = state(ctx)
-    total = _count_lines(file) if file.suffix.lower() == ".jsonl" else None
+    total = _count_lines(file) if file_format(file) == "jsonl" else None
     progress = cli.progress(f"checking {file.name}", total=total)
     with progress as advance, session_scope(cli.engine()) as session:
         summary = import_judgements(

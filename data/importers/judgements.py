@@ -28,7 +28,7 @@ from data.importers.judgement_files import read_judgement_records
 from data.judgements import insert_judgements, pair_unit_key, response_unit_key
 from schemas.protocols import InvalidJudgement, Protocol, get_protocol
 from schemas.records import JudgementRecord
-from schemas.tables import PARSE_STATUSES, Item, Judgement, Pair, Response, utcnow
+from schemas.tables import PARSE_STATUSES, Judgement, Pair, Response, utcnow
 
 KEY_COLUMNS: tuple[str, ...] = ("judge", "prompt_id", "unit_key", "shown_order", "sample")
 COLUMNS_IN_META: tuple[str, ...] = ("sample", "usage", "input_sha256")
@@ -39,7 +39,6 @@ COMPARED_COLUMNS: tuple[str, ...] = (
 _JUDGEMENTS: Table = Judgement.__table__  # type: ignore[attr-defined]
 _RESPONSES: Table = Response.__table__  # type: ignore[attr-defined]
 _PAIRS: Table = Pair.__table__  # type: ignore[attr-defined]
-_ITEMS: Table = Item.__table__  # type: ignore[attr-defined]
 _CHUNK = 500
 _Fail = Callable[[str, str], InvalidRecord]
 
