@@ -381,14 +381,7 @@ def _pair_units(
                 for i, a, b in missing
             ],
         )
-        existing = {
-            (pair.response_a_pk, pair.response_b_pk): pair
-            for pair in session.exec(
-                select(Pair)
-                .join(Item, Item.id == Pair.item_pk)
-                .where(Item.dataset_id == dataset_id)
-            )
-        }
+        existing = _dataset_pairs(session, dataset_id)
     units = []
     for item_pk, a, b in wanted:
         pair = existing.get((a, b)) or existing[(b, a)]
