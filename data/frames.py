@@ -77,7 +77,7 @@ def campaign_judges(session: Session, campaign_id: int) -> list[str]:
     """Names of the model judges that scored units of the campaign under its protocol (the
     judgements :func:`campaign_judgement_frame` reads)."""
     campaign = session.get(Campaign, campaign_id)
-    judges = _campaign_judgements(campaign, Judgement.judge).distinct()
+    judges = campaign_judgements(campaign, Judgement.judge).distinct()
     return list(session.execute(judges.order_by(Judgement.judge)).scalars())
 
 
@@ -213,7 +213,7 @@ def _annotations(session: Session, campaign: Campaign) -> pd.DataFrame:
 
 
 def _judgements(session: Session, campaign: Campaign, judges: list[str] | None) -> pd.DataFrame:
-    statement = _campaign_judgements(
+    statement = campaign_judgements(
         campaign,
         Judgement.judge,
         Judgement.score,
@@ -242,7 +242,7 @@ def _judgements(session: Session, campaign: Campaign, judges: list[str] | None) 
     )
 
 
-def _campaign_judgements(campaign: Campaign, *columns: Any, unit_id: bool = False) -> Any:
+def campaign_judgements(campaign: Campaign, *columns: Any, unit_id: bool = False) -> Any:
     """``SELECT [unit_id,] *columns`` over the model judgements of the campaign's units made
     under the campaign's protocol (a judge may have scored the same responses under another)."""
     units = (

@@ -10,6 +10,7 @@ from sqlalchemy import Table
 from sqlmodel import Session, select
 
 from data.campaigns import campaign_protocol, get_campaign
+from data.frames import campaign_judgements
 from data.importers.judgements import COLUMNS_IN_META
 from schemas.protocols import get_protocol
 from schemas.records import JudgementRecord
@@ -65,19 +66,12 @@ def model_judgement_records(
     session: Session, *, judges: Sequence[str] = (), campaign_name: str | None = None
 ) -> list[JudgementRecord]:
     """Model judgements (of ``judges`` if given; on the units of a campaign if given)."""
-    query = select(Judgement).order_by(Judgement.id)
+    query = select(Judgement)
+    if campaign_name is not None:  # the judgements the campaign's calibration reads
+        query = campaign_judgements(get_campaign(session, campaign_name), Judgement)
     if judges:
         query = query.where(Judgement.judge.in_(judges))  # type: ignore[attr-defined]
-    if campaign_name is not None:
-        campaign = get_campaign(session, campaign_name)
-        units = list(session.exec(select(Unit.response_pk, Unit.pair_pk).where(
-            Unit.campaign_id == campaign.id)))  # fmt: skip
-        response_pks = [r for r, _ in units if r is not None]
-        pair_pks = [p for _, p in units if p is not None]
-        query = query.where(
-            Judgement.response_pk.in_(response_pks) | Judgement.pair_pk.in_(pair_pks)  # type: ignore[union-attr]
-        )
-    judgements = list(session.exec(query))
+    judgements = list(session.execute(query.order_by(Judgement.id)).scalars())
     names = _unit_names(session, [(j.response_pk, j.pair_pk) for j in judgements])
     records = []
     for judgement in judgements:

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from calibration import CalibrationOptions, calibrate
+from data.exporters import model_judgement_records
 from data.frames import (
     CampaignNotFound,
     campaign_judgement_frame,
@@ -254,4 +255,7 @@ def test_a_judge_of_another_protocol_is_neither_offered_nor_read(any_engine):
     with session_scope(any_engine) as s:
         assert campaign_judges(s, ids["points"]) == ["critic", "gpt-4"]
         frame = campaign_judgement_frame(s, ids["points"])
+        exported = model_judgement_records(s, campaign_name="points")
     assert "mmie-judge" not in set(frame["rater"])
+    assert {record.judge for record in exported} == {"critic", "gpt-4"}  # export judgments too
+    assert len(exported) == len(frame[frame["kind"] == "model"])
