@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from data.audit import list_events
+from data.audit import count_events, list_events
 from schemas.tables import AuditEvent, User
 
 AUDIT_COLUMNS: tuple[str, ...] = ("id", "at", "actor", "action", "entity", "entity_id", "detail")
@@ -63,6 +63,17 @@ def audit_rows(
         )
         for event in events
     ]
+
+
+def audit_count(
+    session: Session,
+    *,
+    entity: str | None = None,
+    entity_id: str | None = None,
+    action_prefix: str | None = None,
+) -> int:
+    """How many events :func:`audit_rows` would give without a limit."""
+    return count_events(session, entity=entity, entity_id=entity_id, action_prefix=action_prefix)
 
 
 def audit_jsonl(rows: list[AuditRow]) -> bytes:

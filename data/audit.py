@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, func, select
 
 from schemas.tables import AuditEvent
 
@@ -43,13 +43,34 @@ def list_events(
     limit: int | None = 500,
 ) -> list[AuditEvent]:
     """Audit events, newest first, optionally for one entity or one family of actions."""
-    query = select(AuditEvent).order_by(AuditEvent.at.desc(), AuditEvent.id.desc())
+    query = _filtered(select(AuditEvent), entity, entity_id, action_prefix)
+    query = query.order_by(AuditEvent.at.desc(), AuditEvent.id.desc())
+    if limit is not None:
+        query = query.limit(limit)
+    return list(session.exec(query))
+
+
+def count_events(
+    session: Session,
+    *,
+    entity: str | None = None,
+    entity_id: str | int | None = None,
+    action_prefix: str | None = None,
+) -> int:
+    """How many events :func:`list_events` would give without a limit."""
+    query = _filtered(
+        select(func.count()).select_from(AuditEvent), entity, entity_id, action_prefix
+    )
+    return int(session.exec(query).one())
+
+
+def _filtered(
+    query: Any, entity: str | None, entity_id: str | int | None, prefix: str | None
+) -> Any:
     if entity is not None:
         query = query.where(AuditEvent.entity == entity)
     if entity_id is not None:
         query = query.where(AuditEvent.entity_id == str(entity_id))
-    if action_prefix is not None:
-        query = query.where(AuditEvent.action.startswith(action_prefix))
-    if limit is not None:
-        query = query.limit(limit)
-    return list(session.exec(query))
+    if prefix is not None:
+        query = query.where(AuditEvent.action.startswith(prefix))
+    return query
