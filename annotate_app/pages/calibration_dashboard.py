@@ -8,6 +8,7 @@ be downloaded.
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -119,15 +120,17 @@ def _dashboard() -> None:
     download_html, download_json = st.columns(2)
     download_html.download_button(
         "Download the HTML report",
-        render_html(report),
+        partial(render_html, report),  # rendered only when clicked, not on every rerun
         file_name=f"calibration-{campaign.name}.html",
         mime="text/html",
+        on_click="ignore",
     )
     download_json.download_button(
         "Download the JSON",
-        json.dumps(summary, indent=2, ensure_ascii=False),
+        partial(json.dumps, summary, indent=2, ensure_ascii=False),
         file_name=f"calibration-{campaign.name}.json",
         mime="application/json",
+        on_click="ignore",
     )
 
     st.subheader("Judges against the reference")
@@ -210,5 +213,4 @@ def _dashboard() -> None:
                     st.text(text)
 
 
-if __name__ != "calibration":
-    _dashboard()
+_dashboard()
