@@ -6,7 +6,8 @@ transaction) into a fresh SQLite database, re-imports the same files (idempotent
 written), and compares with a baseline in the same run: the naive per-row ORM insert (look the
 row up, ``session.add``, ``flush``) on a subsample, extrapolated to the full row count.
 
-Run: ``.venv/bin/python bench/import_bench.py [--models 16] [--baseline-items 300]``.
+Run: ``.venv/bin/python bench/import_bench.py METADATA.jsonl [--models 16] [--baseline-items 300]``
+(the AlignMMBench metadata, distributed by its authors).
 Prints one JSON object.
 """
 
@@ -30,7 +31,6 @@ from data.importers import import_alignmmbench  # noqa: E402
 from data.storage import make_engine, session_scope, upgrade_database  # noqa: E402
 from schemas.tables import Dataset, Item, Response  # noqa: E402
 
-METADATA = REPO / ".." / "shared" / "datasets" / "alignmmbench" / "metadata.jsonl"
 WORDS = ("cat", "mat", "red", "sits", "on", "the", "while", "two", "birds", "watch", "old", "fence")
 
 
@@ -95,12 +95,15 @@ def _naive_insert(folder: Path, metadata: list[dict], files: list[tuple[Path, st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "metadata", type=Path, help="AlignMMBench metadata.jsonl (distributed by its authors)"
+    )
     parser.add_argument("--models", type=int, default=16)
     parser.add_argument("--baseline-items", type=int, default=300)
     args = parser.parse_args()
-    if not METADATA.exists():
-        sys.exit(f"AlignMMBench metadata not found at {METADATA.resolve()}")
-    metadata = [json.loads(line) for line in METADATA.read_text(encoding="utf-8").splitlines()]
+    if not args.metadata.is_file():
+        sys.exit(f"AlignMMBench metadata not found at {args.metadata.resolve()}")
+    metadata = [json.loads(line) for line in args.metadata.read_text(encoding="utf-8").splitlines()]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         files = _response_files(folder, [line["question_id"] for line in metadata], args.models)
@@ -108,14 +111,14 @@ def main() -> None:
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         start = time.perf_counter()
         with session_scope(engine) as session:
-            summary = import_alignmmbench(session, METADATA, responses=files,
+            summary = import_alignmmbench(session, args.metadata, responses=files,
                                           allow_missing_images=True)  # fmt: skip
         seconds = time.perf_counter() - start
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rows = summary.items_added + summary.responses_added
         start = time.perf_counter()
         with session_scope(engine) as session:
-            again = import_alignmmbench(session, METADATA, responses=files,
+            again = import_alignmmbench(session, args.metadata, responses=files,
                                         allow_missing_images=True)  # fmt: skip
         reimport_seconds = time.perf_counter() - start
         engine.dispose()

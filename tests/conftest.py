@@ -1,4 +1,4 @@
-"""Shared fixtures: fresh databases (SQLite and a real PostgreSQL server), the shared data folder.
+"""Shared fixtures: fresh databases (SQLite and a real PostgreSQL server), the test data folders.
 
 PostgreSQL and browser tests skip with a reason when the server or browser is missing, unless
 ``CRITIQUELAB_REQUIRE_E2E=1`` (set by ``.ci/run``), where a missing one is a failure.
@@ -23,7 +23,8 @@ from data.storage import make_engine, upgrade_database
 from tests.skips import missing
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DIR = (REPO_ROOT / ".." / "shared").resolve()
+FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
+ALIGNMMBENCH_ENV = "CRITIQUELAB_ALIGNMMBENCH_DIR"
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
 # One set of browser fixtures (app server, Chromium, page, login) for every test folder: a second
@@ -32,10 +33,25 @@ pytest_plugins = ["tests.browser_fixtures"]
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    if not (SHARED_DIR / "datasets").is_dir():
-        pytest.skip(f"shared data folder not found at {SHARED_DIR}")
-    return SHARED_DIR
+def fixtures_dir() -> Path:
+    """The vendored public data (PandaLM, HANNA) under ``tests/fixtures/``."""
+    return FIXTURES_DIR
+
+
+@pytest.fixture(scope="session")
+def alignmmbench_metadata() -> Path:
+    """AlignMMBench's ``metadata.jsonl`` (CC BY-NC-SA, not vendored) from ``$CRITIQUELAB_ALIGNMMBENCH_DIR``.
+
+    Skips when the variable is unset; fails when it is set but the file is not there, so that
+    CI, which sets it, never skips these tests silently.
+    """
+    folder = os.environ.get(ALIGNMMBENCH_ENV)
+    if not folder:
+        pytest.skip(f"${ALIGNMMBENCH_ENV} is not set (the folder with AlignMMBench metadata.jsonl)")
+    path = Path(folder) / "metadata.jsonl"
+    if not path.is_file():
+        pytest.fail(f"${ALIGNMMBENCH_ENV} is {folder}, but {path} does not exist")
+    return path
 
 
 @pytest.fixture

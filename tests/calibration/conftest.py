@@ -19,11 +19,8 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 
 @pytest.fixture(scope="session")
-def pandalm_dir(shared_dir: Path) -> Path:
-    folder = shared_dir / "datasets" / "pandalm"
-    if not (folder / "testset-v1.json").exists():
-        pytest.skip(f"PandaLM data not found in {folder}")
-    return folder
+def pandalm_dir(fixtures_dir: Path) -> Path:
+    return fixtures_dir / "pandalm"
 
 
 @pytest.fixture
@@ -82,11 +79,8 @@ def pandalm_files(pandalm_dir: Path, tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def hanna(shared_dir: Path) -> pd.DataFrame:
-    path = shared_dir / "datasets" / "hanna" / "hanna_human_and_llm_scores_long.csv"
-    if not path.exists():
-        pytest.skip(f"HANNA data not found at {path}")
-    return pd.read_csv(path)
+def hanna(fixtures_dir: Path) -> pd.DataFrame:
+    return pd.read_csv(fixtures_dir / "hanna" / "hanna_human_and_llm_scores_long.csv")
 
 
 def majority(labels: list[str]) -> str:

@@ -28,9 +28,9 @@ def _metadata_line(question_id: str, **changes: object) -> dict[str, object]:
 
 
 def test_real_metadata_imports_completely_with_allow_missing_images(
-    engine: Engine, shared_dir: Path
+    engine: Engine, alignmmbench_metadata: Path
 ) -> None:
-    metadata = shared_dir / "datasets" / "alignmmbench" / "metadata.jsonl"
+    metadata = alignmmbench_metadata
     lines = [json.loads(line) for line in metadata.read_text(encoding="utf-8").splitlines()]
     with pytest.raises(MissingImages) as error, session_scope(engine) as session:
         import_alignmmbench(session, metadata)

@@ -77,8 +77,8 @@ def test_bad_input_exits_2_with_one_line_and_the_database_unchanged(
     )
 
 
-def test_real_alignmmbench_through_the_cli(db: list[str], shared_dir: Path) -> None:
-    metadata = shared_dir / "datasets" / "alignmmbench" / "metadata.jsonl"
+def test_real_alignmmbench_through_the_cli(db: list[str], alignmmbench_metadata: Path) -> None:
+    metadata = alignmmbench_metadata
     refused = runner.invoke(app, [*db, "import", "alignmmbench", str(metadata)])
     assert refused.exit_code == 2
     assert "4,978 image reference(s) to 1,054 file(s) are missing" in refused.stderr
