@@ -40,7 +40,7 @@ def fixtures_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def alignmmbench_metadata() -> Path:
-    """AlignMMBench's ``metadata.jsonl`` (CC BY-NC-SA, not vendored) from ``$CRITIQUELAB_ALIGNMMBENCH_DIR``.
+    """AlignMMBench's ``metadata.jsonl`` (CC BY-NC-SA, not vendored), from the environment.
 
     Skips when the variable is unset; fails when it is set but the file is not there, so that
     CI, which sets it, never skips these tests silently.
