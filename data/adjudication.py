@@ -8,6 +8,7 @@ calibration side reads it from the table (``data.frames.campaign_reference_overr
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
@@ -119,6 +120,24 @@ class UnitReview:
     @property
     def live_adjudication(self) -> AdjudicationView | None:
         return next((entry for entry in self.adjudications if entry.is_live), None)
+
+    @property
+    def human_mean(self) -> float | None:
+        """Mean of the live human scores; None for pairwise units or without a score."""
+        scores = [a.score for a in self.answers if a.score is not None]
+        return statistics.fmean(scores) if scores else None
+
+    @property
+    def human_median(self) -> float | None:
+        """Median of the live human scores (mean of the middle two when even); None as above."""
+        scores = [a.score for a in self.answers if a.score is not None]
+        return float(statistics.median(scores)) if scores else None
+
+    @property
+    def preference_counts(self) -> dict[str, int]:
+        """How many live human answers chose each preference (canonical order), A, B, tie."""
+        counts = Counter(a.preference for a in self.answers if a.preference is not None)
+        return {label: counts[label] for label in self.protocol.labels if counts[label]}
 
 
 def adjudication_queue(
@@ -302,12 +321,22 @@ def adjudicate(
     assert campaign is not None
     protocol = campaign_protocol(campaign)
     if protocol.is_pointwise:
-        if score is None or preference is not None:
+        if preference is not None:
             raise AdjudicationError(f"a {protocol.name} unit needs a score, not a preference")
+        if score is None:
+            raise AdjudicationError(
+                f"choose a score ({protocol.describe_scale()}): a {protocol.name} unit needs a "
+                "score before its final label can be recorded"
+            )
         score = protocol.validate_score(score)
     else:
-        if preference is None or score is not None:
+        if score is not None:
             raise AdjudicationError("a pairwise unit needs a preference (A, B or tie), not a score")
+        if preference is None:
+            raise AdjudicationError(
+                "choose the better response (A, B or tie): a pairwise unit needs a preference "
+                "before its final label can be recorded"
+            )
         preference = protocol.validate_preference(preference)
     if not note.strip():
         raise AdjudicationError("write a note that says why this is the final label")

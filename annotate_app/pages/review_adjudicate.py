@@ -19,7 +19,42 @@ from data.adjudication import (
 from data.admin import PermissionDenied
 from data.campaigns import list_campaigns
 from data.storage import session_scope
-from schemas.protocols import InvalidJudgement
+from schemas.protocols import InvalidJudgement, Protocol
+
+
+def _form_keys(unit_id: int) -> dict[str, str]:
+    """Widget keys of the final-label form of one unit."""
+    return {field: f"adj_{field}_{unit_id}" for field in ("score", "preference", "note")}
+
+
+def _human_summary(review: UnitReview) -> str:
+    """The humans at a glance: mean and median of the scores, or the count of each preference."""
+    if review.protocol.is_pointwise:
+        if review.human_mean is None or review.human_median is None:
+            return "No human score yet."
+        return (
+            f"{len(review.answers)} answers · mean {review.human_mean:.2f} · "
+            f"median {review.human_median:g}"
+        )
+    counts = ", ".join(f"{label}×{n}" for label, n in review.preference_counts.items())
+    return f"{len(review.answers)} answers · {counts or 'no preference yet'}"
+
+
+def _rubric(protocol: Protocol) -> None:
+    """The protocol's scale with each band's description, and its criteria."""
+    st.markdown(f"**{escape_markdown(protocol.title)}**")
+    if protocol.bands:
+        lines = []
+        for band in protocol.bands:
+            label = band.label()
+            if protocol.percent:
+                low, high = protocol.percent_of(band.low), protocol.percent_of(band.high)
+                label += f" ({low:.0f}%)" if band.low == band.high else f" ({low:.0f}–{high:.0f}%)"
+            lines.append(f"- **{label}**: {escape_markdown(band.description)}")
+        st.markdown("\n".join(lines))
+    for criterion in protocol.criteria:
+        st.caption(escape_markdown(criterion))
+
 
 user = require_role("reviewer", "admin")
 engine = get_engine()
@@ -82,6 +117,7 @@ with content_column:
 
 with answers_column:
     st.markdown("**Human answers**")
+    st.caption(_human_summary(review))
     for answer in review.answers:
         value = answer.preference if answer.preference is not None else f"{answer.score:g}"
         with st.container(border=True):
@@ -105,19 +141,35 @@ with answers_column:
 
 st.subheader("Final label")
 protocol = review.protocol
-# One form: the label and the note reach the server together with the click, never half-updated.
-with st.form("adjudication_form", border=False):
+rubric_column, form_column = st.columns([3, 2])
+with rubric_column, st.container(border=True):
+    _rubric(protocol)
+# The widgets are keyed by unit: every unit opens with an empty form (no score chosen, no note),
+# never with what was chosen for the unit before. One form: the label and the note reach the
+# server together with the click, never half-updated.
+keys = _form_keys(review.unit_id)
+with form_column, st.form(f"adjudication_form_{review.unit_id}", border=False):
     if protocol.is_pointwise and protocol.is_discrete:
-        score = st.selectbox(
-            "Score", protocol.scale_points(), format_func="{:g}".format, key="adj_score"
-        )
-        label = {"score": score}
+        label = {
+            "score": st.selectbox(
+                "Score", protocol.scale_points(), index=None, format_func="{:g}".format,
+                placeholder="Choose a score", key=keys["score"],
+            )
+        }  # fmt: skip
     elif protocol.is_pointwise:
         low, high = float(protocol.scale_min), float(protocol.scale_max)  # type: ignore[arg-type]
-        label = {"score": st.number_input("Score", low, high, key="adj_score")}
+        label = {
+            "score": st.number_input(
+                "Score", low, high, value=None, placeholder="Type a score", key=keys["score"]
+            )
+        }
     else:
-        label = {"preference": st.radio("Better response", protocol.labels, key="adj_pref")}
-    note = st.text_area("Note: why this is the final label", key="adj_note")
+        label = {
+            "preference": st.radio(
+                "Better response", protocol.labels, index=None, key=keys["preference"]
+            )
+        }
+    note = st.text_area("Note: why this is the final label", key=keys["note"])
     record = st.form_submit_button("Record final label", type="primary", key="adj_save")
 if record:
     try:
@@ -126,5 +178,7 @@ if record:
     except (AdjudicationError, InvalidJudgement, PermissionDenied) as error:
         st.error(escape_markdown(str(error)))
     else:
+        for key in keys.values():
+            st.session_state.pop(key, None)
         st.session_state[FLASH] = f"Final label recorded for {review.unit_key}."
         st.rerun()

@@ -213,14 +213,47 @@ def test_reviewer_adjudicates_the_most_disputed_unit(world):
     assert not at.exception and not _errors(at)
     queue = at.dataframe[0].value
     assert list(queue["Answers"]) == ["2, 5, 9", "6, 7"]
-    at.selectbox(key="adj_score").select(6)
-    at.text_area(key="adj_note").input("Two of three read it right.")
+    with session_scope(engine) as session:
+        first, second = (unit.id for unit in units_of(session, campaign_id)[:2])
+    at.selectbox(key=f"adj_score_{first}").select(6)
+    at.text_area(key=f"adj_note_{first}").input("Two of three read it right.")
     at.button(key="adj_save").click().run()
     assert not _errors(at), _errors(at)
     with session_scope(engine) as session:
         [ruling] = session.exec(select(Adjudication)).all()
-        unit_id = units_of(session, campaign_id)[0].id
-    assert (ruling.unit_id, ruling.score, ruling.reviewer_id) == (unit_id, 6, people["rita"].id)
+    assert (ruling.unit_id, ruling.score, ruling.reviewer_id) == (first, 6, people["rita"].id)
+    # the next unit opens with an empty form: no score chosen, no note (it kept 6 and the note)
+    assert at.selectbox(key="adj_unit").value.unit_id == second
+    score = next(box for box in at.selectbox if box.label == "Score")
+    note = next(area for area in at.text_area if area.label.startswith("Note"))
+    assert (score.value, note.value) == (None, "")
+
+
+def test_a_final_label_needs_a_chosen_score(world):
+    engine, people, campaign_id = world
+    at = _page("pages/review_adjudicate.py", people["rita"])
+    score = next(box for box in at.selectbox if box.label == "Score")
+    assert score.value is None  # no default: the first scale point was preselected
+    note = next(area for area in at.text_area if area.label.startswith("Note"))
+    note.input("Looks fine.")
+    at.button(key="adj_save").click().run()
+    assert _errors(at) == [
+        escape_markdown(
+            "choose a score (integers 1–10): a alignmmbench unit needs a score before its final "
+            "label can be recorded"
+        )
+    ]
+    with session_scope(engine) as session:
+        assert session.exec(select(Adjudication)).all() == []
+
+
+def test_the_review_page_shows_the_human_mean_median_and_the_rubric(world):
+    _, people, _ = world
+    at = _page("pages/review_adjudicate.py", people["rita"])
+    assert "3 answers · mean 5.33 · median 5" in [c.value for c in at.caption]  # 2, 5, 9
+    rubric = next(m.value for m in at.markdown if m.value.startswith("- **1**"))
+    band = escape_markdown("Complete and correct; at most unimportant omissions.")
+    assert f"- **9–10**: {band}" in rubric
 
 
 # --- monitor, flags, audit ------------------------------------------------------------------
