@@ -25,6 +25,7 @@ from data.queue.common import (
     _draft,
     _live_annotation,
     _own_assignment,
+    _shown,
     _validated,
     campaign_protocol,
 )
@@ -98,7 +99,9 @@ def submit(
     """Store the answer, close the lease and drop the draft, in the caller's transaction.
 
     ``preference`` is in the order shown and stored in canonical order. Submitting an assignment
-    that is already submitted returns the stored annotation (a double click stores one).
+    that is already submitted with the same answer returns the stored annotation (a double click
+    stores one); with a different answer (a second tab) it stores a new revision, as
+    :func:`revise` does, and keeps the earlier one.
     """
     now = now or utcnow()
     session.flush()  # what the ORM statements used to autoflush (a no-op when clean)
@@ -145,7 +148,10 @@ def submit_and_next(
         )
         following = next_unit(session, annotation.campaign_id, annotator_id, now)
         assert annotation.id is not None  # flushed
-        return SubmitStep(annotation.id, annotation.unit_id, annotation.campaign_id, following)
+        return SubmitStep(
+            annotation.id, annotation.unit_id, annotation.campaign_id, following,
+            annotation.revision,
+        )  # fmt: skip
     following = _next_unit(session, stored.campaign, annotator_id, now)
     values = stored.values
     return SubmitStep(stored.annotation_id, values["unit_id"], values["campaign_id"], following)
@@ -165,7 +171,9 @@ def _submit_otherwise(
     expired (retaken if its slot is free), or loaded in the session."""
     assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
     if assignment.status == "submitted":
-        return _live_annotation(session, assignment.unit_id, annotator_id)
+        return _submit_again(
+            session, assignment, annotator_id, score, preference, rationale, seconds
+        )
     if assignment.status in ("skipped", "released"):
         raise AssignmentNotFound("you gave this unit back (skipped or reported): open the next one")
     campaign = _campaign(session, assignment.campaign_id)
@@ -189,6 +197,34 @@ def _submit_otherwise(
     _count_submission(session, assignment.unit_id, annotator_id)
     session.flush()
     return annotation
+
+
+def _submit_again(
+    session: Session,
+    assignment: Assignment,
+    annotator_id: int,
+    score: float | None,
+    preference: str | None,
+    rationale: str,
+    seconds: float,
+) -> Annotation:
+    """A submit of an assignment that is already submitted (a double click, or a second tab).
+
+    The same answer as the live one returns it and stores nothing. A different answer is stored
+    as a new revision, exactly as an edit from *My work* (:func:`revise`): the earlier answer is
+    kept and audited, and the caller can tell from ``revision`` that it was not the first.
+    """
+    live = _live_annotation(session, assignment.unit_id, annotator_id)
+    campaign = _campaign(session, assignment.campaign_id)
+    score, canonical = _check_answer(campaign, assignment.shown_order, score, preference, rationale)
+    if (live.score, live.preference, live.rationale) == (score, canonical, rationale):
+        return live
+    shown = _shown(canonical, assignment.shown_order)
+    assert live.id is not None  # loaded from the database
+    return revise(
+        session, live.id, annotator_id, score=score, preference=shown, rationale=rationale,
+        extra_seconds=seconds,
+    )  # fmt: skip
 
 
 def _annotation_values(

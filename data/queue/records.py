@@ -116,3 +116,6 @@ class SubmitStep:
     unit_id: int
     campaign_id: int
     next_unit: UnitView | None
+    revision: int = 1
+    """Above 1 when the unit was already answered (e.g. in another tab): this answer was stored
+    as a new revision and the earlier one is kept."""

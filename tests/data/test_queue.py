@@ -245,6 +245,65 @@ def test_submit_and_next_stores_the_answer_and_leases_the_next_unit_in_one_commi
         assert session.exec(select(func.count()).select_from(Annotation)).one() == 2
 
 
+@pytest.mark.parametrize("protocol", ["alignmmbench", "pairwise"])
+def test_a_second_tab_with_another_answer_stores_a_revision(
+    any_engine: Engine, protocol: str
+) -> None:
+    """Two tabs hold the same lease; the second submits a different answer after the first.
+
+    It used to be acknowledged and dropped (the live answer came back, nothing was stored)."""
+    campaign_id, (alice, _) = build_campaign(any_engine, protocol=protocol, items=2)
+    first_tab = _lease(any_engine, campaign_id, alice)
+    second_tab = _lease(any_engine, campaign_id, alice)
+    assert second_tab.assignment_id == first_tab.assignment_id
+    pointwise = first_tab.protocol.is_pointwise
+    answer_1 = {"score": 3} if pointwise else {"preference": "A"}
+    answer_2 = {"score": 8} if pointwise else {"preference": "B"}
+    step_1 = _submit_and_next(any_engine, first_tab, alice, seconds=10, **answer_1)
+    step_2 = _submit_and_next(
+        any_engine, second_tab, alice, rationale=RATIONALE + " Second tab.", seconds=4, **answer_2
+    )
+    assert (step_1.revision, step_2.revision) == (1, 2)
+    assert step_2.annotation_id != step_1.annotation_id and step_2.unit_id == step_1.unit_id
+    assert step_2.next_unit.assignment_id == step_1.next_unit.assignment_id  # no second lease
+    # The same answer again (a double click in the second tab) stores nothing new.
+    again = _submit_and_next(
+        any_engine, second_tab, alice, rationale=RATIONALE + " Second tab.", **answer_2
+    )
+    assert (again.annotation_id, again.revision) == (step_2.annotation_id, 2)
+    with Session(any_engine) as session:
+        rows = session.exec(
+            select(Annotation).where(Annotation.unit_id == first_tab.unit_id)
+            .order_by(Annotation.revision)
+        ).all()  # fmt: skip
+        assert [(a.revision, a.is_live, a.rationale) for a in rows] == [
+            (1, False, RATIONALE), (2, True, RATIONALE + " Second tab."),
+        ]  # fmt: skip
+        assert rows[1].meta == {"revises": rows[0].id} and rows[1].seconds == 14
+        if pointwise:
+            assert (rows[0].score, rows[1].score) == (3, 8)
+        else:  # stored canonical: the second tab's "B" as shown
+            swapped = first_tab.shown_order == "BA"
+            assert (rows[0].preference, rows[1].preference) == (
+                ("B", "A") if swapped else ("A", "B")
+            )
+        event = session.exec(
+            select(AuditEvent).where(AuditEvent.action == "annotation.revise")
+        ).one()
+        assert event.entity_id == str(step_2.annotation_id)
+        _check_counters(session, campaign_id)
+
+
+def test_a_second_tab_with_an_invalid_answer_is_refused(engine: Engine) -> None:
+    campaign_id, (alice, _) = build_campaign(engine, rationale_min=20)
+    view = _lease(engine, campaign_id, alice)
+    first = _submit(engine, view, alice, score=3)
+    with pytest.raises(queue.AnswerInvalid, match="at least 20"), session_scope(engine) as session:
+        queue.submit(session, view.assignment_id, alice, score=8, rationale="short")
+    with Session(engine) as session:
+        assert session.exec(select(Annotation.id)).all() == [first.id]
+
+
 def test_submit_and_next_keeps_nothing_when_the_next_lease_fails(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
