@@ -20,6 +20,10 @@ from data.storage import default_db_url
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILURE = 1
+CRITIC_EXTRA_MODULES = frozenset(
+    {"torch", "transformers", "tokenizers", "peft", "accelerate", "gguf"}
+)
+"""Top-level modules that only the ``critic`` extra installs."""
 
 
 class _ErrorMappingGroup(TyperGroup):
@@ -39,6 +43,12 @@ class _ErrorMappingGroup(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("error: interrupted; the running transaction was rolled back", err=True)
             raise typer.Exit(EXIT_FAILURE) from None
+        except ModuleNotFoundError as error:
+            root = (error.name or "").partition(".")[0]
+            if root not in CRITIC_EXTRA_MODULES:
+                raise
+            typer.echo(f"error: {missing_critic_extra(root)}", err=True)
+            raise typer.Exit(EXIT_FAILURE) from None
         except Exception as error:
             cli = ctx.obj if isinstance(ctx.obj, CliState) else None
             if cli is not None and cli.debug:
@@ -49,6 +59,15 @@ class _ErrorMappingGroup(TyperGroup):
         finally:
             if isinstance(ctx.obj, CliState):
                 ctx.obj.close()
+
+
+def missing_critic_extra(module: str) -> str:
+    """The one line that tells how to install what a critic command is missing."""
+    return (
+        f"this command needs {module}, which comes with the critic extra: "
+        "pip install torch==2.13.0 -e '.[critic]' in a clone (or pip install "
+        "'critiquelab[critic]'); torch is named so that pip takes the CPU wheel"
+    )
 
 
 def _one_line_text(text: str) -> str:
