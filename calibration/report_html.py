@@ -7,14 +7,17 @@ it is shown, never interpreted.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
 import pandas as pd
 
 from calibration.analysis import CalibrationReport
+from calibration.compare import JudgeComparison
 from calibration.details import JudgeDetails
 from calibration.maps import MAP_KINDS
+from calibration.report_compare import comparison_section
 from calibration.svg import bar_chart, heatmap
 
 _CSS = """
@@ -31,13 +34,15 @@ _ERROR_METRICS = {"mae", "mse", "rmse", "percent_mae"}
 _SIGNED_METRICS = {"bias", "smd"}  # a difference of signed errors is neither better nor worse
 
 
-def write_html(report: CalibrationReport, path: Path) -> None:
-    """Write the audit report to ``path`` (UTF-8)."""
-    Path(path).write_text(render_html(report), encoding="utf-8")
+def write_html(
+    report: CalibrationReport, path: Path, comparisons: Sequence[JudgeComparison] = ()
+) -> None:
+    """Write the audit report to ``path`` (UTF-8), with a section per judge comparison."""
+    Path(path).write_text(render_html(report, comparisons), encoding="utf-8")
 
 
-def render_html(report: CalibrationReport) -> str:
-    """The audit report as one HTML document."""
+def render_html(report: CalibrationReport, comparisons: Sequence[JudgeComparison] = ()) -> str:
+    """The audit report as one HTML document (``comparisons``: from calibration.compare)."""
     summary = report.summary
     sections = [
         _setup(summary),
@@ -47,6 +52,7 @@ def render_html(report: CalibrationReport) -> str:
         _models(summary),
         _maps(summary),
     ]
+    sections.append(comparison_section(list(comparisons)))
     for name, details in report.details.items():
         sections.append(_judge_section(summary, name, details))
     title = f"CritiqueLab calibration report — {summary['protocol']}"
