@@ -46,6 +46,7 @@ from sqlalchemy.engine import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_test import percentiles, seed_campaign, throwaway_postgres  # noqa: E402
+from system_binaries import chromium_missing, chromium_path  # noqa: E402
 
 from data import queue  # noqa: E402
 from data.storage import make_engine, session_scope, upgrade_database  # noqa: E402
@@ -225,8 +226,11 @@ def browser_latency(engine: Engine, db_url: str, data_dir: Path, units: int) -> 
         campaign = session.execute(text("SELECT name FROM campaign LIMIT 1")).scalar_one()
     values = []
     with served_app(db_url, data_dir) as url, sync_playwright() as playwright:
+        chromium = chromium_path()
+        if chromium is None:
+            raise RuntimeError(chromium_missing())
         browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", headless=True,
+            executable_path=str(chromium), headless=True,
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )  # fmt: skip
         page = browser.new_page(viewport={"width": 1280, "height": 900})

@@ -44,12 +44,14 @@ from typing import Any, TypeVar
 from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from system_binaries import postgres_bindir, postgres_missing  # noqa: E402
+
 from data import queue
 from data.campaigns import CampaignSpec, create_campaign
 from data.storage import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Assignment, Campaign, Dataset, Item, Response, Unit, User
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
 RESPONSES_PER_ITEM = 4
 T = TypeVar("T")
 RATIONALE = "Simulated annotator {annotator}: the count matches the picture, unit {unit}."
@@ -383,26 +385,30 @@ def _as_postgres(command: str) -> None:
 
 
 class PostgresCluster:
-    """A PostgreSQL 15 cluster of its own in a temp folder, on a free 127.0.0.1 port."""
+    """A PostgreSQL cluster of its own in a temp folder, on a free 127.0.0.1 port."""
 
     def __init__(self) -> None:
+        bindir = postgres_bindir()
+        if bindir is None:
+            raise RuntimeError(postgres_missing())
+        self.bin = bindir
         self.folder = Path(tempfile.mkdtemp(prefix="critiquelab-pg-"))
         if os.geteuid() == 0:
             shutil.chown(self.folder, "postgres", "postgres")
         self.data, self.port = self.folder / "data", _free_port()
         self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
-        _as_postgres(f"{PG_BIN}/initdb -A trust -U postgres -D {self.data} > /dev/null")
+        _as_postgres(f"{self.bin}/initdb -A trust -U postgres -D {self.data} > /dev/null")
 
     def start(self) -> None:
         _as_postgres(
-            f"{PG_BIN}/pg_ctl -D {self.data} -l {self.folder}/log -w -o '-p {self.port} "
+            f"{self.bin}/pg_ctl -D {self.data} -l {self.folder}/log -w -o '-p {self.port} "
             f"-k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=200' start"
             " > /dev/null"
         )
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``fast``: end sessions cleanly; ``immediate``: like a crash)."""
-        _as_postgres(f"{PG_BIN}/pg_ctl -D {self.data} -m {mode} -w stop > /dev/null")
+        _as_postgres(f"{self.bin}/pg_ctl -D {self.data} -m {mode} -w stop > /dev/null")
 
     def remove(self) -> None:
         with contextlib.suppress(subprocess.CalledProcessError):

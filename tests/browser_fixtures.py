@@ -6,7 +6,7 @@
   folder is ``$CRITIQUELAB_DATA_DIR`` for the whole module). The server log is saved to
   ``test-artifacts/<module>-server.log``.
 * ``browser`` (one per run): Debian's Chromium driven by Playwright; skips (fails under
-  ``CRITIQUELAB_REQUIRE_E2E=1``) when ``/usr/bin/chromium`` is missing.
+  ``CRITIQUELAB_REQUIRE_E2E=1``) when no Chromium is found (:mod:`bench.system_binaries`).
 * ``page``: a fresh browser context per test; a screenshot of the page at the end of every test
   goes to ``test-artifacts/<module>-<test>.png`` (``-FAILED`` added when the test failed).
 * ``login``: ``login(page, base_url, name, password)`` fills the login form and waits until the
@@ -37,13 +37,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from annotate_app.auth import COOKIE_NAME as SESSION_COOKIE
+from bench.system_binaries import chromium_missing, chromium_path
 from data.storage import make_engine, session_scope, upgrade_database
 from data.users import UserRecord, create_user
 from tests.skips import missing
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO_ROOT / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = chromium_path()
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 SERVER_START_TIMEOUT_S = 60
 UI_TIMEOUT_MS = 15_000
@@ -151,8 +152,8 @@ def browser() -> Iterator[Any]:
 
     One per test module: Playwright's sync API keeps an event loop running while it is open, which
     would break later tests of other modules that call ``asyncio.run``."""
-    if not CHROMIUM.exists():
-        missing(f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+    if CHROMIUM is None:
+        missing(chromium_missing())
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
+from bench.system_binaries import postgres_bindir, postgres_missing
 from data.storage import make_engine, upgrade_database
 from tests.skips import missing
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
 ALIGNMMBENCH_ENV = "CRITIQUELAB_ALIGNMMBENCH_DIR"
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
 # One set of browser fixtures (app server, Chromium, page, login) for every test folder: a second
 # Playwright instance in the same session would collide with the first one's event loop.
@@ -89,16 +89,17 @@ def pg_server() -> Iterator[str]:
     if external:
         yield external.rstrip("/")
         return
-    if not (PG_BIN / "initdb").exists():
-        missing(f"PostgreSQL server binaries not found in {PG_BIN} (apt-get install postgresql)")
+    bindir = postgres_bindir()
+    if bindir is None:
+        missing(postgres_missing())
     folder = Path(tempfile.mkdtemp(prefix="critiquelab-pg-"))
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
     data, port = folder / "data", _free_port()
     try:
-        _as_postgres(f"{PG_BIN}/initdb -A trust -U postgres -D {data} > /dev/null")
+        _as_postgres(f"{bindir}/initdb -A trust -U postgres -D {data} > /dev/null")
         _as_postgres(
-            f"{PG_BIN}/pg_ctl -D {data} -l {folder}/log -w -o "
+            f"{bindir}/pg_ctl -D {data} -l {folder}/log -w -o "
             f"'-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200 "
             f"-c fsync=off' start > /dev/null"
         )
@@ -106,7 +107,7 @@ def pg_server() -> Iterator[str]:
         missing(f"could not start PostgreSQL: {error.stderr.decode(errors='replace')[-300:]}")
     yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
     with contextlib.suppress(subprocess.CalledProcessError):  # already gone is fine
-        _as_postgres(f"{PG_BIN}/pg_ctl -D {data} -m immediate stop > /dev/null")
+        _as_postgres(f"{bindir}/pg_ctl -D {data} -m immediate stop > /dev/null")
     shutil.rmtree(folder, ignore_errors=True)
 
 

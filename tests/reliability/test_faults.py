@@ -109,8 +109,8 @@ def test_sigkill_mid_stream_loses_no_acknowledged_submit_and_no_draft(
 @pytest.fixture(scope="module")
 def own_postgres(load_test: ModuleType) -> Iterator[Any]:
     """A PostgreSQL cluster of this module's own, so it can be stopped and restarted."""
-    if not (load_test.PG_BIN / "initdb").exists():
-        reason = f"PostgreSQL server binaries not found in {load_test.PG_BIN}"
+    if load_test.postgres_bindir() is None:
+        reason = load_test.postgres_missing()
         if os.environ.get("CRITIQUELAB_REQUIRE_E2E") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
