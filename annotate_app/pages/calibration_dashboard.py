@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app.auth import require_role
+from annotate_app.compare_view import render_comparison
 from annotate_app.db import get_engine
 from annotate_app.render import render_content, render_history
 from annotate_app.text import escape_markdown
@@ -164,12 +165,16 @@ def _dashboard() -> None:
         st.subheader("Models")
         st.dataframe(model_table(summary))
 
+    render_comparison(
+        frame, overrides, protocol, judges, unparsed=unparsed, bootstrap=int(bootstrap)
+    )
+
     for judge in judges:
         details = report.details[judge]
         block = summary["judges"][judge]
-        st.subheader(f"Judge: {judge}")
+        st.subheader(f"Judge: {escape_markdown(judge)}")
         status = ", ".join(f"{k}: {v}" for k, v in block.get("parse_status", {}).items())
-        st.write(f"Parse coverage {block['coverage']:.3f} ({status})")
+        st.write(f"Parse coverage {block['coverage']:.3f} ({escape_markdown(status)})")
         shares = details.distribution / details.distribution.sum().replace(0, 1)
         st.markdown("Distribution of values (share), judge beside the humans")
         st.bar_chart(shares, stack=False)

@@ -1,0 +1,67 @@
+"""The calibration page's "Is judge A better than judge B?" block (calibration.compare).
+
+A picker of two sides (any judge of the campaign, or the leave-one-out human), then the same
+table as ``critiquelab calibrate --compare A B`` and the HTML report.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app.text import escape_markdown
+from calibration import CalibrationOptions
+from calibration.compare import HUMAN, JudgeComparison, compare_judges
+from calibration.report_compare import comparison_caption, comparison_table, side_label
+from schemas.protocols import Protocol
+
+
+@st.cache_data(show_spinner="Comparing the two judges on the same resamples…", max_entries=16)
+def _comparison(
+    frame: pd.DataFrame,
+    overrides: dict,
+    protocol_name: str,
+    _protocol: Protocol,
+    a: str,
+    b: str,
+    unparsed: str,
+    bootstrap: int,
+    seed: int,
+) -> JudgeComparison:
+    options = CalibrationOptions(
+        protocol=_protocol,
+        unparsed=unparsed,  # type: ignore[arg-type]
+        bootstrap=bootstrap,
+        seed=seed,
+    )
+    return compare_judges(frame, options, a, b, overrides=overrides)
+
+
+def render_comparison(
+    frame: pd.DataFrame,
+    overrides: dict,
+    protocol: Protocol,
+    judges: list[str],
+    *,
+    unparsed: str,
+    bootstrap: int,
+    seed: int = 0,
+) -> None:
+    """Pick A and B among ``judges`` and the human ceiling; show Δ = A − B with its interval."""
+    st.subheader("Is judge A better than judge B?")
+    n_annotators = frame.loc[frame["kind"] == "human", "rater"].nunique()
+    sides = [*judges, *([HUMAN] if n_annotators >= 2 else [])]
+    if len(sides) < 2:
+        st.info("Pick at least two judges above (or one judge, with two or more annotators).")
+        return
+    left, right = st.columns(2)
+    a = left.selectbox("A", sides, index=0, format_func=side_label, key="compare-a")
+    b = right.selectbox("B", sides, index=len(sides) - 1, format_func=side_label, key="compare-b")
+    if a == b:
+        st.info("Choose two different sides to compare.")
+        return
+    comparison = _comparison(
+        frame, overrides, protocol.name, protocol, a, b, unparsed, bootstrap, seed
+    )
+    st.caption(escape_markdown(comparison_caption(comparison)))
+    st.dataframe(comparison_table(comparison))

@@ -1,0 +1,71 @@
+"""The calibration page's "Is judge A better than judge B?" picker, under AppTest."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from annotate_app.auth import USER_KEY
+from annotate_app.navigation import APP_DIR
+from calibration import CalibrationOptions
+from calibration.compare import HUMAN, compare_judges
+from calibration.report_compare import comparison_table
+from data.frames import campaign_judgement_frame, campaign_reference_overrides, find_campaign
+from data.queue import campaign_protocol
+from data.storage import session_scope
+from data.users import create_user
+
+TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    from data.sample.build import build_sample_project
+    from data.storage import make_engine, upgrade_database
+
+    folder = tmp_path_factory.mktemp("sample")
+    url = f"sqlite:///{folder / 'critiquelab.db'}"
+    engine = make_engine(url)
+    upgrade_database(engine)
+    build_sample_project(engine, data_dir=folder / "data")
+    with session_scope(engine) as session:
+        reviewer = create_user(session, "cmp-reviewer", "a long password 123", "reviewer")
+    yield url, engine, reviewer
+    engine.dispose()
+
+
+def test_picker_shows_the_library_comparison(sample, monkeypatch):
+    url, engine, reviewer = sample
+    monkeypatch.setenv("CRITIQUELAB_DB", url)
+    at = AppTest.from_file(str(APP_DIR / "app.py"), default_timeout=TIMEOUT)
+    at.session_state[USER_KEY] = reviewer
+    at.run()
+    at = at.switch_page("pages/calibration_dashboard.py")
+    at.run()
+    assert not at.exception, at.exception
+    campaign = at.selectbox[0].value
+    at.number_input[0].set_value(100)
+    at.run()
+    assert any(s.value == "Is judge A better than judge B?" for s in at.subheader)
+    side_a, side_b = at.selectbox(key="compare-a"), at.selectbox(key="compare-b")
+    judges = [o for o in side_a.options if o != "one more human (leave-one-out)"]
+    assert side_b.options[-1] == "one more human (leave-one-out)" and len(judges) >= 2
+    side_a.set_value(judges[1])
+    side_b.set_value(HUMAN)
+    at.run()
+    assert not at.exception, at.exception
+    with session_scope(engine) as session:
+        found = find_campaign(session, campaign.name)
+        frame = campaign_judgement_frame(session, found.id)
+        overrides = campaign_reference_overrides(session, found.id)
+        protocol = campaign_protocol(found)
+    options = CalibrationOptions(protocol, bootstrap=100, seed=0)
+    expected = comparison_table(
+        compare_judges(frame, options, judges[1], HUMAN, overrides=overrides)
+    )
+    (shown,) = [d.value for d in at.dataframe if "95% interval of Δ" in d.value.columns]
+    assert list(shown.index) == list(expected.index)
+    assert shown["95% interval of Δ"].tolist() == expected["95% interval of Δ"].tolist()
+    at.selectbox(key="compare-b").set_value(judges[1])
+    at.run()
+    assert "Choose two different sides to compare." in [i.value for i in at.info]
