@@ -1,137 +1,87 @@
-"""File mode: judgement files (FORMATS.md §3) and a dataset file (§1) into the judgement frame.
+"""File mode, the pure part: judgement records into the judgement frame.
 
-No database is involved. Every bad line is an error naming the file, the line, the field and the
-fix; nothing is clamped or skipped silently.
+The files themselves are read by the data layer (``data.importers.reader``), with the same rules
+as ``import`` and ``judgments import``; what arrives here are typed
+:class:`~schemas.records.JudgementRecord` objects, each with the place it was read from. Every
+record that does not fit the protocol is named (up to 50 at once); nothing is clamped or
+skipped silently.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable
 
 import pandas as pd
-from pydantic import ValidationError
 
 from calibration.errors import CalibrationInputError
+from schemas.ids import pair_unit_key, response_unit_key
 from schemas.protocols import InvalidJudgement, Protocol
-from schemas.records import JUDGEMENT_FRAME_COLUMNS, JudgementRecord
+from schemas.records import JudgementRecord
 
-_RESERVED = set(JUDGEMENT_FRAME_COLUMNS) | {"code", "unit_index"}
+MAX_PROBLEMS = 50
+"""Records named in one error before the rest are left out."""
 
 
-def read_judgement_frame(
-    judgement_files: Iterable[Path], protocol: Protocol, dataset: Path | None = None
-) -> tuple[pd.DataFrame, str]:
-    """The judgement frame of the files, with item metadata from ``dataset``; and a data hash.
+def judgement_frame(
+    records: Iterable[tuple[str, JudgementRecord]], protocol: Protocol
+) -> pd.DataFrame:
+    """The judgement frame (:data:`~schemas.records.JUDGEMENT_FRAME_COLUMNS`, plus
+    ``response_id`` for :func:`with_response_metadata`) of ``(where, record)`` pairs.
 
-    The hash is the SHA-256 of the files' bytes in the order given (dataset last).
+    ``where`` (``file:line``) starts each error message. Raises
+    :class:`~calibration.errors.CalibrationInputError` naming every record that is of another
+    protocol or off the protocol's scale, one per line.
     """
-    digest = hashlib.sha256()
-    rows: list[dict] = []
-    for path in judgement_files:
-        path = Path(path)
-        digest.update(_read_bytes(path))
-        rows.extend(_frame_row(record, protocol, path, line) for line, record in _records(path))
+    rows: list[dict[str, object]] = []
+    problems: list[str] = []
+    for where, record in records:
+        try:
+            rows.append(_frame_row(record, protocol))
+        except (CalibrationInputError, InvalidJudgement) as error:
+            problems.append(f"{where}: {error}")
+            if len(problems) == MAX_PROBLEMS:
+                problems.append(f"stopped after {MAX_PROBLEMS} problems")
+                break
+    if problems:
+        raise CalibrationInputError("\n".join(problems))
     if not rows:
         raise CalibrationInputError("the judgement files hold no judgements")
-    frame = pd.DataFrame(rows)
-    if dataset is not None:
-        digest.update(_read_bytes(Path(dataset)))
-        frame = _with_metadata(frame, read_response_metadata(Path(dataset)))
-    return frame.drop(columns="response_id"), digest.hexdigest()
-
-
-def read_response_metadata(path: Path) -> pd.DataFrame:
-    """One row per response of a dataset file: response_id, item_id, task, category, group,
-    model and the scalar keys of the item's and the response's ``meta``."""
-    rows = []
-    for line, item in _json_lines(path):
-        for field in ("item_id", "responses"):
-            if field not in item:
-                raise CalibrationInputError(f"{path}:{line}: field `{field}` is missing")
-        base = {
-            "item_id": str(item["item_id"]),
-            "task": item.get("task"),
-            "category": item.get("category"),
-            "group": item.get("group"),
-        }
-        base |= _scalars(item.get("meta") or {})
-        for response in item["responses"]:
-            if "response_id" not in response:
-                raise CalibrationInputError(f"{path}:{line}: a response lacks `response_id`")
-            entry = base | _scalars(response.get("meta") or {})
-            entry |= {"response_id": str(response["response_id"]), "model": response.get("model")}
-            rows.append(entry)
     return pd.DataFrame(rows)
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as error:
-        raise CalibrationInputError(f"{path}: cannot read it ({error.strerror})") from None
+def with_response_metadata(frame: pd.DataFrame, metadata: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the columns of ``metadata`` (one row per ``response_id``: item_id, task,
+    category, group, model, meta keys) joined on the response; a pair takes its first
+    response's item columns and no ``model``."""
+    if metadata.empty:
+        return frame
+    merged = frame.merge(metadata, on="response_id", how="left")
+    merged.loc[merged["unit"].str.startswith("p:"), "model"] = None  # a pair has two models
+    return merged
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
-    text = _read_bytes(path).decode("utf-8", errors="strict")
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise CalibrationInputError(
-                f"{path}:{number}: not valid JSON ({error.msg}); each line must be one object"
-            ) from None
-        if not isinstance(value, dict):
-            raise CalibrationInputError(f"{path}:{number}: a line must be a JSON object")
-        yield number, value
-
-
-def _records(path: Path) -> Iterator[tuple[int, JudgementRecord]]:
-    for number, value in _json_lines(path):
-        try:
-            yield number, JudgementRecord.model_validate(value)
-        except ValidationError as error:
-            first = error.errors()[0]
-            field = ".".join(str(part) for part in first["loc"]) or "line"
-            raise CalibrationInputError(
-                f"{path}:{number}: field `{field}`: {first['msg']} (see FORMATS.md §3)"
-            ) from None
-
-
-def _frame_row(record: JudgementRecord, protocol: Protocol, path: Path, line: int) -> dict:
-    where = f"{path}:{line}"
-    expected = protocol.name
-    if record.protocol != expected and not (protocol.name == "score" and record.protocol):
+def _frame_row(record: JudgementRecord, protocol: Protocol) -> dict[str, object]:
+    if record.protocol != protocol.name and not (protocol.name == "score" and record.protocol):
         raise CalibrationInputError(
-            f"{where}: protocol is {record.protocol!r} but --protocol is {expected!r}; "
-            "calibrate one protocol at a time"
+            f"`protocol` is {record.protocol!r} but the protocol to calibrate is "
+            f"{protocol.name!r}: calibrate one protocol at a time"
         )
-    try:
-        if protocol.is_pointwise:
-            if record.response_id is None:
-                raise CalibrationInputError(f"{where}: field `response_id` is missing")
-            unit = f"r:{record.response_id}"
-            value = (
-                None
-                if record.score is None
-                else protocol.validate_score(record.score, field_name="score")
-            )
-            shown_order = "AB"
-        else:
-            if record.pair is None:
-                raise CalibrationInputError(f"{where}: field `pair` is missing")
-            unit = f"p:{record.pair[0]}|{record.pair[1]}"
-            value = record.preference
-            shown = record.shown or record.pair
-            shown_order = "AB" if tuple(shown) == tuple(record.pair) else "BA"
-    except InvalidJudgement as error:
-        raise CalibrationInputError(
-            f"{where}: {error}; fix the line or choose --protocol score --scale MIN:MAX[:STEP]"
-        ) from None
+    if protocol.is_pointwise:
+        if record.response_id is None:
+            raise CalibrationInputError("`response_id` is missing: pointwise judgements name one")
+        unit = response_unit_key(record.response_id)
+        value: object = (
+            None if record.score is None
+            else _on_scale(protocol, record.score)
+        )  # fmt: skip
+        shown_order = "AB"
+    else:
+        if record.pair is None:
+            raise CalibrationInputError("`pair` is missing: pairwise judgements name one")
+        unit = pair_unit_key(*record.pair)
+        value = record.preference
+        shown = record.shown or record.pair
+        shown_order = "AB" if tuple(shown) == tuple(record.pair) else "BA"
     status = record.parse_status or ("ok" if value is not None else "unparsed")
     return {
         "unit": unit,
@@ -146,17 +96,10 @@ def _frame_row(record: JudgementRecord, protocol: Protocol, path: Path, line: in
     }
 
 
-def _with_metadata(frame: pd.DataFrame, metadata: pd.DataFrame) -> pd.DataFrame:
-    if metadata.empty:
-        return frame
-    merged = frame.merge(metadata.drop_duplicates("response_id"), on="response_id", how="left")
-    merged.loc[merged["unit"].str.startswith("p:"), "model"] = None  # a pair has two models
-    return merged
-
-
-def _scalars(meta: dict) -> dict:
-    return {
-        str(key): value
-        for key, value in meta.items()
-        if isinstance(value, str | int | float | bool) and str(key) not in _RESERVED
-    }
+def _on_scale(protocol: Protocol, score: float) -> float:
+    try:
+        return protocol.validate_score(score, field_name="score")
+    except InvalidJudgement as error:
+        raise CalibrationInputError(
+            f"{error}: fix the line, or calibrate the protocol 'score' with a wider scale"
+        ) from None

@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import typer
 
 from annotate_app.cli.context import state
 from calibration import CalibrationInputError, CalibrationOptions, calibrate
 from calibration.compare import JudgeComparison, compare_judges
-from calibration.io import read_judgement_frame
+from calibration.io import judgement_frame, with_response_metadata
 from calibration.report_compare import comparison_text
 from calibration.report_html import write_html
 from data.frames import campaign_judgement_frame, campaign_reference_overrides, find_campaign
+from data.importers.reader import dataset_metadata, files_sha256, read_judgement_files
 from data.queue import campaign_protocol
 from data.storage import session_scope
-from schemas.protocols import get_protocol, parse_scale
+from schemas.protocols import Protocol, get_protocol, parse_scale
 
 
 def register(app: typer.Typer) -> None:
@@ -28,10 +30,16 @@ def calibrate_command(
     ctx: typer.Context,
     campaign: str = typer.Option(None, "--campaign", help="Campaign name (database mode)."),
     judgments: list[Path] = typer.Option(
-        None, "--judgments", help="Judgement JSONL file, humans and models (repeatable; file mode)."
+        None,
+        "--judgments",
+        help="Judgement file (.jsonl, .csv or .parquet), humans and models (repeatable; file "
+        "mode).",
     ),
     dataset: Path = typer.Option(
-        None, "--dataset", help="File mode: dataset JSONL giving task/category/model per response."
+        None,
+        "--dataset",
+        help="File mode: dataset file (.jsonl, .csv or .parquet) giving task/category/model per "
+        "response.",
     ),
     protocol: str = typer.Option(
         None, "--protocol", help="alignmmbench | mmie | pairwise | score (default: the campaign's)."
@@ -89,7 +97,7 @@ def calibrate_command(
                 "file mode needs --protocol alignmmbench|mmie|pairwise|score"
             )
         chosen = get_protocol(protocol, scale_min=scale_min, scale_max=scale_max, step=step)
-        frame, data_sha256 = read_judgement_frame(judgments, chosen, dataset)
+        frame, data_sha256 = _file_frame(judgments, dataset, chosen)
     options = CalibrationOptions(
         protocol=chosen,
         consensus=consensus,  # type: ignore[arg-type]
@@ -125,6 +133,20 @@ def _with_comparisons(summary: dict, comparisons: list[JudgeComparison]) -> dict
     if not comparisons:
         return summary
     return {**summary, "comparisons": [c.model_dump(mode="json") for c in comparisons]}
+
+
+def _file_frame(
+    judgments: list[Path], dataset: Path | None, protocol: Protocol
+) -> tuple[pd.DataFrame, str]:
+    """File mode: the files read by the importers' reader (same rules as ``import`` and
+    ``judgments import``), turned into the judgement frame; and the SHA-256 of the files' bytes
+    in the order given, dataset last."""
+    lines = read_judgement_files(judgments)
+    frame = judgement_frame(((line.where, line.record) for line in lines), protocol)
+    if dataset is not None:
+        frame = with_response_metadata(frame, dataset_metadata(dataset))
+    sha256 = files_sha256([*judgments, *([dataset] if dataset is not None else [])])
+    return frame.drop(columns="response_id"), sha256
 
 
 def _summary_text(summary: dict, json_out: Path | None, html_out: Path | None) -> str:

@@ -1,7 +1,8 @@
 """``critiquelab import jsonl|alignmmbench|mmie`` and ``critiquelab judgments import``.
 
-Each command validates the whole file first; a bad record exits 2 with ``FILE:LINE: ...`` and
-leaves the database as it was. Re-running an import changes nothing.
+Each command validates the whole file first; bad records exit 2 with one ``FILE:LINE: ...`` line
+each on stderr (at most 50) and leave the database as it was. Only regular files are read (not a
+pipe or a device), and an empty file is refused. Re-running an import changes nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import typer
 
 from annotate_app.cli.context import state
 from data.importers import import_alignmmbench, import_jsonl, import_judgements, import_mmie
-from data.importers.judgement_files import file_format
+from data.importers.sources import count_lines, file_kind
 from data.storage import session_scope
 from schemas.protocols import parse_scale
 
@@ -39,9 +40,11 @@ def jsonl(
     allow_missing_images: bool = _ALLOW_MISSING,
     update: bool = _UPDATE,
 ) -> None:
-    """Import a CritiqueLab dataset file: items with responses and pairs (FORMATS.md §1)."""
+    """Import a CritiqueLab dataset file (.jsonl, .csv or .parquet): items with responses and
+    pairs (FORMATS.md §1)."""
     cli = state(ctx)
-    progress = cli.progress(f"checking {file.name}", total=_count_lines(file))
+    total = count_lines(file) if file_kind(file) == "jsonl" else None
+    progress = cli.progress(f"checking {file.name}", total=total)
     with progress as advance, session_scope(cli.engine()) as session:
         summary = import_jsonl(
             session, file, dataset=dataset, images_root=images_root,
@@ -80,7 +83,7 @@ def alignmmbench(
             param_hint="--model",
         )
     cli = state(ctx)
-    progress = cli.progress(f"checking {metadata.name}", total=_count_lines(metadata))
+    progress = cli.progress(f"checking {metadata.name}", total=count_lines(metadata))
     with progress as advance, session_scope(cli.engine()) as session:
         summary = import_alignmmbench(
             session, metadata, responses=list(zip(responses, models, strict=True)),
@@ -125,7 +128,7 @@ def judgments_import(
 ) -> None:
     """Import model judgements (GPT-4 outputs produced elsewhere, a critic's scores...)."""
     cli = state(ctx)
-    total = _count_lines(file) if file_format(file) == "jsonl" else None
+    total = count_lines(file) if file_kind(file) == "jsonl" else None
     progress = cli.progress(f"checking {file.name}", total=total)
     with progress as advance, session_scope(cli.engine()) as session:
         summary = import_judgements(
@@ -133,12 +136,6 @@ def judgments_import(
             update_changed=update, on_progress=advance,
         )  # fmt: skip
     cli.emit(summary, text=summary.describe())
-
-
-def _count_lines(path: Path) -> int:
-    """Lines in a file (for the progress bar's total), counted without parsing."""
-    with path.open("rb") as handle:
-        return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
 
 
 def register(app: typer.Typer) -> None:

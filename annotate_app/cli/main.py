@@ -2,8 +2,10 @@
 
 Each family lives in its own module and adds itself with ``register(app)``.
 
-Errors: a library's typed exceptions that subclass ``ValueError`` are bad input (exit 2); anything
-else exits 1. Either way one line on stderr, the traceback only with ``--debug``.
+Errors: the project's own input errors (``ValueError`` subclasses defined in its packages, or a
+plain ``ValueError`` raised by its code) are bad input, exit 2, one line on stderr per problem (a
+file reader names up to 50 bad lines); anything else, including a ``ValueError`` from inside
+numpy or pandas, exits 1 with one line. The traceback only with ``--debug``.
 """
 
 from __future__ import annotations
@@ -53,9 +55,13 @@ class _ErrorMappingGroup(TyperGroup):
             cli = ctx.obj if isinstance(ctx.obj, CliState) else None
             if cli is not None and cli.debug:
                 raise
-            code = EXIT_BAD_INPUT if isinstance(error, ValueError) else EXIT_FAILURE
+            if _is_bad_input(error):
+                for line in str(error).splitlines() or [""]:  # a reader names every bad line
+                    if line.strip():
+                        typer.echo(f"error: {_one_line_text(line)}", err=True)
+                raise typer.Exit(EXIT_BAD_INPUT) from None
             typer.echo(f"error: {_one_line(error)}", err=True)
-            raise typer.Exit(code) from None
+            raise typer.Exit(EXIT_FAILURE) from None
         finally:
             if isinstance(ctx.obj, CliState):
                 ctx.obj.close()
@@ -68,6 +74,25 @@ def missing_critic_extra(module: str) -> str:
         "pip install torch==2.13.0 -e '.[critic]' in a clone (or pip install "
         "'critiquelab[critic]'); torch is named so that pip takes the CPU wheel"
     )
+
+
+_PROJECT_PACKAGES = ("schemas", "data", "calibration", "critic", "annotate_app")
+
+
+def _is_bad_input(error: Exception) -> bool:
+    """The project's own input errors: a ``ValueError`` whose class the project defines
+    (``InvalidRecord``, ``CalibrationInputError``...) or that the project's code raised itself.
+    A ``ValueError`` raised inside numpy, pandas or pydantic is a failure (exit 1), not bad
+    input."""
+    if not isinstance(error, ValueError):
+        return False
+    if type(error).__module__.split(".")[0] in _PROJECT_PACKAGES:
+        return True
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    raised_in = frame.tb_frame.f_globals.get("__name__", "") if frame is not None else ""
+    return type(error) is ValueError and raised_in.split(".")[0] in _PROJECT_PACKAGES
 
 
 def _one_line_text(text: str) -> str:

@@ -19,7 +19,7 @@ from sqlmodel import Session
 from data.importers.datasets import ImportSummary, import_items
 from data.importers.errors import InvalidRecord
 from data.importers.records import ItemPlan, parse_item
-from data.importers.strict_json import read_json_lines
+from data.importers.sources import read_json_lines
 
 METADATA_KEYS = ("question_id", "image_path", "history", "prompt", "ref_answer", "task", "category")
 RESPONSE_KEYS = ("question_id", "predict")

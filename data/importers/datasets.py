@@ -23,9 +23,10 @@ from sqlmodel import Session, select
 
 from data.audit import record_event
 from data.content import CheckedImage, ContentError, MissingImage, check_image, store_image
-from data.importers.errors import MissingImages
+from data.importers.errors import InvalidRecord, MissingImages, Problems
 from data.importers.records import ItemPlan
 from data.storage import engine_data_dir
+from schemas.ids import id_problem
 from schemas.tables import Dataset, Item, Pair, Response
 
 _ITEMS: Table = Item.__table__  # type: ignore[attr-defined]
@@ -114,14 +115,22 @@ def import_items(
     on_progress: Callable[[int], None] | None = None,
     actor_id: int | None = None,
     data_root: Path | None = None,
+    problems: Problems | None = None,
 ) -> ImportSummary:
     """Validate all ``plans``, then write them into dataset ``dataset_name`` (created if new).
 
     Images are copied into the store under ``data_root`` (default: the data folder of the
-    session's database, :func:`data.storage.engine_data_dir`).
+    session's database, :func:`data.storage.engine_data_dir`). Problems go to ``problems``
+    (give the collector the plans' reader uses, so one report lists the file's problems and
+    the database's) and are raised as :class:`~data.importers.errors.InvalidFile` before a row
+    is written. No input, no dataset: an empty input is refused.
     """
+    problems = problems if problems is not None else Problems()
     images = _ImageChecker(images_root)
-    prepared = _prepare(plans, images, on_progress)
+    prepared = _prepare(plans, images, on_progress, problems)
+    problems.check()
+    if not prepared:
+        raise InvalidRecord(source, None, None, "holds no items: nothing to import")
     if images.missing and not allow_missing_images:
         first_plan, first_field = next(iter(images.missing.values()))
         raise MissingImages(
@@ -131,11 +140,12 @@ def import_items(
     dataset = _dataset(session, dataset_name, prepared, source)
     assert dataset.id is not None
     new_items, changed_items, unchanged_items = _classify_items(
-        session, dataset, prepared, update_changed
+        session, dataset, prepared, update_changed, problems
     )
     new_responses, changed_responses, unchanged_responses = _classify_responses(
-        session, dataset, prepared, update_changed
+        session, dataset, prepared, update_changed, problems
     )
+    problems.check()
     for image in images.accepted.values():
         store_image(image, data_root or engine_data_dir(session.get_bind()))
     connection = session.connection()
@@ -172,56 +182,75 @@ def import_items(
 
 
 def _prepare(
-    plans: Iterable[ItemPlan], images: _ImageChecker, on_progress: Callable[[int], None] | None
+    plans: Iterable[ItemPlan],
+    images: _ImageChecker,
+    on_progress: Callable[[int], None] | None,
+    problems: Problems,
 ) -> list[_Prepared]:
     prepared: list[_Prepared] = []
     item_lines: dict[str, int | str] = {}
     response_lines: dict[str, int | str] = {}
     for plan in plans:
-        if plan.item_id in item_lines:
-            raise plan.error(
-                "item_id",
-                f"duplicate item_id {plan.item_id!r} (also at {item_lines[plan.item_id]}): "
-                "item ids are unique within a dataset",
-            )
-        item_lines[plan.item_id] = plan.location
-        row = {
-            "item_id": plan.item_id, "benchmark": plan.benchmark, "task": plan.task,
-            "category": plan.category, "group": plan.group,
-            "history": [
-                {**turn, "content": images.stored_form(turn["content"], f"history[{i}].content",
-                                                       plan)}
-                for i, turn in enumerate(plan.history)
-            ],
-            "question": images.stored_form(plan.question, "question", plan),
-            "reference": images.stored_form(plan.reference, "reference", plan),
-            "meta": plan.meta,
-        }  # fmt: skip
-        row["content_sha256"] = _fingerprint(row)
-        responses = []
-        for index, response in enumerate(plan.responses):
-            if response.response_id in response_lines:
-                raise plan.error(
-                    f"responses[{index}].response_id",
-                    f"duplicate response_id {response.response_id!r} (also at "
-                    f"{response_lines[response.response_id]}): response ids are unique",
-                )
-            response_lines[response.response_id] = plan.location
-            content = images.stored_form(response.content, f"responses[{index}].content", plan)
-            response_row = {"response_id": response.response_id, "model": response.model,
-                            "content": content, "meta": response.meta}  # fmt: skip
-            response_row["content_sha256"] = _fingerprint({**response_row, "item": plan.item_id})
-            responses.append(response_row)
-        prepared.append(_Prepared(plan, row, responses))
+        try:
+            prepared.append(_prepared(plan, images, item_lines, response_lines))
+        except InvalidRecord as error:
+            problems.add(error)
         if on_progress is not None:
             on_progress(1)
     return prepared
+
+
+def _prepared(
+    plan: ItemPlan,
+    images: _ImageChecker,
+    item_lines: dict[str, int | str],
+    response_lines: dict[str, int | str],
+) -> _Prepared:
+    """One plan as the rows to write, its images checked."""
+    if plan.item_id in item_lines:
+        raise plan.error(
+            "item_id",
+            f"duplicate item_id {plan.item_id!r} (also at {item_lines[plan.item_id]}): "
+            "item ids are unique within a dataset",
+        )
+    item_lines[plan.item_id] = plan.location
+    row = {
+        "item_id": plan.item_id, "benchmark": plan.benchmark, "task": plan.task,
+        "category": plan.category, "group": plan.group,
+        "history": [
+            {**turn, "content": images.stored_form(turn["content"], f"history[{i}].content",
+                                                   plan)}
+            for i, turn in enumerate(plan.history)
+        ],
+        "question": images.stored_form(plan.question, "question", plan),
+        "reference": images.stored_form(plan.reference, "reference", plan),
+        "meta": plan.meta,
+    }  # fmt: skip
+    row["content_sha256"] = _fingerprint(row)
+    responses = []
+    for index, response in enumerate(plan.responses):
+        if response.response_id in response_lines:
+            raise plan.error(
+                f"responses[{index}].response_id",
+                f"duplicate response_id {response.response_id!r} (also at "
+                f"{response_lines[response.response_id]}): response ids are unique",
+            )
+        response_lines[response.response_id] = plan.location
+        content = images.stored_form(response.content, f"responses[{index}].content", plan)
+        response_row = {"response_id": response.response_id, "model": response.model,
+                        "content": content, "meta": response.meta}  # fmt: skip
+        response_row["content_sha256"] = _fingerprint({**response_row, "item": plan.item_id})
+        responses.append(response_row)
+    return _Prepared(plan, row, responses)
 
 
 def _dataset(session: Session, name: str, prepared: list[_Prepared], source: str) -> Dataset:
     dataset = session.exec(select(Dataset).where(Dataset.name == name)).first()
     if dataset is not None:
         return dataset
+    problem = id_problem(name)
+    if problem is not None:  # the one id rule (schemas.ids)
+        raise InvalidRecord(source, None, None, f"the dataset name {name!r} {problem}")
     benchmarks = {p.plan.benchmark for p in prepared}
     dataset = Dataset(
         name=name,
@@ -234,7 +263,11 @@ def _dataset(session: Session, name: str, prepared: list[_Prepared], source: str
 
 
 def _classify_items(
-    session: Session, dataset: Dataset, prepared: list[_Prepared], update_changed: bool
+    session: Session,
+    dataset: Dataset,
+    prepared: list[_Prepared],
+    update_changed: bool,
+    problems: Problems,
 ) -> tuple[list[_Prepared], list[tuple[_Prepared, int]], int]:
     existing = {
         item_id: (pk, sha)
@@ -255,16 +288,23 @@ def _classify_items(
         elif update_changed:
             changed.append((item, pk))
         else:
-            raise item.plan.error(
-                "item_id",
-                f"item {item.plan.item_id!r} is already in dataset {dataset.name!r} with "
-                "different content: import with --update to replace it, or give it a new item_id",
+            problems.add(
+                item.plan.error(
+                    "item_id",
+                    f"item {item.plan.item_id!r} is already in dataset {dataset.name!r} with "
+                    "different content: import with --update to replace it, or give it a new "
+                    "item_id",
+                )
             )
     return new, changed, unchanged
 
 
 def _classify_responses(
-    session: Session, dataset: Dataset, prepared: list[_Prepared], update_changed: bool
+    session: Session,
+    dataset: Dataset,
+    prepared: list[_Prepared],
+    update_changed: bool,
+    problems: Problems,
 ) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[dict[str, Any], int]], int]:
     wanted = [(item, row) for item in prepared for row in item.responses]
     existing = dict(_existing_responses(session, [row["response_id"] for _, row in wanted]))
@@ -276,20 +316,25 @@ def _classify_responses(
             continue
         pk, sha, owner_dataset, owner_item = found
         if (owner_dataset, owner_item) != (dataset.id, item.plan.item_id):
-            raise item.plan.error(
-                "response_id",
-                f"response_id {row['response_id']!r} already belongs to item {owner_item!r} of "
-                "another dataset or item: response ids are unique across the database",
+            problems.add(
+                item.plan.error(
+                    "response_id",
+                    f"response_id {row['response_id']!r} already belongs to item {owner_item!r} of "
+                    "another dataset or item: response ids are unique across the database",
+                )
             )
+            continue
         if sha == row["content_sha256"]:
             unchanged += 1
         elif update_changed:
             changed.append((row, pk))
         else:
-            raise item.plan.error(
-                "response_id",
-                f"response {row['response_id']!r} is already stored with different content: "
-                "import with --update to replace it, or give it a new response_id",
+            problems.add(
+                item.plan.error(
+                    "response_id",
+                    f"response {row['response_id']!r} is already stored with different content: "
+                    "import with --update to replace it, or give it a new response_id",
+                )
             )
     return new, changed, unchanged
 

@@ -1,21 +1,16 @@
-"""``import jsonl``: the CritiqueLab dataset file (FORMATS.md §1), streamed line by line."""
+"""``import jsonl``: the CritiqueLab dataset file (FORMATS.md §1: JSON Lines, CSV or Parquet),
+streamed row by row through :func:`data.importers.reader.read_dataset`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlmodel import Session
 
 from data.importers.datasets import ImportSummary, import_items
-from data.importers.records import ItemPlan, parse_item
-from data.importers.strict_json import read_json_lines
-
-
-def read_dataset_jsonl(path: Path) -> Iterator[ItemPlan]:
-    """Validated plans of a §1 dataset file, one per line."""
-    for number, record in read_json_lines(path):
-        yield parse_item(record, str(path), number)
+from data.importers.errors import Problems
+from data.importers.reader import read_dataset
 
 
 def import_jsonl(
@@ -32,11 +27,15 @@ def import_jsonl(
 ) -> ImportSummary:
     """Import a §1 file into ``dataset`` (default: the file name without extension).
 
-    Image paths are relative to ``images_root`` (default: the file's folder); images are stored
-    under ``data_root`` (default :func:`data.storage.data_dir`).
+    Every problem of the file and of its records against the database is reported together
+    (:class:`~data.importers.errors.InvalidFile`); nothing is written then. Image paths
+    are relative to ``images_root`` (default: the file's folder); images are stored under
+    ``data_root`` (default :func:`data.storage.data_dir`).
     """
+    problems = Problems()
     return import_items(
-        session, read_dataset_jsonl(path), dataset_name=dataset or path.stem, source=str(path),
+        session, read_dataset(path, problems), problems=problems,
+        dataset_name=dataset or path.stem, source=str(path),
         images_root=images_root or path.parent, allow_missing_images=allow_missing_images,
         update_changed=update, on_progress=on_progress, actor_id=actor_id, data_root=data_root,
     )  # fmt: skip

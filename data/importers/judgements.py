@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,13 @@ from sqlalchemy import Table, insert, select, tuple_, update
 from sqlmodel import Session
 
 from data.audit import record_event
-from data.importers.errors import InvalidRecord
-from data.importers.judgement_files import read_judgement_records
-from data.judgements import insert_judgements, pair_unit_key, response_unit_key
+from data.importers.errors import InvalidRecord, Problems
+from data.importers.reader import read_judgements
+from data.judgements import insert_judgements
+from schemas.ids import pair_unit_key, response_unit_key
 from schemas.protocols import InvalidJudgement, Protocol, get_protocol
 from schemas.records import JudgementRecord
-from schemas.tables import PARSE_STATUSES, Judgement, Pair, Response, utcnow
+from schemas.tables import Judgement, Pair, Response, utcnow
 
 KEY_COLUMNS: tuple[str, ...] = ("judge", "prompt_id", "unit_key", "shown_order", "sample")
 COLUMNS_IN_META: tuple[str, ...] = ("sample", "usage", "input_sha256")
@@ -81,24 +81,20 @@ def import_judgements(
     ``protocol`` (with ``scale`` for ``score``) overrides the protocol named on every line.
     """
     source = str(path)
-    forced = _protocol(protocol, scale, source, 0) if protocol else None
+    forced = _protocol(protocol, scale, source, None) if protocol else None
+    problems = Problems()
     lines: list[_Line] = []
-    seen: dict[tuple[Any, ...], int | str] = {}
-    for location, record in read_judgement_records(path):
-        line = _Line(location, record, _row(record, forced, source, location))
-        key = _key(line.row)
-        if key in seen:
-            raise InvalidRecord(
-                source, location, "judge",
-                f"duplicate judgement (same judge, prompt_id, unit, shown order and sample as "
-                f"line {seen[key]}): keep one, or give them different `sample` numbers in meta",
-            )  # fmt: skip
-        seen[key] = location
-        lines.append(line)
+    for line in read_judgements(path, problems):
+        try:
+            row = _row(line.record, forced, source, line.location)
+            lines.append(_Line(line.location, line.record, row))
+        except InvalidRecord as error:
+            problems.add(error)
         if on_progress is not None:
             on_progress(1)
-    pairs_added = _attach_units(session, lines, source)
-    new, changed, unchanged = _classify(session, lines, source, update_changed)
+    problems.check()
+    pairs_added = _attach_units(session, lines, source, problems)
+    new, changed, unchanged = _classify(session, lines, source, update_changed, problems)
     added = insert_judgements(session, [Judgement(**line.row) for line in new])
     for line, pk in changed:
         session.connection().execute(
@@ -114,7 +110,10 @@ def import_judgements(
 
 
 def _protocol(
-    name: str, scale: tuple[float, float, float | None] | None, source: str, location: int | str
+    name: str,
+    scale: tuple[float, float, float | None] | None,
+    source: str,
+    location: int | str | None,
 ) -> Protocol:
     low, high, step = scale if scale else (None, None, None)
     try:
@@ -136,6 +135,12 @@ def _row(
             "human labels are collected in the app",
         )
     protocol = forced or _protocol(record.protocol, None, source, location)
+    if protocol.is_pointwise != (record.protocol != "pairwise"):
+        raise fail(
+            "protocol",
+            f"`protocol` is {record.protocol!r}, but the protocol to import with is "
+            f"{protocol.name!r}: pointwise and pairwise judgements do not mix",
+        )
     meta = dict(record.meta)
     columns = {name: meta.pop(name) for name in COLUMNS_IN_META if name in meta}
     row: dict[str, Any] = {
@@ -145,39 +150,20 @@ def _row(
         "rationale": record.rationale,
         "raw_output": record.raw_output or "",
         "expected_score": record.expected_score,
-        "sample": _sample(columns.get("sample", 0), fail),
+        "sample": int(columns.get("sample", 0)),
         "usage": columns.get("usage") or {},
         "input_sha256": str(columns.get("input_sha256") or ""),
-        "created_at": _utc(record.created_at) if record.created_at else utcnow(),
+        "created_at": record.created_at or utcnow(),
         "meta": meta,
     }
-    if protocol.is_pointwise:
-        row.update(_pointwise(record, protocol, fail))
-    else:
-        row.update(_pairwise(record, protocol, fail))
-    status = record.parse_status or ("ok" if row["_has_value"] else "unparsed")
-    if status not in PARSE_STATUSES:
-        raise fail(
-            "parse_status", f"`parse_status` is {status!r}; use one of " + ", ".join(PARSE_STATUSES)
-        )
-    value_field = "score" if protocol.is_pointwise else "preference"
-    if status == "ok" and not row["_has_value"]:
-        raise fail(
-            value_field,
-            f"`{value_field}` is missing but `parse_status` is 'ok': give the value or set "
-            "parse_status to 'unparsed'",
-        )
-    row["parse_status"] = status
-    del row["_has_value"]
+    row.update(_pointwise(record, protocol, fail) if protocol.is_pointwise else _pairwise(record))
+    has_value = row.pop("_has_value")
+    row["parse_status"] = record.parse_status or ("ok" if has_value else "unparsed")
     return row
 
 
 def _pointwise(record: JudgementRecord, protocol: Protocol, fail: _Fail) -> dict[str, Any]:
-    if record.response_id is None or record.pair is not None:
-        raise fail(
-            "response_id",
-            f"{protocol.name} judgements name one `response_id` (and no `pair`): fix the line",
-        )
+    assert record.response_id is not None  # the reader checked the unit
     score = None
     if record.score is not None:
         try:
@@ -208,19 +194,10 @@ def _pointwise(record: JudgementRecord, protocol: Protocol, fail: _Fail) -> dict
     }
 
 
-def _pairwise(record: JudgementRecord, protocol: Protocol, fail: _Fail) -> dict[str, Any]:
-    if record.pair is None or record.response_id is not None:
-        raise fail("pair", "pairwise judgements name a `pair` (and no `response_id`): fix the line")
+def _pairwise(record: JudgementRecord) -> dict[str, Any]:
+    assert record.pair is not None  # the reader checked the unit and the shown order
     a, b = record.pair
-    if a == b:
-        raise fail("pair", f"`pair` compares {a!r} with itself: name two responses")
     shown = tuple(record.shown) if record.shown else (a, b)
-    if shown not in ((a, b), (b, a)):
-        raise fail(
-            "shown", f"`shown` is {list(shown)}, but it must be the pair {[a, b]} in either order"
-        )
-    if record.score is not None:
-        raise fail("score", "pairwise judgements carry a `preference`, not a `score`")
     return {
         "unit_key": pair_unit_key(a, b),
         "_pair": (a, b),
@@ -231,8 +208,10 @@ def _pairwise(record: JudgementRecord, protocol: Protocol, fail: _Fail) -> dict[
     }
 
 
-def _attach_units(session: Session, lines: list[_Line], source: str) -> int:
-    """Set ``response_pk`` / ``pair_pk`` on every row; create pairs that do not exist yet."""
+def _attach_units(session: Session, lines: list[_Line], source: str, problems: Problems) -> int:
+    """Set ``response_pk`` / ``pair_pk`` on every row; create pairs that do not exist yet.
+
+    Lines whose units are not in the database go to ``problems``; nothing is written then."""
     wanted = {line.row["_response_id"] for line in lines if "_response_id" in line.row}
     wanted |= {rid for line in lines if "_pair" in line.row for rid in line.row["_pair"]}
     responses = _responses(session, sorted(wanted))
@@ -244,36 +223,11 @@ def _attach_units(session: Session, lines: list[_Line], source: str) -> int:
     } if any("_pair" in line.row for line in lines) else {}  # fmt: skip
     new_pairs: dict[tuple[int, int], int] = {}
     for line in lines:
-        row = line.row
-        named = row.get("_pair", (row.get("_response_id"),))
-        missing = [rid for rid in named if rid not in responses]
-        if missing:
-            field = "pair" if "_pair" in row else "response_id"
-            raise InvalidRecord(
-                source, line.location, field,
-                f"`{field}` names {missing[0]!r}, which is not in the database: import the "
-                "dataset with its responses first",
-            )  # fmt: skip
-        if "_response_id" in row:
-            row["response_pk"] = responses[row.pop("_response_id")][0]
-            continue
-        (a_pk, a_item), (b_pk, b_item) = (responses[rid] for rid in row.pop("_pair"))
-        if a_item != b_item:
-            raise InvalidRecord(
-                source, line.location, "pair",
-                "`pair` names responses to two different items: a pair compares two answers "
-                "to the same item",
-            )  # fmt: skip
-        if (a_pk, b_pk) not in pairs and (b_pk, a_pk) in pairs:
-            raise InvalidRecord(
-                source, line.location, "pair",
-                "`pair` is stored in the other order: swap the two ids (and map A/B) to the "
-                "stored canonical order",
-            )  # fmt: skip
-        if (a_pk, b_pk) not in pairs:
-            new_pairs[(a_pk, b_pk)] = a_item
-            pairs[(a_pk, b_pk)] = -1
-        row["_pair_pks"] = (a_pk, b_pk)
+        try:
+            _attach(line, responses, pairs, new_pairs, source)
+        except InvalidRecord as error:
+            problems.add(error)
+    problems.check()
     if new_pairs:
         session.connection().execute(
             insert(_PAIRS),
@@ -294,6 +248,45 @@ def _attach_units(session: Session, lines: list[_Line], source: str) -> int:
     return len(new_pairs)
 
 
+def _attach(
+    line: _Line,
+    responses: dict[str, tuple[int, int]],
+    pairs: dict[tuple[int, int], int],
+    new_pairs: dict[tuple[int, int], int],
+    source: str,
+) -> None:
+    row = line.row
+    named = row.get("_pair", (row.get("_response_id"),))
+    missing = [rid for rid in named if rid not in responses]
+    if missing:
+        field = "pair" if "_pair" in row else "response_id"
+        raise InvalidRecord(
+            source, line.location, field,
+            f"`{field}` names {missing[0]!r}, which is not in the database: import the "
+            "dataset with its responses first",
+        )  # fmt: skip
+    if "_response_id" in row:
+        row["response_pk"] = responses[row.pop("_response_id")][0]
+        return
+    (a_pk, a_item), (b_pk, b_item) = (responses[rid] for rid in row.pop("_pair"))
+    if a_item != b_item:
+        raise InvalidRecord(
+            source, line.location, "pair",
+            "`pair` names responses to two different items: a pair compares two answers "
+            "to the same item",
+        )  # fmt: skip
+    if (a_pk, b_pk) not in pairs and (b_pk, a_pk) in pairs:
+        raise InvalidRecord(
+            source, line.location, "pair",
+            "`pair` is stored in the other order: swap the two ids (and map A/B) to the "
+            "stored canonical order",
+        )  # fmt: skip
+    if (a_pk, b_pk) not in pairs:
+        new_pairs[(a_pk, b_pk)] = a_item
+        pairs[(a_pk, b_pk)] = -1
+    row["_pair_pks"] = (a_pk, b_pk)
+
+
 def _responses(session: Session, response_ids: list[str]) -> dict[str, tuple[int, int]]:
     """``response_id -> (response pk, item pk)`` for the ids that exist."""
     found: dict[str, tuple[int, int]] = {}
@@ -308,7 +301,7 @@ def _responses(session: Session, response_ids: list[str]) -> dict[str, tuple[int
 
 
 def _classify(
-    session: Session, lines: list[_Line], source: str, update_changed: bool
+    session: Session, lines: list[_Line], source: str, update_changed: bool, problems: Problems
 ) -> tuple[list[_Line], list[tuple[_Line, int]], int]:
     judges = sorted({line.row["judge"] for line in lines})
     columns = [_JUDGEMENTS.c[name] for name in ("id", *KEY_COLUMNS, *COMPARED_COLUMNS)]
@@ -330,12 +323,13 @@ def _classify(
         elif update_changed:
             changed.append((line, found[0]))
         else:
-            raise InvalidRecord(
+            problems.add(InvalidRecord(
                 source, line.location, "judge",
                 f"judge {line.row['judge']!r} already has a different judgement of "
                 f"{line.row['unit_key']} (prompt {line.row['prompt_id']!r}): import with --update "
                 "to replace it",
-            )  # fmt: skip
+            ))  # fmt: skip
+    problems.check()
     return new, changed, unchanged
 
 
@@ -345,16 +339,6 @@ def _key(row: Any) -> tuple[Any, ...]:
 
 def _compared(row: dict[str, Any]) -> dict[str, Any]:
     return {name: row[name] for name in COMPARED_COLUMNS}
-
-
-def _sample(value: Any, fail: _Fail) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise fail("meta.sample", f"`meta.sample` is {value!r}, but it must be an integer")
-    return int(value)
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _number(value: float) -> str:

@@ -17,7 +17,7 @@ from sqlmodel import Session
 from data.importers.datasets import ImportSummary, import_items
 from data.importers.errors import InvalidRecord
 from data.importers.records import ItemPlan, parse_item
-from data.importers.strict_json import read_json_document
+from data.importers.sources import read_json_document
 
 ENTRY_KEYS = ("id", "question", "answer", "model", "gt_answer")
 

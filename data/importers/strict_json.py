@@ -1,82 +1,66 @@
-"""JSON as the import files must be: UTF-8, no NaN/Infinity literals, no NUL characters, lines of
-bounded size, bounded nesting. Each problem is an :class:`InvalidRecord` naming line and field.
+"""JSON as the import files must be: no NaN/Infinity (nor numbers too large for a float), no
+duplicate keys, no NUL characters, no lone surrogates, bounded nesting. Each problem is an
+:class:`InvalidRecord` naming the line and, where it can, the field.
 
 ``NaN`` and ``Infinity`` are not JSON (RFC 8259) and break PostgreSQL's JSON type and every
-export; a NUL character cannot be stored in PostgreSQL text. Both are refused, not cleaned.
+export; ``1e309`` would be read as Infinity. A duplicate key would silently keep the last value
+(RFC 8259 §4 leaves it undefined). A NUL character cannot be stored in PostgreSQL text and a lone
+surrogate (``"\\ud800"``) is not text at all: it cannot be encoded as UTF-8. All are refused, not
+cleaned.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
+import math
 from typing import Any
 
 from data.importers.errors import InvalidRecord
-
-MAX_LINE_BYTES = 16 * 1024 * 1024
-"""Longest accepted JSON Lines line (16 MiB); longer ones are refused, not read whole."""
-MAX_FILE_BYTES = 512 * 1024 * 1024
-"""Largest accepted single-document JSON file (MMIE)."""
 
 
 class _NonFinite(float):
     """Marks a NaN/Infinity literal found while parsing, so its field can be named."""
 
+    literal: str
+
     def __new__(cls, literal: str) -> _NonFinite:
         value = super().__new__(cls, float(literal.replace("Infinity", "inf")))
-        value.literal = literal  # type: ignore[attr-defined]
+        value.literal = literal
         return value
 
 
-def read_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """``(line number, parsed object)`` for each non-blank line of a JSON Lines file."""
-    source = str(path)
-    try:
-        handle = path.open("rb")
-    except OSError as error:
-        raise InvalidRecord(source, 0, None, f"cannot open the file ({error.strerror})") from None
-    with handle:
-        number = 0
-        while True:
-            raw = handle.readline(MAX_LINE_BYTES + 1)
-            if not raw:
-                return
-            number += 1
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                raise InvalidRecord(
-                    source, number, None,
-                    f"the line is longer than the {MAX_LINE_BYTES // (1024 * 1024)} MB limit: "
-                    "split the record or shrink its content",
-                )  # fmt: skip
-            text = _decoded(raw, source, number)
-            if text.strip():
-                yield number, loads(text.rstrip("\r\n"), source, number)
+class _Refused(ValueError):
+    """Raised from inside the JSON parser's hooks; becomes an :class:`InvalidRecord`."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
 
 
-def read_json_document(path: Path) -> Any:
-    """A whole-file JSON document (e.g. MMIE's list), with the same checks."""
-    source = str(path)
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise InvalidRecord(
-            source, 1, None,
-            f"the file is {size / 1e6:,.0f} MB, over the {MAX_FILE_BYTES // 1_000_000:,} MB "
-            "limit: split it",
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        keys = [k for k, _ in pairs]
+        key = next(k for index, k in enumerate(keys) if k in keys[:index])
+        raise _Refused(
+            key, f"the key `{key}` appears twice in one object; JSON readers disagree on which "
+            "value wins: keep one",
         )  # fmt: skip
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise InvalidRecord(
-            source, line, None, f"not UTF-8 text ({error.reason}): save the file as UTF-8"
-        ) from None
-    return loads(text, source, 1, per_line=False)
+    return value
 
 
-def loads(text: str, source: str, location: int | str, *, per_line: bool = True) -> Any:
-    """Parse ``text``; NaN/Infinity literals and NUL characters are errors naming their field.
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _Refused(
+            None, f"the number {text[:40]} is too large for a 64-bit float: write a smaller one"
+        )
+    return value
+
+
+def loads(text: str, source: str, location: int | str | None, *, per_line: bool = True) -> Any:
+    """Parse ``text`` with the checks above; an error names ``source:location`` and the field.
 
     For a whole document (``per_line=False``) a JSON syntax error names its own line.
     """
@@ -87,47 +71,63 @@ def loads(text: str, source: str, location: int | str, *, per_line: bool = True)
         found_non_finite = True
         return _NonFinite(literal)
 
+    fix = "fix the line" if per_line else "fix the file"
     try:
-        value = json.loads(text, parse_constant=non_finite)
+        value = json.loads(
+            text, parse_constant=non_finite, parse_float=_float, object_pairs_hook=_object
+        )
     except json.JSONDecodeError as error:
         where = location if per_line else error.lineno
-        fix = "fix the line" if per_line else "fix the file"
         raise InvalidRecord(
             source, where, None, f"not valid JSON ({error.msg} at column {error.colno}): {fix}"
         ) from None
+    except _Refused as error:
+        raise InvalidRecord(source, location, error.field, error.message) from None
     except RecursionError:
         raise InvalidRecord(
             source, location, None, "not valid JSON here: the value is nested too deeply"
         ) from None
+    except ValueError as error:  # e.g. an integer of more than 4,300 digits
+        raise InvalidRecord(
+            source, location, None, f"not valid JSON here ({error}): {fix}"
+        ) from None
     if found_non_finite:
-        field, bad = _find(value, lambda v: isinstance(v, _NonFinite))
+        field, bad = find(value, lambda v: isinstance(v, _NonFinite))
         raise InvalidRecord(
             source, location, field,
-            f"`{field}` is {bad.literal}, which is not valid JSON: write a number or null",  # type: ignore[union-attr]
+            f"`{field}` is {bad.literal}, which is not valid JSON: write a number or null",
         )  # fmt: skip
     if "\x00" in text or "\\u0000" in text:
-        field, _ = _find(value, lambda v: isinstance(v, str) and "\x00" in v)
+        field, _ = find(value, lambda v: isinstance(v, str) and "\x00" in v)
         if field is not None:
             raise InvalidRecord(
                 source, location, field,
                 f"`{field}` contains a NUL character (\\u0000), which cannot be stored: remove it",
             )  # fmt: skip
+    if "\\ud" in text or "\\uD" in text:  # surrogates only come from escapes in valid UTF-8
+        field, _ = find(value, _has_lone_surrogate)
+        if field is not None:
+            raise InvalidRecord(
+                source, location, field,
+                f"`{field}` contains a lone surrogate escape (\\ud800–\\udfff without its pair), "
+                "which is not text: remove it or write the whole character",
+            )  # fmt: skip
     return value
 
 
-def _decoded(raw: bytes, source: str, number: int) -> str:
+def _has_lone_surrogate(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InvalidRecord(
-            source, number, None,
-            f"not UTF-8 text (byte {error.start + 1} of the line: {error.reason}): save the "
-            "file as UTF-8",
-        ) from None  # fmt: skip
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
-def _find(value: Any, wanted: Any, path: str = "") -> tuple[str | None, Any]:
-    """Path (``meta.weight``, ``responses[0].content``) and value of the first match."""
+def find(value: Any, wanted: Any, path: str = "") -> tuple[str | None, Any]:
+    """Path (``meta.weight``, ``responses[0].content``) and value of the first match; keys
+    are searched too (a key is a string like any other)."""
     if wanted(value):
         return path or "(line)", value
     children = (
@@ -138,7 +138,9 @@ def _find(value: Any, wanted: Any, path: str = "") -> tuple[str | None, Any]:
         child_path = (
             f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
         )
-        found = _find(child, wanted, child_path)
+        if isinstance(key, str) and wanted(key):
+            return child_path, key
+        found = find(child, wanted, child_path)
         if found[0] is not None:
             return found
     return None, None

@@ -6,7 +6,7 @@ import pytest
 from admin_factory import add_campaign, add_dataset, add_people, answer, units_of
 
 from data.admin_exports import annotations_export
-from data.importers.judgement_files import read_judgement_records
+from data.importers.reader import read_judgement_records
 from data.storage import session_scope
 
 

@@ -98,9 +98,8 @@ def test_changed_judgement_is_refused_unless_update(engine: Engine, tmp_path: Pa
     [
         ({"score": 11}, "`score` is 11, but alignmmbench scores are integers 1–10. Fix the line "
          "or import with --protocol score --scale 0:11."),
-        ({"score": "eight"}, "`score` is 'eight': input should be a valid number, unable to "
-         "parse string as a number"),
-        ({"protocol": "likert"}, "unknown protocol 'likert': use one of alignmmbench, mmie, "
+        ({"score": "eight"}, "`score` is 'eight' (str), but it must be a number (or null)"),
+        ({"protocol": "likert"}, "`protocol` is 'likert' (str); use one of alignmmbench, mmie, "
          "pairwise, score"),
         ({"response_id": "item-9/m0"}, "`response_id` names 'item-9/m0', which is not in the "
          "database: import the dataset with its responses first"),
@@ -108,7 +107,7 @@ def test_changed_judgement_is_refused_unless_update(engine: Engine, tmp_path: Pa
          "judgements; human labels are collected in the app"),
         ({"score": None}, "`score` is missing but `parse_status` is 'ok': give the value or set "
          "parse_status to 'unparsed'"),
-        ({"parse_status": "weird"}, "`parse_status` is 'weird'; use one of ok, unparsed, "
+        ({"parse_status": "weird"}, "`parse_status` is 'weird' (str); use one of ok, unparsed, "
          "out_of_scale, error, skipped"),
     ],
 )  # fmt: skip
@@ -135,7 +134,7 @@ def test_pair_errors_and_protocol_override(engine: Engine, tmp_path: Path) -> No
          "order: swap the two ids (and map A/B) to the stored canonical order"),
         ({"shown": ["item-0/m0", "item-0/m2"]}, "`shown` is ['item-0/m0', 'item-0/m2'], but it "
          "must be the pair ['item-0/m0', 'item-0/m1'] in either order"),
-        ({"preference": "C"}, "`preference` is 'C': input should be 'A', 'B' or 'tie'"),
+        ({"preference": "C"}, "`preference` is 'C' (str); use one of A, B, tie"),
     ]  # fmt: skip
     for change, message in cases:
         line = {**_lines()[2], **change}
