@@ -18,10 +18,12 @@ import numpy as np
 from scipy import sparse
 
 from calibration.errors import CalibrationInputError
+from schemas.protocols import PREFERENCES
 
 UnparsedRule = Literal["wrong", "tie", "drop"]
 UNPARSED_RULES: tuple[str, ...] = get_args(UnparsedRule)
-LABELS: tuple[str, ...] = ("A", "B", "tie")
+LABELS: tuple[str, ...] = PREFERENCES
+"""The preference labels, coded by position: 0 = A, 1 = B, 2 = tie (the one set, schemas)."""
 _PREDICTED: tuple[str, ...] = (*LABELS, "unparsed")
 
 PAIRWISE_METRICS: tuple[str, ...] = (

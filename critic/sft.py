@@ -23,14 +23,13 @@ from typing import Any
 import numpy as np
 from sqlalchemy.engine import Engine
 
-from calibration.pairwise import LABELS
 from calibration.reference import CONSENSUS_RULES, ConsensusRule
 from calibration.reference import consensus as human_consensus
 from calibration.scale import Scale
 from critic.prompts import PromptTemplate, build_prompt, builtin_template, format_target
 from data.critic_io import AnnotatedUnit, HumanLabel, annotated_units, campaign_info, image_resolver
 from data.storage import session_scope
-from schemas.protocols import Protocol, to_shown
+from schemas.protocols import PREFERENCES, Protocol, to_shown
 
 
 class SftFileError(ValueError):
@@ -316,5 +315,5 @@ def _consensus_value(values: list[float | str], protocol: Protocol, rule: str) -
         centre = human_consensus(np.array([[float(v)] for v in values]), rule)  # type: ignore[arg-type]
         scale = Scale.of(protocol)
         return float(scale.round(centre)[0]) if scale.is_discrete else float(centre[0])
-    codes = np.array([[float(LABELS.index(str(v)))] for v in values])
-    return LABELS[int(human_consensus(codes, "majority", pairwise=True)[0])]
+    codes = np.array([[float(PREFERENCES.index(str(v)))] for v in values])
+    return PREFERENCES[int(human_consensus(codes, "majority", pairwise=True)[0])]

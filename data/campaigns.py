@@ -22,7 +22,7 @@ from sqlalchemy import Table, insert
 from sqlmodel import Session, select
 
 from data.audit import record_event
-from data.judgements import pair_unit_key, response_unit_key
+from schemas.ids import id_problem, pair_unit_key, response_unit_key
 from schemas.protocols import Protocol, get_protocol
 from schemas.tables import (
     Annotation,
@@ -313,6 +313,9 @@ def _unit_keys(session: Session, campaign_id: int) -> list[tuple[int, str, str, 
 def _check_settings(spec: CampaignSpec) -> None:
     if not spec.name.strip():
         raise CampaignError("the campaign name is empty: give it a name")
+    problem = id_problem(spec.name)
+    if problem is not None:
+        raise CampaignError(f"the campaign name {spec.name!r} {problem}")
     if spec.overlap < 1:
         raise CampaignError(f"overlap is {spec.overlap}, but each unit needs at least 1 annotator")
     if spec.rationale_min < 0:

@@ -23,8 +23,9 @@ from sqlmodel import Session, select
 
 from data.campaigns import campaign_protocol, get_campaign
 from data.content import resolve_image
-from data.judgements import insert_judgements, pair_unit_key, response_unit_key
+from data.judgements import insert_judgements
 from data.storage import engine_data_dir
+from schemas.ids import pair_unit_key, response_unit_key
 from schemas.protocols import Protocol
 from schemas.tables import (
     Adjudication,

@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
 from data.campaigns import unit_key_map
-from data.judgements import pair_unit_key, response_unit_key
+from schemas.ids import pair_unit_key, parse_unit_key, response_unit_key
 from schemas.records import JUDGEMENT_FRAME_COLUMNS
 from schemas.tables import (
     Adjudication,
@@ -118,12 +118,7 @@ def campaign_reference_overrides(session: Session, campaign_id: int) -> dict[str
 
 def unit_content(session: Session, campaign_id: int, unit_key: str) -> UnitContent:
     """The item and response(s) behind ``unit_key`` (``r:<response_id>`` or ``p:<a>|<b>``)."""
-    if unit_key.startswith("r:"):
-        response_ids = [unit_key[2:]]
-    elif unit_key.startswith("p:") and "|" in unit_key:
-        response_ids = unit_key[2:].split("|", 1)
-    else:
-        raise ValueError(f"unit key {unit_key!r} must look like r:<response_id> or p:<a>|<b>")
+    response_ids = list(parse_unit_key(unit_key).response_ids)
     rows = session.execute(
         select(Response, Item)
         .join(Item, Item.id == Response.item_pk)

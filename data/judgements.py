@@ -17,16 +17,6 @@ _JUDGEMENT_TABLE: Table = Judgement.__table__  # type: ignore[attr-defined]
 _KEY_COLUMNS = ("judge", "prompt_id", "unit_key", "shown_order", "sample")
 
 
-def response_unit_key(response_id: str) -> str:
-    """Unit key of a pointwise unit: ``r:<response_id>``."""
-    return f"r:{response_id}"
-
-
-def pair_unit_key(response_a: str, response_b: str) -> str:
-    """Unit key of a pair in canonical order: ``p:<a>|<b>``."""
-    return f"p:{response_a}|{response_b}"
-
-
 def insert_judgements(session: Session, rows: list[Judgement]) -> int:
     """Insert ``rows`` in bulk, skipping any whose judgement key already exists; return how many
     were inserted.

@@ -20,7 +20,7 @@ import numpy as np
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
-from data.judgements import pair_unit_key, response_unit_key
+from schemas.ids import pair_unit_key, response_unit_key
 from schemas.protocols import PREFERENCES
 from schemas.tables import (
     Annotation,

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 ProtocolName = Literal["alignmmbench", "mmie", "pairwise", "score"]
 ProtocolKind = Literal["pointwise", "pairwise"]
 Preference = Literal["A", "B", "tie"]
 
 PROTOCOL_NAMES: tuple[str, ...] = ("alignmmbench", "mmie", "pairwise", "score")
-PREFERENCES: tuple[str, ...] = ("A", "B", "tie")
+PREFERENCES: tuple[str, ...] = get_args(Preference)
+"""The one set of preference labels, in canonical order (A = first of the pair, B = second)."""
 
 
 class InvalidJudgement(ValueError):

@@ -12,6 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas.ids import ExternalId, ResponseId
+from schemas.protocols import Preference
+
 JudgeKind = Literal["model", "human"]
 
 
@@ -23,15 +26,19 @@ class JudgementRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    judge: str = Field(description="judge name; humans are 'annotator:<name>'")
+    judge: ExternalId = Field(description="judge name; humans are 'annotator:<name>'")
     judge_kind: JudgeKind = Field(description="model | human")
     protocol: str = Field(description="alignmmbench | mmie | pairwise | score")
-    response_id: str | None = Field(default=None, description="pointwise unit")
-    pair: tuple[str, str] | None = Field(default=None, description="pairwise unit, canonical order")
-    shown: tuple[str, str] | None = Field(default=None, description="order the judge saw")
+    response_id: ResponseId | None = Field(default=None, description="pointwise unit")
+    pair: tuple[ResponseId, ResponseId] | None = Field(
+        default=None, description="pairwise unit, canonical order"
+    )
+    shown: tuple[ResponseId, ResponseId] | None = Field(
+        default=None, description="order the judge saw"
+    )
     score: float | None = Field(default=None, description="pointwise value; null if unparsed")
     score_percent: float | None = Field(default=None, description="score as percent (mmie)")
-    preference: Literal["A", "B", "tie"] | None = Field(
+    preference: Preference | None = Field(
         default=None, description="canonical order; null if unparsed"
     )
     rationale: str = Field(default="", description="the written reason")
@@ -39,16 +46,18 @@ class JudgementRecord(BaseModel):
     parse_status: str | None = Field(default=None, description="ok | unparsed | out_of_scale ...")
     prompt_id: str | None = Field(default=None, description="template id@version")
     expected_score: float | None = Field(default=None, description="Σ p(s)·s, if computed")
-    annotator: str | None = Field(default=None, description="human exports: the annotator")
+    annotator: ExternalId | None = Field(default=None, description="human exports: the annotator")
     seconds: float | None = Field(default=None, description="human exports: active seconds")
     revision: int | None = Field(default=None, description="human exports: annotation revision")
-    campaign: str | None = Field(default=None, description="campaign the judgement belongs to")
+    campaign: ExternalId | None = Field(
+        default=None, description="campaign the judgement belongs to"
+    )
     created_at: datetime | None = None
     meta: dict[str, Any] = Field(default_factory=dict, description="unknown keys, kept")
 
 
 JUDGEMENT_FRAME_COLUMNS: dict[str, str] = {
-    "unit": "str — unit key: 'r:<response_id>' (pointwise) or 'p:<a>|<b>' (pairwise)",
+    "unit": "str — unit key (schemas.ids): 'r:<response_id>' or 'p:<a>|<b>' (pairwise)",
     "rater": "str — judge name; humans 'annotator:<name>', models their judge name",
     "kind": "str — 'human' | 'model'",
     "value": "float (pointwise score) or str 'A'/'B'/'tie' in canonical order; NaN/None unparsed",

@@ -12,6 +12,7 @@ from typing import Any
 
 from data.content import ContentError, validate_content
 from data.importers.errors import InvalidRecord
+from schemas.ids import check_id, check_response_id
 from schemas.protocols import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES
 
 BENCHMARKS: tuple[str, ...] = ("alignmmbench", "mmie", "generic")
@@ -66,7 +67,7 @@ def parse_item(record: Any, source: str, location: int | str) -> ItemPlan:
 
     if not isinstance(record, dict):
         raise fail(None, f"the line is {_kind(record)}, but each line must be an object (an item)")
-    item_id = _text(record.get("item_id"), "item_id", fail)
+    item_id = _id(record.get("item_id"), "item_id", fail, check_id)
     benchmark = record.get("benchmark", "generic")
     if benchmark not in BENCHMARKS:
         raise fail(
@@ -153,7 +154,7 @@ def _response(value: Any, where: str, fail: Fail) -> ResponsePlan:
     except ContentError as error:
         raise fail(error.field, error.message) from None
     return ResponsePlan(
-        response_id=_text(value.get("response_id"), f"{where}.response_id", fail),
+        response_id=_id(value.get("response_id"), f"{where}.response_id", fail, check_response_id),
         model=_text(value.get("model"), f"{where}.model", fail),
         content=content,
         meta=_meta(value, RESPONSE_KEYS, f"{where}.meta", fail),
@@ -200,6 +201,15 @@ def _text(value: Any, name: str, fail: Fail) -> str:
     if not isinstance(value, str) or not value.strip():
         raise fail(name, f"`{name}` is {_kind(value)}, but it must be a non-empty string")
     return value
+
+
+def _id(value: Any, name: str, fail: Fail, check: Callable[[str], str]) -> str:
+    """An id field: a string that passes the one id rule (:mod:`schemas.ids`)."""
+    text = _text(value, name, fail)
+    try:
+        return check(text)
+    except ValueError as error:
+        raise fail(name, f"`{name}`: {error}") from None
 
 
 def _optional_text(value: Any, name: str, fail: Fail) -> str | None:

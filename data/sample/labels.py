@@ -32,6 +32,7 @@ from data.sample.synthetic import (
     pointwise_raw_output,
     rng_for,
 )
+from schemas.ids import parse_unit_key
 from schemas.protocols import get_protocol, to_canonical
 from schemas.tables import Annotation, Assignment, Campaign, Judgement, Unit
 
@@ -234,7 +235,7 @@ def _unit_truths(
     for unit in units:
         assert unit.id is not None
         key = keys[unit.id]
-        response_ids = key[2:].split("|")
+        response_ids = parse_unit_key(key).response_ids
         result.append(
             _UnitTruth(unit.id, key, unit.response_pk, unit.pair_pk,
                        tuple(truths[r] for r in response_ids))

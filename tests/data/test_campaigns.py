@@ -123,6 +123,8 @@ def test_pairwise_from_dataset_and_error_without_imported_pairs(engine: Engine) 
         (CampaignSpec("x", "toy", "alignmmbench", overlap=0), "overlap is 0"),
         (CampaignSpec("x", "toy", "pairwise", pairs="sample"), "pairs_per_item >= 1"),
         (CampaignSpec("x", "toy", "mmie", models=("zzz",)), "no responses of model(s) zzz"),
+        (CampaignSpec("amb\u202e1", "toy", "mmie"), "holds a bidirectional control (U+202E)"),
+        (CampaignSpec("amb-1 ", "toy", "mmie"), "starts or ends with white space"),
     ],
 )
 def test_bad_specs_are_refused_and_nothing_is_written(

@@ -208,3 +208,12 @@ def test_unknown_keys_are_kept_in_meta(engine: Engine, folder: Path) -> None:
     assert (response.meta, item.meta, dataset.name) == ({"temperature": 0.7}, {"source": "survey"},
                                                        "named")  # fmt: skip
     assert json.dumps(item.question)  # stored CONTENT is plain JSON
+
+
+@pytest.mark.parametrize("name", ["named\u202e", " named", "n" * 513])
+def test_a_dataset_name_follows_the_id_rule(engine: Engine, folder: Path, name: str) -> None:
+    path = write_jsonl(folder / "d.jsonl", [item_record(0)])
+    with pytest.raises(InvalidRecord, match="the dataset name .* (holds|starts|has 513)"):
+        _import(engine, path, dataset=name)
+    with session_scope(engine) as session:
+        assert session.exec(select(Dataset)).all() == []
