@@ -60,6 +60,10 @@ class User(SQLModel, table=True):
     role: str = Field(description="annotator | reviewer | admin")
     active: bool = Field(default=True, description="disabled accounts cannot log in")
     synthetic: bool = Field(default=False, description="a demo account of the sample project")
+    external: bool = Field(
+        default=False,
+        description="an annotator whose labels were imported (annotations import); never logs in",
+    )
     created_at: datetime = _time(nullable=False, default_factory=utcnow)
 
 
