@@ -46,24 +46,72 @@ def _save_revision(key: str, annotation_id: int) -> None:
     st.query_params["annotation"] = str(new.id)
 
 
+def _asked_annotation() -> int | None:
+    """The answer named by ``?annotation=ID`` (a link from Annotate, or the last saved revision)."""
+    asked = st.query_params.get("annotation")
+    return int(asked) if asked and asked.isdigit() else None
+
+
+def _campaign_changed() -> None:
+    # another campaign: the answer being edited belongs to the old one
+    st.query_params.pop("annotation", None)
+    state.pop("my_work_edit", None)
+
+
+def _edit_changed() -> None:
+    chosen = state.get("my_work_edit")
+    if chosen is None:
+        st.query_params.pop("annotation", None)
+    else:
+        st.query_params["annotation"] = str(chosen)
+
+
+def _entry_label(mine: queue.MyAnnotation) -> str:
+    """Tells two answers on one item apart: which of its responses (or pairs), campaign, when."""
+    revision = f" · revision {mine.revision}" if mine.revision > 1 else ""
+    return (
+        f"{mine.item_id} · {mine.unit_label} · {mine.campaign} · "
+        f"{mine.created_at:%Y-%m-%d %H:%M} UTC{revision}"
+    )
+
+
+asked_id = _asked_annotation()
+asked = None
+asked_problem = None
 with session_scope(engine) as session:
     campaigns = queue.my_campaigns(session, user.id)
+    last_id = queue.last_worked_campaign_id(session, user.id)
+    if asked_id is not None:
+        try:
+            asked = queue.my_annotation_view(session, asked_id, user.id)
+        except queue.QueueError as error:
+            asked_problem = str(error)
+            st.query_params.pop("annotation", None)
 st.title("My work")
 if not campaigns:
     st.info("You have not annotated anything yet.")
     st.stop()
 
 names = [campaign.name for campaign in campaigns]
-wanted = st.query_params.get("campaign")
-if "my_work_campaign" not in state or state["my_work_campaign"] not in names:
-    state["my_work_campaign"] = wanted if wanted in names else names[0]
-chosen = st.selectbox("Campaign", names, key="my_work_campaign")
+by_id = {campaign.id: campaign.name for campaign in campaigns}
+if asked is not None:
+    # the linked answer decides the campaign, whatever was chosen before
+    state["my_work_campaign"] = asked[1].campaign
+elif "my_work_campaign" not in state or state["my_work_campaign"] not in names:
+    wanted = st.query_params.get("campaign")
+    last = by_id.get(last_id) if last_id is not None else None
+    state["my_work_campaign"] = (
+        wanted if wanted in names else last if last is not None else names[0]
+    )
+chosen = st.selectbox("Campaign", names, key="my_work_campaign", on_change=_campaign_changed)
 campaign = campaigns[names.index(chosen)]
 st.query_params["campaign"] = campaign.name
 
 notice = state.pop("my_work_notice", None)
 if notice:
-    st.success(notice)
+    st.success(escape_markdown(notice))
+if asked_problem:
+    st.error(asked_problem)
 
 page = int(st.number_input("Page", min_value=1, value=1, step=1, key="my_work_page"))
 with session_scope(engine) as session:
@@ -84,8 +132,9 @@ left.metric("My answers", progress.my_submitted)
 middle.metric("Skipped", progress.my_skipped)
 right.metric("Flagged units", progress.units_flagged)
 
-asked = st.query_params.get("annotation")
-edit_id = int(asked) if asked and asked.isdigit() else None
+entries = {m.annotation_id: m for m in mine}
+if asked is not None:
+    entries.setdefault(asked[1].annotation_id, asked[1])  # linked, but not on this page
 if not mine:
     st.info("No answers on this page.")
 else:
@@ -93,6 +142,7 @@ else:
         {
             "id": [m.annotation_id for m in mine],
             "Item": [m.item_id for m in mine],
+            "Unit": [m.unit_label for m in mine],
             "Task": [m.task or "" for m in mine],
             "Answer": [m.preference_shown or f"{m.score:g}" for m in mine],
             "Rationale": [m.rationale[:120] for m in mine],
@@ -102,11 +152,20 @@ else:
         }
     )
     st.dataframe(table, hide_index=True, width="stretch")
-    labels = {m.annotation_id: f"{m.item_id} (revision {m.revision})" for m in mine}
-    if edit_id is None:
-        edit_id = st.selectbox(
-            "Edit an answer", [None, *labels], format_func=lambda i: "—" if i is None else labels[i]
-        )
+edit_id = None
+if entries:
+    # The picker stays after a save or a link: ?annotation=ID only chooses its entry.
+    if asked is not None:
+        state["my_work_edit"] = asked[1].annotation_id
+    elif state.get("my_work_edit") not in entries:
+        state["my_work_edit"] = None
+    edit_id = st.selectbox(
+        "Edit an answer",
+        [None, *entries],
+        format_func=lambda i: "—" if i is None else _entry_label(entries[i]),
+        key="my_work_edit",
+        on_change=_edit_changed,
+    )
 
 if edit_id is not None:
     try:
@@ -114,9 +173,9 @@ if edit_id is not None:
             view, own = queue.my_annotation_view(session, edit_id, user.id)
             others = queue.others_answers(session, own.unit_id, user.id)
     except queue.QueueError as error:
-        st.error(str(error))
+        st.error(escape_markdown(str(error)))
         st.stop()
-    st.subheader(f"Edit {escape_markdown(own.item_id)} (revision {own.revision})")
+    st.subheader(f"Edit {escape_markdown(own.item_id)}, {own.unit_label} (revision {own.revision})")
     unit_column, answer_column = st.columns([3, 2], gap="large")
     with unit_column:
         render_unit(view)
@@ -124,7 +183,7 @@ if edit_id is not None:
         key = f"edit-{own.annotation_id}"
         attempt, error = state.get("my_work_refused", (0, None))
         if error:
-            st.error(error)
+            st.error(escape_markdown(error))
         current = queue.DraftView(own.score, own.preference_shown, own.rationale, 0.0)
         answer_box(
             key=key, unit=own.annotation_id, protocol=view.protocol,
@@ -138,4 +197,4 @@ if edit_id is not None:
             with st.expander("How others rated this unit"):
                 for other in others:
                     value = other.preference_shown or f"{other.score:g}"
-                    st.markdown(f"**{value}** — {safe_markdown(other.rationale)}")
+                    st.markdown(f"**{value}** —\n\n{safe_markdown(other.rationale)}")

@@ -38,6 +38,7 @@ from data.queue.records import (
 )
 from data.queue.views import (
     annotator_progress,
+    last_worked_campaign_id,
     my_annotation_view,
     my_annotations,
     my_campaigns,
@@ -63,6 +64,7 @@ __all__ = [
     "campaign_protocol",
     "expire_leases",
     "flag",
+    "last_worked_campaign_id",
     "my_annotation_view",
     "my_annotations",
     "my_campaigns",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from schemas.protocols import Protocol
 
@@ -86,6 +86,20 @@ class MyAnnotation:
     seconds: float
     revision: int
     created_at: datetime
+    campaign: str
+    """the campaign's name"""
+    unit_kind: Literal["response", "pair"]
+    unit_ordinal: int
+    """which of the item's units this was for the annotator (1-based, in the order they got
+    them), so that two answers on the same item (two models' responses, or two pairs) can be
+    told apart without naming the models"""
+    item_units: int
+    """how many units the item has in the campaign"""
+
+    @property
+    def unit_label(self) -> str:
+        """e.g. ``response 2 of 4`` (``pair 1 of 6`` in pairwise campaigns)."""
+        return f"{self.unit_kind} {self.unit_ordinal} of {self.item_units}"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -35,35 +35,95 @@ def my_campaigns(session: Session, annotator_id: int) -> list[Campaign]:
     return list(session.exec(query.order_by(Campaign.name)))
 
 
+def last_worked_campaign_id(session: Session, annotator_id: int) -> int | None:
+    """The campaign of the annotator's newest answer (any revision); None before the first."""
+    return session.exec(
+        select(Annotation.campaign_id)
+        .where(Annotation.annotator_id == annotator_id)
+        .order_by(col(Annotation.id).desc())
+        .limit(1)
+    ).first()
+
+
 def my_annotations(
     session: Session, campaign_id: int, annotator_id: int, *, limit: int = 50, offset: int = 0
 ) -> list[MyAnnotation]:
     """The annotator's own live answers in the campaign, newest first."""
     rows = session.exec(
-        select(Annotation, Item.item_id, Item.task)
-        .join(Unit, col(Unit.id) == Annotation.unit_id)
-        .join(Item, col(Item.id) == Unit.item_pk)
+        select(Annotation)
         .where(Annotation.campaign_id == campaign_id, Annotation.annotator_id == annotator_id)
         .where(col(Annotation.is_live))
         .order_by(col(Annotation.created_at).desc(), col(Annotation.id).desc())
         .limit(limit)
         .offset(offset)
     ).all()
-    return [
-        MyAnnotation(
-            annotation_id=a.id,
-            unit_id=a.unit_id,
-            item_id=item_id,
-            task=task,
-            score=a.score,
-            preference_shown=_shown(a.preference, a.shown_order),
-            rationale=a.rationale,
-            seconds=a.seconds,
-            revision=a.revision,
-            created_at=a.created_at,
-        )  # fmt: skip
-        for a, item_id, task in rows
-    ]
+    return _my_records(session, campaign_id, list(rows))
+
+
+def _my_records(
+    session: Session, campaign_id: int, annotations: list[Annotation]
+) -> list[MyAnnotation]:
+    """Records for the given answers of one annotator in one campaign, with which of its item's
+    units each is.
+
+    The ordinal is the one the annotation page shows (:func:`data.queue.progress.unit_progress`):
+    the place of the answer's assignment among the annotator's own assignments on the item's
+    units, in the order they were given — counted by the annotator, never by model, so it stays
+    blind. Two queries over the listed items (a page holds at most a page of them), never the
+    whole campaign.
+    """
+    campaign = _campaign(session, campaign_id)
+    unit_ids = {a.unit_id for a in annotations}
+    item_of = dict(
+        session.exec(select(Unit.id, Unit.item_pk).where(col(Unit.id).in_(unit_ids))).all()
+    )
+    item_pks = set(item_of.values())
+    item_units = dict(
+        session.exec(
+            select(Unit.item_pk, func.count())
+            .where(Unit.campaign_id == campaign_id, col(Unit.item_pk).in_(item_pks))
+            .group_by(col(Unit.item_pk))
+        ).all()
+    )
+    given: dict[int, list[int]] = {}
+    annotators = {a.annotator_id for a in annotations}
+    for assignment_id, item_pk in session.exec(
+        select(Assignment.id, Unit.item_pk)
+        .join(Unit, col(Unit.id) == Assignment.unit_id)
+        .where(Assignment.campaign_id == campaign_id, col(Assignment.annotator_id).in_(annotators))
+        .where(col(Unit.item_pk).in_(item_pks))
+        .order_by(col(Assignment.id))
+    ):
+        given.setdefault(item_pk, []).append(assignment_id)
+    items = {
+        pk: (item_id, task)
+        for pk, item_id, task in session.exec(
+            select(Item.id, Item.item_id, Item.task).where(col(Item.id).in_(set(item_of.values())))
+        )
+    }
+    kind: Literal["response", "pair"] = "pair" if campaign.protocol == "pairwise" else "response"
+    records = []
+    for a in annotations:
+        item_pk = item_of[a.unit_id]
+        records.append(
+            MyAnnotation(
+                annotation_id=a.id,
+                unit_id=a.unit_id,
+                item_id=items[item_pk][0],
+                task=items[item_pk][1],
+                score=a.score,
+                preference_shown=_shown(a.preference, a.shown_order),
+                rationale=a.rationale,
+                seconds=a.seconds,
+                revision=a.revision,
+                created_at=a.created_at,
+                campaign=campaign.name,
+                unit_kind=kind,
+                unit_ordinal=given[item_pk].index(a.assignment_id) + 1,
+                item_units=item_units[item_pk],
+            )
+        )
+    return records
 
 
 def my_annotation_view(
@@ -81,14 +141,7 @@ def my_annotation_view(
     if assignment is None:
         raise AssignmentNotFound(f"answer {annotation_id} has no assignment")
     campaign = _campaign(session, annotation.campaign_id)
-    item = session.get(Item, session.get(Unit, annotation.unit_id).item_pk)  # type: ignore[union-attr]
-    mine = MyAnnotation(
-        annotation_id=annotation.id, unit_id=annotation.unit_id, item_id=item.item_id,  # type: ignore[union-attr]
-        task=item.task, score=annotation.score,  # type: ignore[union-attr]
-        preference_shown=_shown(annotation.preference, annotation.shown_order),
-        rationale=annotation.rationale, seconds=annotation.seconds,
-        revision=annotation.revision, created_at=annotation.created_at,
-    )  # fmt: skip
+    [mine] = _my_records(session, campaign.id, [annotation])  # type: ignore[arg-type]
     return _unit_view(session, campaign, _Leased.of(assignment), None), mine
 
 
