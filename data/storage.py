@@ -11,7 +11,6 @@ written by a newer CritiqueLab.
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 import weakref
 from collections import deque
@@ -197,54 +196,46 @@ def _shared(gates: weakref.WeakValueDictionary[str, _WriterGate], database: str)
         return gate
 
 
+_READ_ONLY = "critiquelab_read_only"
+"""Execution option of the connections of :func:`read_scope`."""
+
+
+class _WriterGateTimeout(Exception):
+    """Other writers of this process held the gate for the whole busy timeout."""
+
+
 def _install_writer_gate(engine: Engine, gate: _WriterGate) -> None:
     """Begin every transaction of ``engine`` with the gate, then ``BEGIN IMMEDIATE``.
 
-    The gate is taken in the dialect's ``do_begin`` (so a failure there gets SQLAlchemy's own
-    error handling: wrapped, and the connection invalidated when it is dead) and released right
-    after the DBAPI commit or rollback, and, as a safety net, whenever the connection goes back
-    to the pool, is invalidated or closed: every path releases it, and only its holder can.
+    Only SQLAlchemy's documented events are used: the connection's ``begin`` event (the hook of
+    SQLAlchemy's own pysqlite recipe for emitting BEGIN) takes the gate and emits
+    ``BEGIN IMMEDIATE`` through the connection, so a failure there gets SQLAlchemy's error
+    handling. The gate goes back when the connection returns to the pool (``checkin``, right
+    after the commit or rollback that ended the transaction; a Session returns its connection
+    then) and, as a safety net, when the connection is invalidated or closed: every path
+    releases it, and only its holder can. A connection that keeps running transactions without
+    going back to the pool keeps the gate meanwhile (the gate is re-entrant for its holder).
     """
-    dialect = engine.dialect
-    do_commit, do_rollback = dialect.do_commit, dialect.do_rollback
-
-    def raw(connection):  # type: ignore[no-untyped-def]
-        return getattr(connection, "dbapi_connection", connection)
 
     def begin(connection) -> None:  # type: ignore[no-untyped-def]
-        owner = raw(connection)
+        if connection.get_execution_options().get(_READ_ONLY):
+            # A reader in WAL mode sees the last commit and blocks no writer: no gate, no lock.
+            connection.exec_driver_sql("BEGIN")
+            return
+        owner = connection.connection.dbapi_connection
         if not gate.acquire(owner, SQLITE_BUSY_TIMEOUT_MS / 1000):
-            # Worded like SQLite's own error, so that session_scope says DatabaseBusy.
-            raise sqlite3.OperationalError("database is locked (waited for other writers)")
+            raise _WriterGateTimeout("database is locked (waited for other writers)")
         try:
-            cursor = connection.cursor()
-            try:
-                cursor.execute("BEGIN IMMEDIATE")
-            finally:
-                cursor.close()
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
         except BaseException:
             gate.release(owner)
             raise
-
-    def commit(connection) -> None:  # type: ignore[no-untyped-def]
-        try:
-            do_commit(connection)
-        finally:
-            gate.release(raw(connection))
-
-    def rollback(connection) -> None:  # type: ignore[no-untyped-def]
-        try:
-            do_rollback(connection)
-        finally:
-            gate.release(raw(connection))
 
     def let_go(dbapi_connection, *_args) -> None:  # type: ignore[no-untyped-def]
         if dbapi_connection is not None:
             gate.release(dbapi_connection)
 
-    dialect.do_begin = begin  # type: ignore[method-assign]
-    dialect.do_commit = commit  # type: ignore[method-assign]
-    dialect.do_rollback = rollback  # type: ignore[method-assign]
+    event.listen(engine, "begin", begin)
     for name in ("checkin", "invalidate", "soft_invalidate", "close", "close_detached"):
         event.listen(engine, name, let_go)
 
@@ -281,6 +272,33 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         turn.release(me)
 
 
+@contextmanager
+def read_scope(engine: Engine) -> Iterator[Session]:
+    """A session for reading only: it never waits for writers, and writers never wait for it.
+
+    Use it for long reads (the calibration dashboard's frame of a large campaign, exports,
+    monitors). On SQLite it skips the session turns and the writer gate of
+    :func:`session_scope` and begins a plain deferred transaction, which in WAL mode reads a
+    consistent snapshot while writers commit. It always rolls back: a write in it is a bug, and
+    SQLite refuses one that would need the write lock held by another connection. Database
+    problems surface as in :func:`session_scope`.
+    """
+    reader = engine.execution_options(**{_READ_ONLY: True})
+    session = Session(reader, expire_on_commit=False)
+    try:
+        yield session
+    except BaseException as error:
+        problem = database_problem(error, engine)
+        if problem is not None:
+            raise problem from error
+        raise
+    finally:
+        with suppress(sa_exc.SQLAlchemyError, OSError):
+            session.rollback()
+        with suppress(sa_exc.SQLAlchemyError, OSError):
+            session.close()
+
+
 def _session(engine: Engine) -> Iterator[Session]:
     """The body of :func:`session_scope`, once the session may start."""
     session = Session(engine, expire_on_commit=False)
@@ -305,6 +323,8 @@ _BUSY_WORDS = ("database is locked", "database table is locked", "busy")
 def database_problem(error: BaseException, engine: Engine) -> DatabaseProblem | None:
     """The plain, typed version of a driver error about the database itself, else None."""
     where = engine.url.render_as_string(hide_password=True)
+    if isinstance(error, _WriterGateTimeout):
+        return _busy(engine)
     if isinstance(error, sa_exc.TimeoutError):
         return DatabaseBusy(
             f"the database {where} is busy: every connection stayed in use; nothing was saved. "

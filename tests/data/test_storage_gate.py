@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 import data.storage
-from data.storage import DatabaseBusy, make_engine, session_scope
+from data.storage import DatabaseBusy, make_engine, read_scope, session_scope
 
 
 def test_writers_are_served_in_arrival_order(tmp_path: Path) -> None:
@@ -143,4 +143,56 @@ def test_postgresql_sessions_do_not_take_turns(pg_url: str) -> None:
     for thread in threads:
         thread.join(10)
     assert broken == []
+    engine.dispose()
+
+
+def test_a_reader_neither_waits_for_a_writer_nor_holds_one_up(tmp_path: Path) -> None:
+    """read_scope skips the turns and the gate: it reads the last commit while a writer holds
+    both, and a writer commits while a reader's snapshot is open."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'gate.db'}")
+    with session_scope(engine) as session:
+        session.execute(text("CREATE TABLE t (n INTEGER)"))
+        session.execute(text("INSERT INTO t VALUES (1)"))
+    writer = session_scope(engine)
+    written = writer.__enter__()
+    written.execute(text("INSERT INTO t VALUES (2)"))  # uncommitted; holds turn and gate
+    seen: list[int] = []
+
+    def read() -> None:
+        with read_scope(engine) as reader:
+            seen.append(reader.execute(text("SELECT count(*) FROM t")).scalar_one())
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join(5)  # a reader queued behind the writer would wait the 15 s busy timeout
+    assert seen == [1]
+    writer.__exit__(None, None, None)
+
+    with read_scope(engine) as reader:
+        assert reader.execute(text("SELECT count(*) FROM t")).scalar_one() == 2
+        committed: list[bool] = []
+
+        def write() -> None:
+            with session_scope(engine) as own:
+                own.execute(text("INSERT INTO t VALUES (3)"))
+            committed.append(True)
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        thread.join(5)
+        assert committed == [True]
+        assert reader.execute(text("SELECT count(*) FROM t")).scalar_one() == 2  # its snapshot
+    with read_scope(engine) as reader:
+        assert reader.execute(text("SELECT count(*) FROM t")).scalar_one() == 3
+    engine.dispose()
+
+
+def test_a_read_scope_never_writes(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'gate.db'}")
+    with session_scope(engine) as session:
+        session.execute(text("CREATE TABLE t (n INTEGER)"))
+    with read_scope(engine) as reader:
+        reader.execute(text("INSERT INTO t VALUES (1)"))
+    with read_scope(engine) as reader:
+        assert reader.execute(text("SELECT count(*) FROM t")).scalar_one() == 0
     engine.dispose()
