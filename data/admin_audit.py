@@ -3,7 +3,7 @@
 Events are only ever added (``data.audit.record_event``); nothing here changes or deletes one.
 JSONL is the lossless export. CSV is for spreadsheets: ``detail`` is a JSON string, and a cell
 that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, tab or carriage
-return) is prefixed with ``'`` (OWASP's advice on CSV injection).
+return) is prefixed with ``'`` (OWASP's advice on CSV injection; :mod:`schemas.csv_cells`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any
 from sqlmodel import Session, select
 
 from data.audit import count_events, list_events
+from schemas.csv_cells import neutralised
 from schemas.tables import AuditEvent, User
 
 AUDIT_COLUMNS: tuple[str, ...] = ("id", "at", "actor", "action", "entity", "entity_id", "detail")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass(frozen=True)
@@ -92,14 +92,8 @@ def audit_csv(rows: list[AuditRow]) -> bytes:
     for row in rows:
         detail = json.dumps(row.detail, ensure_ascii=False)
         cells = (row.id, row.at.isoformat(), row.actor or "", row.action, row.entity, row.entity_id)
-        writer.writerow([_neutralised(cell) for cell in (*cells, detail)])
+        writer.writerow([neutralised(cell) for cell in (*cells, detail)])
     return buffer.getvalue().encode("utf-8")
-
-
-def _neutralised(cell: object) -> object:
-    if isinstance(cell, str) and cell.startswith(_FORMULA_START):
-        return "'" + cell
-    return cell
 
 
 def audit_actions(session: Session) -> list[str]:

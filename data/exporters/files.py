@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from schemas.csv_cells import neutralised
 from schemas.records import JudgementRecord
 
 ExportFormat = Literal["jsonl", "csv", "parquet"]
@@ -22,7 +23,9 @@ def write_judgement_records(
     """Write ``records`` to ``path`` in ``export_format``; return how many were written.
 
     JSON Lines leave out empty fields. CSV and Parquet have one column per record field; in CSV
-    ``pair``, ``shown`` and ``meta`` are JSON text, in Parquet ``meta`` is.
+    ``pair``, ``shown`` and ``meta`` are JSON text, in Parquet ``meta`` is. A CSV text cell that
+    a spreadsheet would run as a formula is written behind a ``'``
+    (:func:`schemas.csv_cells.neutralised`), which the project's reader takes away.
     """
     if export_format not in EXPORT_FORMATS:
         raise ValueError(
@@ -56,7 +59,9 @@ def _write_table(records: Sequence[JudgementRecord], path: Path, export_format: 
     rows = [_table_row(record.model_dump(mode="json"), export_format) for record in records]
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     if export_format == "csv":
-        frame.to_csv(path, index=False)
+        # CRLF line ends (RFC 4180): pandas then quotes a cell holding a lone CR, which it
+        # leaves bare with "\n" line ends, so that the cell would split the row on reading.
+        frame.to_csv(path, index=False, lineterminator="\r\n")
     else:
         frame.to_parquet(path, index=False)
 
@@ -66,4 +71,6 @@ def _table_row(row: dict[str, Any], export_format: str) -> dict[str, Any]:
     for column in text_columns:
         if row[column] is not None:
             row[column] = json.dumps(row[column], ensure_ascii=False)
+    if export_format == "csv":  # no cell runs as a spreadsheet formula
+        row = {column: neutralised(value) for column, value in row.items()}
     return row

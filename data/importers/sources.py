@@ -29,6 +29,7 @@ from typing import Any, BinaryIO, Literal
 
 from data.importers.errors import InvalidRecord, Problems
 from data.importers.strict_json import loads
+from schemas.csv_cells import restored
 
 FileKind = Literal["jsonl", "csv", "parquet"]
 FILE_KINDS: tuple[str, ...] = ("jsonl", "csv", "parquet")
@@ -189,7 +190,7 @@ def _csv_rows(path: Path, problems: Problems | None) -> Iterator[tuple[int, dict
             yield (
                 start,
                 {
-                    key: (value if value != "" else None)
+                    key: (restored(value) if value != "" else None)  # csv_cells.neutralised
                     for key, value in zip(header, cells, strict=True)
                 },
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,38 @@ def test_export_reads_back_as_the_same_records(
         path = tmp_path / f"{campaign}.{export_format}"
         assert write_judgement_records(records, path, export_format) == len(records)
         assert [record for _, record in read_judgement_records(path)] == records
+
+
+FORMULAS = [
+    '=HYPERLINK("http://127.0.0.1:8699/?"&A1,"see")',
+    "+1+cmd|' /C calc'!A0",
+    "-2+3",
+    "@SUM(1,1)",
+    "\t=1+1",
+    "\r=1+1",
+    "'quoted already",
+    "''=twice",
+]
+
+
+@pytest.mark.parametrize("where", ["rationale", "annotator", "raw_output"])
+def test_csv_cells_never_start_like_a_formula_and_read_back_unchanged(
+    annotated: Engine, tmp_path: Path, where: str
+) -> None:
+    """OWASP's CSV injection: a cell starting with = + - @ (tab, CR) gets a leading '."""
+    with session_scope(annotated) as session:
+        (record,) = annotation_records(session, "paired")
+    texts = ("=x", "-x", "@x") if where == "annotator" else FORMULAS  # an id may start so too
+    records = [
+        record.model_copy(update={where: text, "meta": {"sample": n}})
+        for n, text in enumerate(texts)
+    ]
+    path = tmp_path / "out.csv"
+    write_judgement_records(records, path, "csv")
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    for row, original in zip(rows, records, strict=True):
+        cell, text = row[where], getattr(original, where)
+        assert cell == "'" + text and not cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+    assert rows[0]["score"] == "" and rows[0]["judge"] == "annotator:bob"  # others untouched
+    assert [back for _, back in read_judgement_records(path)] == records
