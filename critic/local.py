@@ -176,3 +176,56 @@ def _expectation(
     if total <= 0:
         return float("nan")
     return sum(point * weight for point, weight in weights.items()) / total
+
+
+def verdict_probabilities(
+    loaded: LoadedModel,
+    prompts: list[JudgePrompt],
+    *,
+    answer_prefix: str,
+    verdicts: dict[str, str],
+    batch_size: int = 8,
+) -> list[dict[str, float]]:
+    """p(verdict) for each prompt from one forward pass over the prompt plus ``answer_prefix``.
+
+    ``verdicts`` maps a label to the text the judge writes for it (pairwise: ``A`` → ``A``,
+    ``tie`` → ``C`` after ``[[``); each must be one token after the prefix. The probabilities are
+    those of the next token, renormalised over the verdicts; ``_mass`` is their total before
+    renormalising (how much of the model's next-token probability went to a verdict at all).
+    """
+    tokens = _single_tokens(loaded, answer_prefix, verdicts)
+    collator = CriticCollator(loaded.tokenizer.pad_token_id, padding_side="left")
+    model = loaded.model.eval()
+    results = []
+    for start in range(0, len(prompts), batch_size):
+        chunk = prompts[start : start + batch_size]
+        batch = collator([encode_prompt(loaded, prompt, answer_prefix) for prompt in chunk])
+        batch.pop("labels")
+        batch["position_ids"] = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+        batch = {key: value.to(model.device) for key, value in batch.items()}
+        with torch.no_grad():
+            last = model(**batch, logits_to_keep=1).logits[:, -1].float().softmax(-1).cpu()
+        for row in last:
+            picked = {label: float(row[token]) for label, token in tokens.items()}
+            mass = sum(picked.values())
+            probs = {label: value / mass for label, value in picked.items()} if mass > 0 else {}
+            results.append({**probs, "_mass": mass})
+    return results
+
+
+def _single_tokens(
+    loaded: LoadedModel, answer_prefix: str, verdicts: dict[str, str]
+) -> dict[str, int]:
+    tokenizer = loaded.tokenizer
+    anchor = "\n" + answer_prefix
+    base = tokenizer(anchor, add_special_tokens=False)["input_ids"]
+    tokens = {}
+    for label, text in verdicts.items():
+        ids = tokenizer(anchor + text, add_special_tokens=False)["input_ids"]
+        if ids[: len(base)] != base or len(ids) != len(base) + 1:
+            raise ValueError(
+                f"the verdict {text!r} is not one token after {answer_prefix!r} for this "
+                "tokenizer, so verdict probabilities cannot be read from one forward pass"
+            )
+        tokens[label] = ids[-1]
+    return tokens

@@ -62,7 +62,8 @@ _HEADER_KEYS = (
     "assistant",
     "image",
 )
-_SHOWN_VERDICT = {"A": "A", "B": "B", "tie": "C"}
+SHOWN_VERDICTS: dict[str, str] = {"A": "A", "B": "B", "tie": "C"}
+"""Label (in the shown order) → what the pairwise judge writes for it."""
 
 
 class TemplateError(ValueError):
@@ -254,7 +255,7 @@ def format_target(
         return template.target.format(
             value=format_value(float(value)), reason=reason, reason_json=_json_string(reason)
         )
-    verdict = _SHOWN_VERDICT[str(value)]
+    verdict = SHOWN_VERDICTS[str(value)]
     return template.target.format(verdict=verdict, reason=reason, reason_json=_json_string(reason))
 
 
@@ -262,6 +263,12 @@ def score_prefix(template: PromptTemplate) -> str:
     """The answer text before the score (``{"Rating": `` / ``### Score\\n``): where expected
     scores read the score-token probabilities."""
     before = template.target.split("{value}", 1)[0]
+    return before.replace("{{", "{").replace("}}", "}")
+
+
+def verdict_prefix(template: PromptTemplate) -> str:
+    """The pairwise answer text before the verdict (``[[``), where its probabilities are read."""
+    before = template.target.split("{verdict}", 1)[0]
     return before.replace("{{", "{").replace("}}", "}")
 
 

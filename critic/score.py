@@ -1,23 +1,43 @@
 """``critiquelab critic score``: a local critic judges a campaign's units into the database.
 
 Resumable: units already judged by the same judge name with the same template (``prompt_id``)
-are skipped. Judgements are written batch by batch, each batch in its own transaction, so an
+are skipped.
+
+Pairwise read-outs beside the written verdict (each stored as its own judge, so that calibration
+compares them): ``--preference-probs`` reads p(A), p(B), p(tie) from one forward pass after the
+verdict prefix ``[[`` (``<judge>-probs``: their argmax per shown order); with ``--both-orders``
+the canonical probabilities of the two shown orders are averaged into one position-debiased
+verdict per pair (``<judge>-debiased``). A head critic (``critic train --objective head``) gives
+probabilities without generating; its own judgements are their argmax.
+
+Judgements are written batch by batch, each batch in its own transaction, so an
 interrupted run keeps every finished batch and nothing half-written.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
 
 from critic.judging import JudgeJob, judgement_row, plan_jobs, skipped_row
-from critic.local import GenerationOptions, expected_scores, generate
+from critic.local import GenerationOptions, expected_scores, generate, verdict_probabilities
 from critic.modeling import LoadedModel
-from critic.prompts import PromptTemplate, builtin_template, score_prefix
+from critic.prompts import (
+    SHOWN_VERDICTS,
+    PromptTemplate,
+    builtin_template,
+    format_target,
+    score_prefix,
+    verdict_prefix,
+)
+from critic.sft import read_sft
 from data.critic_io import (
     campaign_info,
     campaign_units,
@@ -26,11 +46,13 @@ from data.critic_io import (
     store_judgements,
 )
 from data.storage import session_scope
-from schemas.protocols import Protocol
+from schemas.protocols import Protocol, to_canonical
 from schemas.tables import Judgement
 
 COMMIT_EVERY_BATCHES = 4
 """Batches of generation per database transaction."""
+PROBS_SUFFIX = "-probs"
+DEBIASED_SUFFIX = "-debiased"
 
 
 @dataclass(frozen=True)
@@ -51,6 +73,11 @@ class ScoreOptions:
     """Also store Σ p(s)·s over the scale's score tokens (discrete pointwise scales)."""
     limit: int | None = None
     """Judge at most this many units not yet judged (in unit order); a later run continues."""
+    preference_probs: bool = False
+    """Pairwise: also read p(A), p(B), p(tie) after the verdict prefix (one forward pass), stored
+    in ``meta.probs`` (canonical order) and as the judge ``<judge_name>-probs``."""
+    unit_keys: frozenset[str] | None = None
+    """Judge only these units (e.g. one split of an SFT file); None judges every unit."""
     generation: GenerationOptions = field(default_factory=GenerationOptions)
 
 
@@ -69,6 +96,8 @@ class ScoreSummary:
     seconds: float
     trained_prompt_id: str | None = None
     """The template the critic was trained with (from critic.json), when known."""
+    derived: dict[str, int] = field(default_factory=dict)
+    """``<judge>-probs`` / ``<judge>-debiased`` → judgements stored by this run."""
 
 
 def score_campaign(
@@ -94,6 +123,10 @@ def score_campaign(
     protocol = info.protocol
     if options.expected_score and not (protocol.is_pointwise and protocol.is_discrete):
         raise ValueError("--expected-score needs a pointwise protocol with a discrete scale")
+    if options.preference_probs and protocol.is_pointwise:
+        raise ValueError("--preference-probs needs a pairwise campaign; scores: --expected-score")
+    if options.unit_keys is not None:
+        units = [unit for unit in units if unit.unit_key in options.unit_keys]
     jobs = plan_jobs(
         units,
         protocol,
@@ -119,12 +152,21 @@ def score_campaign(
     runnable = sorted((job for job in jobs if not job.prompt.skipped), key=_prompt_size)
     stored = _store(engine, skipped, statuses)
     progress(len(skipped))
+    derived: Counter[str] = Counter()
     chunk_size = options.generation.batch_size * COMMIT_EVERY_BATCHES
     for start in range(0, len(runnable), chunk_size):
         chunk = runnable[start : start + chunk_size]
         rows = _judge_chunk(critic, chunk, template, protocol, options)
-        stored += _store(engine, rows, statuses)
+        main = [row for row in rows if row.judge == options.judge_name]
+        stored += _store(engine, main, statuses)
+        derived[options.judge_name + PROBS_SUFFIX] += _store(engine, rows[len(main) :], Counter())
         progress(len(chunk))
+    gives_probs = options.preference_probs or critic.head is not None
+    if options.both_orders and gives_probs and not protocol.is_pointwise:
+        name = options.judge_name + DEBIASED_SUFFIX
+        with session_scope(engine) as session:
+            rows = _debiased_rows(session, options.judge_name, name, prompt_id, protocol)
+        derived[name] += _store(engine, rows, Counter())
     return ScoreSummary(
         judge=options.judge_name,
         prompt_id=prompt_id,
@@ -134,6 +176,7 @@ def score_campaign(
         statuses=dict(statuses),
         seconds=time.perf_counter() - started,
         trained_prompt_id=critic.info.get("prompt_id"),
+        derived={name: count for name, count in derived.items() if count},
     )
 
 
@@ -144,7 +187,10 @@ def _judge_chunk(
     protocol: Protocol,
     options: ScoreOptions,
 ) -> list[Judgement]:
+    """The chunk's judgements of ``options.judge_name``, then those of ``<judge>-probs``."""
     prompts = [job.prompt for job in chunk]
+    if critic.head is not None:
+        return _head_rows(critic, chunk, template, protocol, options)
     generation = GenerationOptions(
         max_new_tokens=options.generation.max_new_tokens,
         do_sample=options.generation.do_sample,
@@ -164,16 +210,169 @@ def _judge_chunk(
                 batch_size=options.generation.batch_size,
             )
         )
-    return [
+    probs: list[dict[str, float] | None] = [None] * len(chunk)
+    if options.preference_probs:
+        shown = verdict_probabilities(
+            critic,
+            prompts,
+            answer_prefix=verdict_prefix(template),
+            verdicts=SHOWN_VERDICTS,
+            batch_size=options.generation.batch_size,
+        )
+        probs = [_canonical(p, job.shown_order) for p, job in zip(shown, chunk, strict=True)]
+    rows = [
         judgement_row(
             job,
             judge=options.judge_name,
             protocol=protocol,
             raw_output=output,
             expected_score=value,
+            meta={"probs": p} if p else None,
         )
-        for job, output, value in zip(chunk, outputs, expected, strict=True)
+        for job, output, value, p in zip(chunk, outputs, expected, probs, strict=True)
     ]
+    return rows + [
+        judgement_row(
+            job,
+            judge=options.judge_name + PROBS_SUFFIX,
+            protocol=protocol,
+            raw_output=_verdict_text(p, job.shown_order),
+            meta={"probs": p},
+        )
+        for job, p in zip(chunk, probs, strict=True)
+        if p
+    ]
+
+
+def _head_rows(
+    critic: LoadedModel,
+    chunk: list[JudgeJob],
+    template: PromptTemplate,
+    protocol: Protocol,
+    options: ScoreOptions,
+) -> list[Judgement]:
+    """A head critic: class probabilities of each prompt; the verdict (or score) is the argmax,
+    written in the template's answer format so that it parses like a generated one."""
+    from critic.head import prompt_features
+
+    head = critic.head
+    features = prompt_features(
+        critic, [job.prompt.messages for job in chunk], options.generation.batch_size
+    )
+    rows = []
+    for job, row in zip(chunk, head.probabilities(features), strict=True):
+        shown = dict(zip(head.classes, map(float, row), strict=True))
+        if protocol.is_pointwise:
+            best = max(shown, key=shown.__getitem__)
+            expected = sum(float(value) * p for value, p in shown.items())
+            raw = format_target(template, protocol, float(best), "")
+            rows.append(
+                judgement_row(
+                    job,
+                    judge=options.judge_name,
+                    protocol=protocol,
+                    raw_output=raw,
+                    expected_score=expected,
+                    meta={"probs": shown},
+                )
+            )
+        else:
+            canonical = _canonical(shown, job.shown_order)
+            rows.append(
+                judgement_row(
+                    job,
+                    judge=options.judge_name,
+                    protocol=protocol,
+                    raw_output=_verdict_text(canonical, job.shown_order),
+                    meta={"probs": canonical},
+                )
+            )
+    return rows
+
+
+def _canonical(shown: dict[str, float], shown_order: str) -> dict[str, float]:
+    """Probabilities of A / B / tie in the canonical order (``_mass`` kept as is)."""
+    swapped = shown_order == "BA"
+    return {
+        (to_canonical(label, swapped=swapped) if label in SHOWN_VERDICTS else label): value
+        for label, value in shown.items()
+    }
+
+
+def _verdict_text(canonical: dict[str, float], shown_order: str) -> str:
+    """``[[X]]`` for the most probable verdict in the order shown, then the probabilities."""
+    labels = [label for label in SHOWN_VERDICTS if label in canonical]
+    best = max(labels, key=canonical.__getitem__)
+    shown_best = to_canonical(best, swapped=shown_order == "BA")  # the swap is its own inverse
+    figures = " ".join(f"p({label})={canonical[label]:.4f}" for label in labels)
+    return f"[[{SHOWN_VERDICTS[shown_best]}]]\n{figures} (canonical order)"
+
+
+def _debiased_rows(
+    session: Session, judge: str, name: str, prompt_id: str, protocol: Protocol
+) -> list[Judgement]:
+    """One judgement per pair that ``judge`` answered with probabilities in both shown orders
+    and ``name`` has not judged yet: the mean of the two canonical probability vectors."""
+    found = session.exec(
+        select(
+            Judgement.unit_key,
+            Judgement.pair_pk,
+            Judgement.shown_order,
+            Judgement.meta,
+            Judgement.input_sha256,
+        ).where(Judgement.judge == judge, Judgement.prompt_id == prompt_id, Judgement.sample == 0)
+    ).all()
+    done = set(
+        session.exec(
+            select(Judgement.unit_key).where(
+                Judgement.judge == name, Judgement.prompt_id == prompt_id
+            )
+        ).all()
+    )
+    orders: dict[str, dict[str, tuple]] = {}
+    for unit_key, pair_pk, shown_order, meta, sha in found:
+        if (meta or {}).get("probs") and unit_key not in done:
+            orders.setdefault(unit_key, {})[shown_order] = (pair_pk, meta["probs"], sha)
+    rows = []
+    for unit_key, both in sorted(orders.items()):
+        if set(both) != {"AB", "BA"}:
+            continue
+        labels = [label for label in SHOWN_VERDICTS if label in both["AB"][1]]
+        mean = {label: (both["AB"][1][label] + both["BA"][1][label]) / 2 for label in labels}
+        best = max(labels, key=mean.__getitem__)
+        figures = " ".join(f"p({label})={mean[label]:.4f}" for label in labels)
+        rows.append(
+            Judgement(
+                judge=name,
+                protocol=protocol.name,
+                unit_key=unit_key,
+                pair_pk=both["AB"][0],
+                shown_order="AB",
+                sample=0,
+                preference=best,
+                rationale="",
+                raw_output=f"{figures} (mean of both shown orders, canonical order)",
+                parse_status="ok",
+                prompt_id=prompt_id,
+                input_sha256=hashlib.sha256((both["AB"][2] + both["BA"][2]).encode()).hexdigest(),
+                meta={"probs": mean, "orders": {o: both[o][1] for o in ("AB", "BA")}},
+            )
+        )
+    return rows
+
+
+def split_unit_keys(path: Path, split: str) -> frozenset[str]:
+    """Unit keys of the records of ``split`` (``train`` / ``eval``) in an SFT file (§4)."""
+    if split not in ("train", "eval"):
+        raise ValueError(f"split {split!r} is not train or eval")
+    keys = frozenset(
+        str(record.meta["unit_key"])
+        for record in read_sft(path)
+        if record.split == split and record.meta.get("unit_key")
+    )
+    if not keys:
+        raise ValueError(f"{path} has no {split} records with meta.unit_key")
+    return keys
 
 
 def _store(engine: Engine, rows: list[Judgement], statuses: Counter[str]) -> int:

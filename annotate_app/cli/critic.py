@@ -115,6 +115,12 @@ def train(
     ),
     eval_max_new_tokens: int = typer.Option(256, "--eval-max-new-tokens", help="Answer length."),
     eval_limit: int = typer.Option(None, "--eval-limit", help="Judge at most N eval units."),
+    objective: str = typer.Option(
+        "generate",
+        "--objective",
+        help="generate (write verdict + reasons) | head (classifier head on the frozen model).",
+    ),
+    head_folds: int = typer.Option(5, "--head-folds", help="head: grouped CV folds for L2."),
 ) -> None:
     """Fine-tune a critic; multi-GPU: accelerate launch $(which critiquelab) critic train ..."""
     from critic.training import TrainConfig, train_critic
@@ -147,6 +153,8 @@ def train(
         evaluate=evaluate,
         eval_max_new_tokens=eval_max_new_tokens,
         eval_limit=eval_limit,
+        objective=_choice(objective, ("generate", "head"), "--objective"),  # type: ignore[arg-type]
+        head_folds=head_folds,
     )
     result = train_critic(config, on_log=lambda log: cli.info(_log_line(log)))
     figures = _headline(result.eval.report) if result.eval else {}
@@ -186,6 +194,24 @@ def score(
     temperature: float = typer.Option(1.0, "--temperature", help="With --sample."),
     samples: int = typer.Option(1, "--samples", help="With --sample: answers per unit."),
     limit: int = typer.Option(None, "--limit", help="Judge at most N units this run (resumable)."),
+    preference_probs: bool = typer.Option(
+        False,
+        "--preference-probs",
+        help="Pairwise: also store p(A), p(B), p(tie) and their argmax as <judge>-probs.",
+    ),
+    split_of: Path = typer.Option(
+        None,
+        "--split-of",
+        exists=True,
+        dir_okay=False,
+        help="Only the units of one split of this SFT file.",
+    ),
+    split: str = typer.Option("eval", "--split", help="With --split-of: train | eval."),
+    dtype: str = typer.Option(
+        "auto",
+        "--dtype",
+        help="auto (bf16 on CUDA or on a bf16 CPU, else float32) | bfloat16 | float32.",
+    ),
     vision: bool = typer.Option(
         None, "--vision/--text-only", help="Show images (default: when the critic is a VLM)."
     ),
@@ -193,11 +219,16 @@ def score(
     template: Path = _TEMPLATE,
 ) -> None:
     """Let a local critic judge a campaign; judgements already made are skipped."""
+    import torch
+
     from critic.local import GenerationOptions
-    from critic.modeling import load_critic
-    from critic.score import ScoreOptions, score_campaign
+    from critic.modeling import inference_dtype, load_critic
+    from critic.score import ScoreOptions, score_campaign, split_unit_keys
 
     cli = state(ctx)
+    _choice(split, ("train", "eval"), "--split")
+    dtypes = {"auto": None, "bfloat16": torch.bfloat16, "float32": torch.float32}
+    torch_dtype = dtypes[_choice(dtype, tuple(dtypes), "--dtype")] or inference_dtype()
     options = ScoreOptions(
         judge_name=judge_name,
         template=_template(template),
@@ -207,6 +238,8 @@ def score(
         samples=samples,
         expected_score=expected_score,
         limit=limit,
+        preference_probs=preference_probs,
+        unit_keys=split_unit_keys(split_of, split) if split_of else None,
         generation=GenerationOptions(
             max_new_tokens=max_new_tokens,
             do_sample=sample,
@@ -214,7 +247,7 @@ def score(
             batch_size=batch_size,
         ),
     )
-    critic = load_critic(model)
+    critic = load_critic(model, dtype=torch_dtype)
     with cli.progress(f"judging {campaign}") as advance:
         summary = score_campaign(cli.engine(), campaign, critic, options, progress=advance)
     if summary.trained_prompt_id and summary.trained_prompt_id != summary.prompt_id:
@@ -296,15 +329,26 @@ def judge_run(
         raise typer.Exit(1)
 
 
+def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
+    if value not in allowed:
+        raise typer.BadParameter(
+            f"{value!r} is not one of: {', '.join(allowed)}", param_hint=option
+        )
+    return value
+
+
 def _template(path: Path | None) -> PromptTemplate | None:
     return load_template(path) if path else None
 
 
 def _judging_line(summary: Any) -> str:
     statuses = ", ".join(f"{count} {status}" for status, count in sorted(summary.statuses.items()))
+    derived = "".join(
+        f"; {name}: {count}" for name, count in sorted(getattr(summary, "derived", {}).items())
+    )
     return (
         f"{summary.judge} [{summary.prompt_id}]: stored {summary.stored} judgements"
-        f" ({statuses or 'none new'}); {summary.already_judged} already judged"
+        f" ({statuses or 'none new'}); {summary.already_judged} already judged{derived}"
     )
 
 
