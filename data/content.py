@@ -2,7 +2,8 @@
 
 CONTENT is a string or a list of segments ``{"type": "text", "text": ...}`` /
 ``{"type": "image", "image": PATH}``. On import every image is checked (a relative path that stays
-inside its root, no URL, a file that Pillow opens and verifies, not a decompression bomb) and
+inside its root, no URL, a file that Pillow decodes in full, every frame, not a decompression bomb
+nor too thin for a vision-language model) and
 copied into the image store under :func:`data.storage.data_dir`, named by its SHA-256
 (``images/ab/<sha256>.<ext>``). The stored segment then reads::
 
@@ -35,6 +36,12 @@ MAX_IMAGE_PIXELS = 64_000_000
 """Refuse images with more pixels than this (decompression-bomb guard, ~8000 × 8000)."""
 MAX_IMAGE_BYTES = 50 * 1024 * 1024
 """Refuse image files larger than this."""
+MAX_DECODED_PIXELS = 4 * MAX_IMAGE_PIXELS
+"""Refuse multi-frame images (GIF, TIFF, WebP) whose frames hold more pixels than this together."""
+MAX_ASPECT_RATIO = 200
+"""Refuse images whose long side is more than this many times the short side: vision-language
+processors refuse them (transformers' Qwen2-VL image processor: "absolute aspect ratio must be
+smaller than 200"), so a critic could not score the unit."""
 IMAGE_EXTENSIONS: dict[str, str] = {
     "JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp", "BMP": "bmp", "TIFF": "tiff",
 }  # fmt: skip
@@ -138,8 +145,9 @@ def check_image(raw_path: Any, root: Path, field: str) -> CheckedImage:
     """Check one image reference of an import file and return the verified file.
 
     ``raw_path`` must be a relative path that stays inside ``root`` once resolved (symlinks
-    included), name an existing file under :data:`MAX_IMAGE_BYTES` that Pillow opens and
-    verifies, with at most :data:`MAX_IMAGE_PIXELS` pixels. Raises :class:`ContentError`, or
+    included), name an existing file under :data:`MAX_IMAGE_BYTES` that Pillow decodes in full
+    (every frame), with at most :data:`MAX_IMAGE_PIXELS` pixels and an aspect ratio of at most
+    :data:`MAX_ASPECT_RATIO`. Raises :class:`ContentError`, or
     :class:`MissingImage` when only the file is missing.
     """
     path = _confined(raw_path, root, field, hint="keep images inside it or pass --images-root")
@@ -206,14 +214,22 @@ def _confined(raw_path: Any, root: Path, field: str, *, hint: str) -> Path:
 
 
 def _verified_extension(path: Path, raw_path: str, field: str) -> str:
+    """The store extension of an image that Pillow decodes in full, every frame of it.
+
+    ``verify()`` reads only the structure (and nothing of a JPEG), so a truncated or corrupt file
+    passed it and failed later, in the browser or the critic; decoding every pixel is the test
+    that what is stored can be shown and scored. The size is checked before anything is decoded.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as image:
-                pixels = image.size[0] * image.size[1]
+                width, height = image.size
                 image_format = image.format or ""
-                if pixels <= MAX_IMAGE_PIXELS:
-                    image.verify()
+                _check_size(width, height, raw_path, field)
+                _decode_every_frame(image, raw_path, field)
+    except ContentError:
+        raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
         raise ContentError(
             field, f"`{field}` names {raw_path}, refused as a decompression bomb: {error}"
@@ -224,12 +240,6 @@ def _verified_extension(path: Path, raw_path: str, field: str) -> str:
             f"`{field}` names {raw_path}, which Pillow cannot read as an image "
             f"({type(error).__name__}: {error}): replace the file",
         ) from None
-    if pixels > MAX_IMAGE_PIXELS:
-        raise ContentError(
-            field,
-            f"`{field}` names {raw_path} with {pixels:,} pixels, over the {MAX_IMAGE_PIXELS:,} "
-            "limit: shrink the image",
-        )
     if image_format not in IMAGE_EXTENSIONS:
         raise ContentError(
             field,
@@ -237,6 +247,40 @@ def _verified_extension(path: Path, raw_path: str, field: str) -> str:
             + ", ".join(IMAGE_EXTENSIONS),
         )
     return IMAGE_EXTENSIONS[image_format]
+
+
+def _check_size(width: int, height: int, raw_path: str, field: str) -> None:
+    pixels = width * height
+    if pixels > MAX_IMAGE_PIXELS:
+        raise ContentError(
+            field,
+            f"`{field}` names {raw_path} with {pixels:,} pixels, over the {MAX_IMAGE_PIXELS:,} "
+            "limit: shrink the image",
+        )
+    if width < 1 or height < 1 or max(width, height) > MAX_ASPECT_RATIO * min(width, height):
+        raise ContentError(
+            field,
+            f"`{field}` names {raw_path}, an image of {width:,} × {height:,} pixels: the long side "
+            f"may be at most {MAX_ASPECT_RATIO} times the short one (vision-language models "
+            "refuse thinner images): crop or pad it",
+        )
+
+
+def _decode_every_frame(image: Image.Image, raw_path: str, field: str) -> None:
+    """Decode every frame of ``image``; Pillow raises on a truncated or corrupt one."""
+    decoded = 0
+    for frame in range(getattr(image, "n_frames", 1)):
+        image.seek(frame)
+        width, height = image.size
+        _check_size(width, height, raw_path, f"{field} (frame {frame + 1})")
+        decoded += width * height
+        if decoded > MAX_DECODED_PIXELS:
+            raise ContentError(
+                field,
+                f"`{field}` names {raw_path}, whose frames hold over {MAX_DECODED_PIXELS:,} pixels "
+                "together: keep fewer or smaller frames",
+            )
+        image.load()
 
 
 def _sha256_file(path: Path) -> str:

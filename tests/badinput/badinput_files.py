@@ -94,10 +94,21 @@ def bomb_png(side: int = 20_000) -> bytes:
     )  # fmt: skip
 
 
-def _noise_png() -> bytes:
+def _noise_png(image_format: str = "PNG") -> bytes:
     buffer = io.BytesIO()
-    Image.frombytes("RGB", (128, 128), os.urandom(128 * 128 * 3)).save(buffer, format="PNG")
+    image = Image.frombytes("RGB", (128, 128), os.urandom(128 * 128 * 3))
+    (image.convert("P") if image_format == "GIF" else image).save(buffer, format=image_format)
     return buffer.getvalue()
+
+
+def thin_png(width: int = 64_000_000) -> bytes:
+    """A valid 1-bit PNG of width × 1 pixels (64 megapixels, within the pixel limit): ~8 kB."""
+    data = zlib.compress(b"\x00" + bytes((width + 7) // 8), 9)
+    header = struct.pack(">IIBBBBB", width, 1, 1, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", data)
+        + _png_chunk(b"IEND", b"")
+    )  # fmt: skip
 
 
 def _bad_second_line(root: Path, name: str, second: bytes, first: str = VALID_LINE) -> None:
@@ -118,6 +129,11 @@ def _generate(root: Path, outside: Path) -> None:
     (images / "truncated.png").write_bytes(noise[: len(noise) // 2])
     (images / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(2048))
     (images / "bomb.png").write_bytes(bomb_png())
+    truncated_formats = (("JPEG", "jpg"), ("GIF", "gif"), ("BMP", "bmp"), ("TIFF", "tif"))
+    for image_format, extension in truncated_formats:
+        whole = _noise_png(image_format)  # Pillow's verify() passed these cut in half
+        (images / f"truncated.{extension}").write_bytes(whole[: len(whole) // 2])
+    (images / "thin.png").write_bytes(thin_png())
     (images / "link.png").symlink_to(outside / "secret.png")
 
     item = json.loads(VALID_LINE) | {"item_id": "bad-2", "responses": []}
