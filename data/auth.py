@@ -116,6 +116,8 @@ def login(session: Session, name: str, password: str, *, now: datetime | None = 
     if limited is not None:
         return limited
     user = session.exec(select(User).where(User.name == name)).first()
+    if user is not None and user.external:  # imported annotators have no login
+        user = None
     matches = password_matches(user.password_hash if user else _DUMMY_HASH, password)
     session.add(LoginAttempt(user_name=name, ok=bool(user and matches), at=now))
     if user is None or not matches:
@@ -148,6 +150,7 @@ def user_for_token(
             col(AuthSession.revoked_at).is_(None),
             AuthSession.expires_at > now,
             col(User.active).is_(True),
+            col(User.external).is_(False),
         )
     ).first()
     return to_record(user) if user is not None else None

@@ -16,7 +16,17 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from annotate_app.cli import calibrate, campaigns, critic, demo, exports, imports, serve, users
+from annotate_app.cli import (
+    annotations,
+    calibrate,
+    campaigns,
+    critic,
+    demo,
+    exports,
+    imports,
+    serve,
+    users,
+)
 from annotate_app.cli.context import CliState
 from data.storage import default_db_url
 
@@ -147,6 +157,7 @@ def main(
 
 export_app = exports.register(app)
 imports.register(app)
+annotations.register(app)
 users.register(app)
 campaigns.register(app)
 demo.register(app)
