@@ -60,6 +60,11 @@ def _submit(key: str, assignment_id: int) -> None:
         state["annotate_refused"] = {assignment_id: (attempt + 1, str(error))}
         _save_draft_after_refusal(assignment_id, payload)
         return
+    if step.revision > 1:  # e.g. answered in another tab first: both answers are kept
+        state["annotate_notice"] = (
+            f"You had already answered this unit (in another tab?). This answer is saved as "
+            f"revision {step.revision}; the earlier one is kept in My work."
+        )
     state["annotate_next"] = (step.campaign_id, step.next_unit)  # leased in the same commit
     state["annotate_others"] = (step.campaign_id, others)  # shown until the next submit
     state.pop("annotate_refused", None)

@@ -350,3 +350,45 @@ def test_how_others_rated_appears_after_submit_where_the_campaign_allows(
     expect(others).to_be_visible()
     others.click()
     expect(page.get_by_text("CY-SEEN-AFTER-SUBMIT, and only then")).to_be_visible()
+
+
+def test_a_second_tab_answering_the_same_unit_is_stored_as_a_revision(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    """Two tabs of one annotator on one unit, two different answers: both are kept.
+
+    The second tab's Ctrl+Enter used to move on and store nothing."""
+    seeded.add_user("tab-user", PASSWORD, "annotator")
+    with seeded.session() as session:
+        campaign = create_campaign(
+            session,
+            CampaignSpec(
+                name="two-tabs", dataset="ds-alignmmbench", protocol="alignmmbench", overlap=1,
+                models=("m2",),
+            ),
+        )  # fmt: skip
+        campaign_id = campaign.id
+    _annotate(page, seeded, "tab-user", "two-tabs", login)
+    second = page.context.new_page()  # same browser session, a second tab
+    second.set_viewport_size({"width": 1280, "height": 720})
+    second.goto(f"{seeded.url}/annotate?campaign=two-tabs")
+    expect(second.get_by_test_id("cl-rationale")).to_be_visible()
+    unit = _unit(page)
+    assert _unit(second) == unit  # the same lease in both tabs
+    page.locator("body").press("4")
+    page.keyboard.type("FIRST-TAB " + RATIONALE)
+    page.keyboard.press("Control+Enter")
+    _wait_next_unit(page, unit)
+    second.locator("body").press("9")
+    second.keyboard.type("SECOND-TAB " + RATIONALE)
+    second.keyboard.press("Control+Enter")
+    expect(second.get_by_text("This answer is saved as revision 2")).to_be_visible()
+    second.screenshot(path=str(seeded.log_path.parent / "annotate-second-tab.png"))
+    with seeded.session() as session:
+        rows = session.exec(
+            select(Annotation)
+            .where(Annotation.campaign_id == campaign_id)
+            .order_by(Annotation.revision)
+        ).all()
+    assert [(a.revision, a.is_live, a.score) for a in rows] == [(1, False, 4.0), (2, True, 9.0)]
+    assert rows[1].rationale == "SECOND-TAB " + RATIONALE
