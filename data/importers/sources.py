@@ -44,7 +44,8 @@ _SUFFIXES: dict[str, FileKind] = {
 
 def file_kind(path: Path) -> FileKind:
     """``jsonl``, ``csv`` or ``parquet`` from the file name (``.json`` and ``.ndjson`` are JSON
-    Lines)."""
+    Lines). What is not a regular file is refused first: its name says nothing about it."""
+    regular_file(path)
     kind = _SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise InvalidRecord(

@@ -50,13 +50,15 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-def _float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise _Refused(
-            None, f"the number {text[:40]} is too large for a 64-bit float: write a smaller one"
-        )
-    return value
+class _TooLarge(float):
+    """Marks a number literal too large for a float (``1e309``), so its field can be named."""
+
+    literal: str
+
+    def __new__(cls, literal: str) -> _TooLarge:
+        value = super().__new__(cls, math.inf)
+        value.literal = literal
+        return value
 
 
 def loads(text: str, source: str, location: int | str | None, *, per_line: bool = True) -> Any:
@@ -64,17 +66,25 @@ def loads(text: str, source: str, location: int | str | None, *, per_line: bool 
 
     For a whole document (``per_line=False``) a JSON syntax error names its own line.
     """
-    found_non_finite = False
+    found_non_finite = found_too_large = False
 
     def non_finite(literal: str) -> _NonFinite:
         nonlocal found_non_finite
         found_non_finite = True
         return _NonFinite(literal)
 
+    def number(literal: str) -> float:
+        nonlocal found_too_large
+        value = float(literal)
+        if math.isinf(value):
+            found_too_large = True
+            return _TooLarge(literal)
+        return value
+
     fix = "fix the line" if per_line else "fix the file"
     try:
         value = json.loads(
-            text, parse_constant=non_finite, parse_float=_float, object_pairs_hook=_object
+            text, parse_constant=non_finite, parse_float=number, object_pairs_hook=_object
         )
     except json.JSONDecodeError as error:
         where = location if per_line else error.lineno
@@ -96,6 +106,13 @@ def loads(text: str, source: str, location: int | str | None, *, per_line: bool 
         raise InvalidRecord(
             source, location, field,
             f"`{field}` is {bad.literal}, which is not valid JSON: write a number or null",
+        )  # fmt: skip
+    if found_too_large:
+        field, bad = find(value, lambda v: isinstance(v, _TooLarge))
+        raise InvalidRecord(
+            source, location, field,
+            f"`{field}` is {bad.literal[:40]}, too large for a 64-bit float (it would be read as "
+            "Infinity): write a smaller number",
         )  # fmt: skip
     if "\x00" in text or "\\u0000" in text:
         field, _ = find(value, lambda v: isinstance(v, str) and "\x00" in v)

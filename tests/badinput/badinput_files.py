@@ -25,6 +25,7 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 MANIFEST = Path(__file__).resolve().parent / "README.md"
 VALID_LINE = (CORPUS / "jsonl_invalid_json.jsonl").read_text(encoding="utf-8").splitlines()[0]
 HUGE_LINE_BYTES = 50 * 1024 * 1024
+CORPUS_SUFFIXES = (".json", ".jsonl", ".csv")
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def manifest_cases() -> list[Case]:
     cases = []
     for row in MANIFEST.read_text(encoding="utf-8").splitlines():
         cells = [cell.strip() for cell in row.strip().strip("|").split("|")]
-        if len(cells) != 6 or cells[0] in ("file", "---") or not cells[0].endswith(("l", "n")):
+        if len(cells) != 6 or cells[0] in ("file", "---") or not cells[0].endswith(CORPUS_SUFFIXES):
             continue
         file, command, line, field, wrong, expected = cells
         cases.append(
@@ -155,6 +156,8 @@ def _generate(root: Path, outside: Path) -> None:
     (root / "mmie_invalid_utf8.json").write_bytes(
         mmie.replace("Plan a picnic", "Plan a \xff\xfe").encode("latin-1")
     )
+    judgement_deep = '{"judge": "gpt-4", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    _bad_second_line(root, "judg_deep_nesting.jsonl", judgement_deep.encode(), _judgement_line())
     judgement = _judgement_line().replace('"v-1/m1"', '"v-1/m2"').replace("Correct", "\xff\xfe")
     _bad_second_line(
         root, "judg_invalid_utf8.jsonl", judgement.encode("latin-1"), _judgement_line()

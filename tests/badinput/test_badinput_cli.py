@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from badinput_checks import copy_database, critiquelab, database_snapshot, outside_data_folder
-from badinput_files import CORPUS, Case, manifest_cases
+from badinput_files import CORPUS, CORPUS_SUFFIXES, Case, manifest_cases
 
 from data.storage import make_engine, upgrade_database
 
@@ -106,7 +106,7 @@ def test_positive_controls_import(
 def test_manifest_covers_corpus(workspace: dict[str, Path]) -> None:
     listed = {case.file for case in CASES}
     committed = {
-        p.name for p in CORPUS.iterdir() if p.is_file() and p.suffix in (".json", ".jsonl")
+        p.name for p in CORPUS.iterdir() if p.is_file() and p.name.endswith(CORPUS_SUFFIXES)
     }
     controls = {name for name in committed if name.startswith("valid_")}
     assert committed - controls - listed == set(), "corpus files missing from README.md"

@@ -31,8 +31,8 @@ def _lines(path: Path, data: bytes) -> list[object]:
         (b'{"a": 1} {"b": 2}', "not valid JSON (Extra data at column 10): fix the line"),
         (b'{"score": 1, "score": 2}', "the key `score` appears twice in one object; JSON "
          "readers disagree on which value wins: keep one"),
-        (b'{"expected_score": 1e309}', "the number 1e309 is too large for a 64-bit float: write "
-         "a smaller one"),
+        (b'{"expected_score": 1e309}', "`expected_score` is 1e309, too large for a 64-bit float "
+         "(it would be read as Infinity): write a smaller number"),
         (b'{"meta": {"note": "a\\ud800b"}}', "`meta.note` contains a lone surrogate escape "
          "(\\ud800\u2013\\udfff without its pair), which is not text: remove it or write the "
          "whole character"),
