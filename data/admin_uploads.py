@@ -1,7 +1,7 @@
 """Files uploaded in the browser: unpacked safely, then imported by the CLI's own importers.
 
-An upload is a dataset file (JSONL, or a zip holding the JSONL and its images) or a judgements
-file. It is written to a fresh folder under ``<data dir>/uploads/`` and handed to exactly the
+An upload is a dataset file (JSONL, CSV or Parquet, or a zip holding it and its images) or a
+judgements file. It is written to a fresh folder under ``<data dir>/uploads/`` and handed to exactly the
 functions that ``critiquelab import`` and ``critiquelab judgments import`` call, so the browser
 and the command line accept and refuse the same files. The folder is removed afterwards; images
 the importer keeps are copied into the image store by the importer itself.
@@ -29,11 +29,13 @@ from sqlmodel import Session
 from data.admin import require_actor_role
 from data.audit import record_event
 from data.importers.datasets import ImportSummary
-from data.importers.errors import InvalidRecord
+from data.importers.errors import InvalidFile, InvalidRecord
 from data.importers.jsonl import import_jsonl
 from data.importers.judgements import JudgementImportSummary, import_judgements
 from data.storage import data_dir
 
+DATASET_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
+"""Dataset file types, as ``critiquelab import jsonl`` reads them."""
 MAX_ZIP_FILES = 20_000
 MAX_ZIP_BYTES = 2 * 1024**3
 _CHUNK = 1024 * 1024
@@ -45,7 +47,15 @@ class UnsafeUpload(ValueError):
 
 
 class UploadRejected(ValueError):
-    """The importer refused the upload; the message names the file, line, field and fix."""
+    """The importer refused the upload. ``problems`` are its messages, one per bad line, each
+    naming the file inside the upload, the line, the field and the fix; ``stopped`` says that
+    reading stopped at :data:`~data.importers.errors.MAX_PROBLEMS` and there may be more."""
+
+    def __init__(self, problems: list[str], *, stopped: bool = False) -> None:
+        self.problems = problems
+        self.stopped = stopped
+        note = [f"stopped after {len(problems)} problems"] if stopped else []
+        super().__init__("\n".join([*problems, *note]))
 
 
 def import_dataset_upload(
@@ -60,16 +70,16 @@ def import_dataset_upload(
 ) -> ImportSummary:
     """Import an uploaded dataset (admins only) with the importer of ``critiquelab import jsonl``.
 
-    ``name`` ends in ``.jsonl`` (the file itself) or ``.zip`` (the JSONL with its images, image
-    paths relative to the JSONL). On any error nothing is written (the caller's transaction rolls
-    back) and the message names the line inside the upload.
+    ``name`` ends in ``.jsonl``, ``.csv`` or ``.parquet`` (the file itself) or ``.zip`` (the
+    file with its images, image paths relative to it). On any error nothing is written (the caller's transaction rolls
+    back) and :class:`UploadRejected` names every bad line inside the upload (up to 50).
     """
     require_actor_role(session, actor_id, "admin")
     suffix = PurePosixPath(name.lower()).suffix
-    if suffix not in (".jsonl", ".zip"):
+    if suffix not in (*DATASET_SUFFIXES, ".zip"):
         raise UnsafeUpload(
-            f"{safe_file_name(name)!r} is neither .jsonl nor .zip: upload the dataset file, or a "
-            "zip holding it and its images"
+            f"{safe_file_name(name)!r} is not .jsonl, .csv, .parquet or .zip: upload the dataset "
+            "file, or a zip holding it and its images"
         )
     with upload_folder() as folder:
         if suffix == ".zip":
@@ -110,8 +120,12 @@ def import_judgements_upload(
 
 
 def _rejected(error: InvalidRecord, folder: Path) -> UploadRejected:
-    """The importer's message with the temporary folder taken out of the file names."""
-    return UploadRejected(str(error).replace(f"{folder}/", "").replace(str(folder), "the upload"))
+    """The importer's messages with the temporary folder taken out of the file names."""
+    found = error.problems if isinstance(error, InvalidFile) else (error,)
+    return UploadRejected(
+        [str(p).replace(f"{folder}/", "").replace(str(folder), "the upload") for p in found],
+        stopped=isinstance(error, InvalidFile) and error.stopped,
+    )
 
 
 @contextmanager
@@ -219,16 +233,18 @@ def _too_large(size: int, limit: int) -> str:
 
 
 def find_dataset_file(files: list[Path], folder: Path) -> Path:
-    """The one ``.jsonl`` file of an unpacked zip (macOS ``__MACOSX`` copies ignored)."""
+    """The one dataset file (.jsonl, .csv or .parquet) of an unpacked zip (macOS ``__MACOSX``
+    copies ignored)."""
     candidates = [
         path
         for path in files
-        if path.suffix.lower() == ".jsonl" and "__MACOSX" not in path.relative_to(folder).parts
+        if path.suffix.lower() in DATASET_SUFFIXES
+        and "__MACOSX" not in path.relative_to(folder).parts
     ]
     if len(candidates) != 1:
         found = ", ".join(str(path.relative_to(folder)) for path in candidates) or "none"
         raise UnsafeUpload(
-            f"the zip must hold exactly one .jsonl dataset file (found: {found}); "
-            "put the images beside it, named as the file names them"
+            f"the zip must hold exactly one dataset file, .jsonl, .csv or .parquet (found: "
+            f"{found}); put the images beside it, named as the file names them"
         )
     return candidates[0]

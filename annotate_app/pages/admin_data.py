@@ -1,4 +1,5 @@
-"""Data in: upload a dataset (JSONL, or a zip with the JSONL and its images) or judgements."""
+"""Data in: upload a dataset (JSONL, CSV or Parquet, or a zip with it and its images) or
+judgements; a refused file lists every bad line (up to 50) as plain text."""
 
 from __future__ import annotations
 
@@ -17,6 +18,19 @@ from data.admin_uploads import (
 )
 from data.storage import session_scope
 
+
+
+def show_refusal(error: Exception) -> None:
+    """Why nothing was imported: a short heading, then every problem (one per bad line, as the
+    command line prints them) as plain text — file text is never read as Markdown."""
+    problems = error.problems if isinstance(error, UploadRejected) else [str(error)]
+    count = "1 problem" if len(problems) == 1 else f"{len(problems)} problems"
+    if isinstance(error, UploadRejected) and error.stopped:
+        count += " (reading stopped there; there may be more)"
+    st.error(f"Nothing was imported: {count}. Fix each line listed below and upload again.")
+    st.code("\n".join(problems), language=None, wrap_lines=True)
+
+
 user = require_role("admin")
 engine = get_engine()
 
@@ -25,12 +39,15 @@ listing = st.container()
 
 st.subheader("Upload a dataset")
 st.caption(
-    "A CritiqueLab dataset file (.jsonl, one item per line), or a .zip holding that file and its "
-    "images, named as the file names them. The file is checked exactly as "
-    "`critiquelab import jsonl` checks it; nothing is stored unless every line is valid."
+    "A CritiqueLab dataset file (.jsonl with one item per line, or .csv / .parquet with one item "
+    "per row; FORMATS.md §1), or a .zip holding that file and its images, named as the file "
+    "names them. The file is checked exactly as `critiquelab import jsonl` checks it; nothing is "
+    "stored unless every line is valid."
 )
 with st.form("upload_dataset", clear_on_submit=False):
-    upload = st.file_uploader("Dataset file", type=["jsonl", "zip"], key="dataset_file")
+    upload = st.file_uploader(
+        "Dataset file", type=["jsonl", "csv", "parquet", "zip"], key="dataset_file"
+    )
     dataset_name = st.text_input("Dataset name (empty: the file name)", key="dataset_name")
     update = st.checkbox("Update records that changed (same ids)", key="dataset_update")
     allow_missing = st.checkbox(
@@ -38,7 +55,7 @@ with st.form("upload_dataset", clear_on_submit=False):
     )
     submitted = st.form_submit_button("Import dataset", type="primary")
 if submitted and upload is None:
-    st.error("Choose a .jsonl or .zip file first.")
+    st.error("Choose a .jsonl, .csv, .parquet or .zip file first.")
 elif submitted:
     try:
         with session_scope(engine) as session:
@@ -47,7 +64,7 @@ elif submitted:
                 update=update, allow_missing_images=allow_missing,
             )  # fmt: skip
     except (UploadRejected, UnsafeUpload, PermissionDenied) as error:
-        st.error(escape_markdown(f"Nothing was imported. {error}"))
+        show_refusal(error)
     else:
         st.success(escape_markdown(f"Imported: {summary.describe()}."))
 
@@ -71,7 +88,7 @@ elif submitted_judgements:
                 session, user.id, judgements.name, judgements.getvalue(), update=update_judgements
             )
     except (UploadRejected, UnsafeUpload, PermissionDenied) as error:
-        st.error(escape_markdown(f"Nothing was imported. {error}"))
+        show_refusal(error)
     else:
         st.success(escape_markdown(f"Imported: {result.describe()}."))
 

@@ -15,6 +15,7 @@ from data.audit import list_events
 from data.frames import campaign_reference_overrides
 from data.users import get_user
 from schemas.tables import Campaign, Dataset, Item
+from tests.browser_fixtures import ARTIFACTS
 
 pytestmark = pytest.mark.e2e
 
@@ -58,16 +59,20 @@ def test_an_annotator_typing_an_admin_url_gets_no_admin_page(
     expect(page.get_by_role("button", name="Record final label")).to_have_count(0)
 
 
-def test_a_bad_upload_shows_the_line_and_imports_nothing(
+def test_a_bad_upload_shows_every_bad_line_and_imports_nothing(
     seeded: Any, page: Any, login: Any, tmp_path: Any
 ) -> None:
+    """Every bad line is listed as plain text (it showed only the first, with its Markdown
+    backticks escaped)."""
     bad = tmp_path / "broken.jsonl"
     bad.write_text(
         '{"item_id": "ok-1", "benchmark": "generic", "question": "Q?"}\n'
         '{"item_id": "bad-2", "benchmark": "alignmmbench", "task": "Dancing", "question": "Q?"}\n'
+        '{"item_id": "bad-3", "benchmark": "generic", "question": "Q?", "responses": "none"}\n'
     )
     before = _items(seeded)
     login(page, seeded.url, "root", PASSWORD)
+    page.set_viewport_size({"width": 1280, "height": 720})
     page.get_by_role("link", name="Data").click()
     expect(page.get_by_role("heading", name="Upload a dataset")).to_be_visible()
     uploader = page.get_by_role("region", name="Dataset file")
@@ -75,8 +80,14 @@ def test_a_bad_upload_shows_the_line_and_imports_nothing(
     expect(page.get_by_text("broken.jsonl")).to_be_visible()
     page.get_by_role("button", name="Import dataset").click()
     expect(
-        page.get_by_text("Nothing was imported. broken.jsonl:2: `task` is 'Dancing'")
+        page.get_by_text("Nothing was imported: 2 problems. Fix each line listed below")
     ).to_be_visible()
+    listing = page.locator("[data-testid=stCode]")
+    expect(listing).to_contain_text("broken.jsonl:2: `task` is 'Dancing'")
+    expect(listing).to_contain_text("broken.jsonl:3: `responses` is 'none' (str)")
+    assert "\\`" not in listing.inner_text()
+    listing.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "admin-data-bad-upload-1280x720.png"))
     assert _items(seeded) == before
     with seeded.session() as session:
         assert session.exec(select(Dataset).where(Dataset.name == "broken")).first() is None
