@@ -1,10 +1,10 @@
 """Files uploaded in the browser: unpacked safely, then imported by the CLI's own importers.
 
 An upload is a dataset file (JSONL, CSV or Parquet, or a zip holding it and its images) or a
-judgements file. It is written to a fresh folder under ``<data dir>/uploads/`` and handed to exactly the
-functions that ``critiquelab import`` and ``critiquelab judgments import`` call, so the browser
-and the command line accept and refuse the same files. The folder is removed afterwards; images
-the importer keeps are copied into the image store by the importer itself.
+judgements file. It is written to a fresh folder under ``<data dir>/uploads/`` and handed to
+exactly the functions that ``critiquelab import`` and ``critiquelab judgments import`` call, so
+the browser and the command line accept and refuse the same files. The folder is removed
+afterwards; images the importer keeps are copied into the image store by the importer itself.
 
 A zip is checked before a byte is written: no absolute names, no ``..`` (zip-slip), no symbolic
 links, at most :data:`MAX_ZIP_FILES` entries and :data:`MAX_ZIP_BYTES` bytes unpacked (counted
@@ -71,8 +71,9 @@ def import_dataset_upload(
     """Import an uploaded dataset (admins only) with the importer of ``critiquelab import jsonl``.
 
     ``name`` ends in ``.jsonl``, ``.csv`` or ``.parquet`` (the file itself) or ``.zip`` (the
-    file with its images, image paths relative to it). On any error nothing is written (the caller's transaction rolls
-    back) and :class:`UploadRejected` names every bad line inside the upload (up to 50).
+    file with its images, image paths relative to it). On any error nothing is written (the
+    caller's transaction rolls back) and :class:`UploadRejected` names every bad line inside the
+    upload (up to 50).
     """
     require_actor_role(session, actor_id, "admin")
     suffix = PurePosixPath(name.lower()).suffix

@@ -19,7 +19,6 @@ from data.admin_uploads import (
 from data.storage import session_scope
 
 
-
 def show_refusal(error: Exception) -> None:
     """Why nothing was imported: a short heading, then every problem (one per bad line, as the
     command line prints them) as plain text — file text is never read as Markdown."""

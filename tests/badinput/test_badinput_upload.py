@@ -139,7 +139,7 @@ def test_upload_page_lists_every_bad_line_as_text(
     empty_sqlite_template: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The page showed only the first bad line, with its Markdown backticks escaped (\\`score\\`)."""
+    """The page showed only the first bad line, its Markdown backticks escaped (\\`score\\`)."""
     db_url, engine, admin = _admin_db(isolated, empty_sqlite_template, with_dataset=True)
     monkeypatch.setenv("CRITIQUELAB_DB", db_url)
     good = (isolated["root"] / "judg_invalid_json.jsonl").read_text("utf-8").splitlines()[0]
