@@ -14,11 +14,25 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app.auth import require_role
+from annotate_app.charts import (
+    agreement_scatter,
+    confusion_heatmap,
+    group_bars,
+    headline_chart,
+    ordered_bars,
+)
 from annotate_app.compare_view import render_comparison
 from annotate_app.db import get_engine
 from annotate_app.render import render_content, render_history
 from annotate_app.text import escape_markdown
 from calibration import CalibrationOptions, CalibrationReport, calibrate
+from calibration.headline import (
+    METRIC_TITLES,
+    agreement_cells,
+    group_rows,
+    headline_metric,
+    headline_rows,
+)
 from calibration.report_html import render_html
 from calibration.tables import (
     ceiling_table,
@@ -36,6 +50,7 @@ from data.frames import (
 )
 from data.queue import campaign_protocol
 from data.storage import session_scope
+from schemas.protocols import Protocol
 
 GROUPINGS = ("(none)", "task", "category", "model", "group")
 
@@ -63,6 +78,46 @@ def _report(
     return calibrate(frame, options, overrides=overrides)
 
 
+def _headline(report: CalibrationReport, protocol: Protocol, grouping: str | None) -> None:
+    """First on the page: the headline metric per judge beside the human ceiling, then each
+    judge against the reference, then the metric per group. Every chart is built from the
+    summary's small tables, never from the campaign's rows."""
+    summary = report.summary
+    metric = headline_metric(summary)
+    st.subheader("Judges beside the human ceiling")
+    st.altair_chart(
+        headline_chart(headline_rows(summary), title=METRIC_TITLES[metric]), width="stretch"
+    )
+    st.caption(
+        f"Dot and bar: {metric} of the judge against the reference, with its 95% interval. "
+        "Tick: the human ceiling, the same metric for one annotator against the consensus of "
+        "the others on the units the judge scored (mean over annotators)."
+    )
+    judges = list(report.details)
+    for start in range(0, len(judges), 3):
+        for column, judge in zip(st.columns(3), judges[start : start + 3], strict=False):
+            details = report.details[judge]
+            cells = agreement_cells(details.confusion)
+            with column:
+                if cells is None:
+                    chart = confusion_heatmap(details.confusion, judge=judge)
+                else:
+                    low, high = protocol.scale_min, protocol.scale_max
+                    chart = agreement_scatter(cells, low=low, high=high, judge=judge)  # type: ignore[arg-type]
+                st.altair_chart(chart, width="stretch")
+    st.caption(
+        "Each judge against the reference: dot area = units; on the dashed diagonal the judge "
+        "agrees with the humans."
+        if protocol.is_pointwise
+        else "Each judge against the reference: units per (reference, verdict)."
+    )
+    if grouping:
+        rows = group_rows(summary, grouping)
+        if rows:
+            title = f"{METRIC_TITLES[metric]}, by {grouping}"
+            st.altair_chart(group_bars(rows, title=title, field=grouping), width="stretch")
+
+
 def _dashboard() -> None:
     """The page: require a reviewer or admin, then pick, compute and show."""
     require_role("admin", "reviewer")
@@ -83,17 +138,20 @@ def _dashboard() -> None:
         st.info("This campaign has no judgements yet, human or model.")
         st.stop()
 
+    tasks = sorted(frame["task"].dropna().astype(str).unique())
+    models = sorted(frame["model"].dropna().astype(str).unique())
     left, middle, right = st.columns(3)
     judges = left.multiselect("Judges", available, default=available)
-    grouping = middle.selectbox("Group by", GROUPINGS)
+    # by task unless there are no tasks: the per-task bars under the headline chart need it
+    grouping = middle.selectbox(
+        "Group by", GROUPINGS, index=GROUPINGS.index("task") if tasks else 0
+    )
     unparsed = right.selectbox(
         "Unparsed judge outputs",
         ("wrong", "tie", "drop"),
         disabled=protocol.is_pointwise,
         help="Pairwise only: count an unparsed verdict as wrong, as a tie, or leave it out.",
     )
-    tasks = sorted(frame["task"].dropna().astype(str).unique())
-    models = sorted(frame["model"].dropna().astype(str).unique())
     left, middle, right = st.columns(3)
     chosen_tasks = left.multiselect("Tasks", tasks, default=tasks)
     chosen_models = middle.multiselect("Models", models, default=models)
@@ -133,6 +191,9 @@ def _dashboard() -> None:
         mime="application/json",
         on_click="ignore",
     )
+
+    if judges:
+        _headline(report, protocol, grouping if by else None)
 
     st.subheader("Judges against the reference")
     if judges:
@@ -177,12 +238,14 @@ def _dashboard() -> None:
         st.write(f"Parse coverage {block['coverage']:.3f} ({escape_markdown(status)})")
         shares = details.distribution / details.distribution.sum().replace(0, 1)
         st.markdown("Distribution of values (share), judge beside the humans")
-        st.bar_chart(shares, stack=False)
+        st.altair_chart(ordered_bars(shares, x_title="value", y_title="share"), width="stretch")
         st.markdown("Confusion: reference (rows) × judge (columns)")
         st.dataframe(details.confusion)
         if not details.bias.empty:
             st.markdown("Bias by reference score: mean judge − reference")
-            st.bar_chart(details.bias["mean_bias"])
+            bias = details.bias[["mean_bias"]].rename(columns={"mean_bias": "judge − reference"})
+            chart = ordered_bars(bias, x_title="reference score", y_title="mean judge − reference")
+            st.altair_chart(chart, width="stretch")
         if details.disagreements.empty:
             continue
         st.markdown("Largest disagreements: select a row to see the item and every rationale")
@@ -196,12 +259,12 @@ def _dashboard() -> None:
             with session_scope(engine) as session:
                 content = unit_content(session, campaign.id, chosen["unit"])
             with st.container(border=True):
-                st.markdown(f"**Item {escape_markdown(content.item_id)}**")
-                render_history(content.history)
-                render_content(content.question)
-                if content.reference is not None:
+                st.markdown(f"**Item {escape_markdown(content.item.item_id)}**")
+                render_history(content.item.history)
+                render_content(content.item.question)
+                if content.item.reference is not None:
                     st.markdown("**Reference answer**")
-                    render_content(content.reference)
+                    render_content(content.item.reference)
                 for label, response in zip("AB", content.responses, strict=False):
                     title = f"Response {label}" if len(content.responses) > 1 else "Response"
                     st.markdown(f"**{title}** ({escape_markdown(response.model)})")

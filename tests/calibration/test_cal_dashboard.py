@@ -53,7 +53,7 @@ def test_annotators_are_refused(sample, monkeypatch):
     at.run()
     assert not at.exception
     assert [e.value for e in at.error] == [
-        "This page is for admin or reviewer accounts; you are logged in as cal-annotator "
+        "This page is for admin or reviewer accounts; you are logged in as cal\\-annotator "
         "(annotator)."
     ]
 
@@ -84,5 +84,58 @@ def test_disagreement_item_lookup(sample):
         campaign = find_campaign(session, summary.campaigns[0])
         frame = campaign_judgement_frame(session, campaign.id)
         content = unit_content(session, campaign.id, frame["unit"].iloc[0])
-    assert content.item_id == frame["item_id"].iloc[0]
-    assert content.responses and json.dumps(content.question, default=str)
+    assert content.item.item_id == frame["item_id"].iloc[0]
+    assert content.responses and json.dumps(content.item.question, default=str)
+
+
+def _chart_layers(at) -> list[list[dict]]:
+    """The encodings of every layer of every Vega-Lite chart on the page, in page order."""
+    specs = [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+    return [[layer.get("encoding", {}) for layer in spec.get("layer", [spec])] for spec in specs]
+
+
+def test_score_axes_are_in_numeric_order_with_flat_ticks(sample, monkeypatch):
+    """The distribution and bias charts listed 1, 10, 2, ... (a text sort) under rotated ticks."""
+    url, _, _, users, folder = sample
+    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(folder / "data"))
+    at = _page(url, users["reviewer"], monkeypatch).run()
+    at.selectbox[0].set_value(
+        next(c for c in at.selectbox[0].options if c.startswith("demo-alignmmbench-finished"))
+    )
+    at.number_input[0].set_value(0)
+    at.run()
+    assert not at.exception, at.exception
+    points = [str(point) for point in range(1, 11)]
+    score_axes = [
+        encoding["x"]
+        for layers in _chart_layers(at)
+        for encoding in layers
+        if encoding.get("x", {}).get("type") in ("nominal", "ordinal")
+    ]
+    assert len(score_axes) == 4  # distribution and bias, for each of the two judges
+    for axis in score_axes:
+        assert axis.get("sort") == points
+        assert axis.get("axis", {}).get("labelAngle") == 0
+
+
+def test_the_headline_chart_comes_first_then_each_judge_then_the_tables(sample, monkeypatch):
+    url, _, _, users, folder = sample
+    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(folder / "data"))
+    at = _page(url, users["admin"], monkeypatch).run()
+    at.number_input[0].set_value(100)
+    at.run()
+    headings = [s.value for s in at.subheader]
+    assert headings.index("Judges beside the human ceiling") == 0
+    assert headings.index("Judges against the reference") > 0  # the tables come after
+    first, second, third, fourth = _chart_layers(at)[:4]
+    # 1: each judge's interval (rule low–high), point and the human ceiling (tick)
+    assert [(layer["x"]["field"], layer["y"]["field"]) for layer in first] == [
+        ("low", "judge"),
+        ("value", "judge"),
+        ("value", "judge"),
+    ]
+    # 2, 3: judge against reference for each of the two judges; 4: the metric per task
+    for scatter in (second, third):
+        assert [layer["x"]["field"] for layer in scatter] == ["reference", "reference"]
+        assert scatter[1]["size"]["field"] == "units"
+    assert fourth[0]["y"]["field"] == "task"
