@@ -18,9 +18,9 @@ from sqlmodel import Session, select
 
 from data.admin import require_actor_role
 from data.audit import record_event
-from data.frames import ResponseContent
 from data.monitor import UnitInfo, unit_infos
 from data.queue import campaign_protocol
+from schemas.items import ResponseContent
 from schemas.protocols import Protocol
 from schemas.tables import (
     Adjudication,
@@ -218,7 +218,7 @@ def unit_review(session: Session, unit_id: int) -> UnitReview:
     else:
         response_pks = [unit.response_pk]
     responses = tuple(
-        ResponseContent(response.response_id, response.model, response.content)
+        ResponseContent(response.response_id, response.model, response.content, response.id)
         for response in (session.get(Response, pk) for pk in response_pks)
         if response is not None
     )

@@ -26,6 +26,7 @@ from data.content import resolve_image
 from data.judgements import insert_judgements
 from data.storage import engine_data_dir
 from schemas.ids import pair_unit_key, response_unit_key
+from schemas.items import ItemContent, ResponseContent
 from schemas.protocols import Protocol
 from schemas.tables import (
     Adjudication,
@@ -38,34 +39,6 @@ from schemas.tables import (
     Unit,
     User,
 )
-
-
-@dataclass(frozen=True)
-class ItemContent:
-    """An item as a judge sees it: question, earlier turns, reference answer, task labels."""
-
-    item_id: str
-    benchmark: str
-    task: str | None
-    category: str | None
-    group: str | None
-    history: list[dict[str, Any]]
-    """Earlier turns ``[{role, content}]``; content is CONTENT."""
-    question: Any
-    """CONTENT: a string or a list of text / image segments."""
-    reference: Any | None
-    """CONTENT or None."""
-
-
-@dataclass(frozen=True)
-class ResponseContent:
-    """One model answer."""
-
-    response_pk: int
-    response_id: str
-    model: str
-    content: Any
-    """CONTENT."""
 
 
 @dataclass(frozen=True)
@@ -268,7 +241,7 @@ def _item_content(item: Item) -> ItemContent:
 
 
 def _response_content(response: Response) -> ResponseContent:
-    return ResponseContent(_id(response), response.response_id, response.model, response.content)
+    return ResponseContent(response.response_id, response.model, response.content, _id(response))
 
 
 def _id(row: Any) -> int:

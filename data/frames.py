@@ -8,7 +8,6 @@ judgements on the campaign's responses or pairs), joined in pandas: no query per
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ from sqlalchemy.orm import Session, aliased
 
 from data.campaigns import unit_key_map
 from schemas.ids import pair_unit_key, parse_unit_key, response_unit_key
+from schemas.items import ItemContent, ResponseContent, UnitContent
 from schemas.records import JUDGEMENT_FRAME_COLUMNS
 from schemas.tables import (
     Adjudication,
@@ -34,29 +34,6 @@ from schemas.tables import (
 
 class CampaignNotFound(ValueError):
     """No campaign with that id or name."""
-
-
-@dataclass(frozen=True)
-class ResponseContent:
-    """One response of a unit, as stored (CONTENT: text or segments; show it as text or safe
-    markdown, never as raw HTML)."""
-
-    response_id: str
-    model: str
-    content: Any
-
-
-@dataclass(frozen=True)
-class UnitContent:
-    """What a unit shows: the item (question, earlier turns, reference) and its response(s)."""
-
-    unit: str
-    item_id: str
-    task: str | None
-    question: Any
-    history: list
-    reference: Any | None
-    responses: tuple[ResponseContent, ...]
 
 
 def find_campaign(session: Session, name_or_id: str | int) -> Campaign:
@@ -130,11 +107,19 @@ def unit_content(session: Session, campaign_id: int, unit_key: str) -> UnitConte
         raise ValueError(f"unit {unit_key}: response(s) {', '.join(missing)} not in the database")
     item = by_id[response_ids[0]][1]
     responses = tuple(
-        ResponseContent(rid, by_id[rid][0].model, by_id[rid][0].content) for rid in response_ids
+        ResponseContent(rid, by_id[rid][0].model, by_id[rid][0].content, by_id[rid][0].id)
+        for rid in response_ids
     )
-    return UnitContent(
-        unit_key, item.item_id, item.task, item.question, item.history, item.reference, responses
-    )
+    return UnitContent(unit_key, item_content(item), responses)
+
+
+def item_content(item: Item) -> ItemContent:
+    """The stored item as an :class:`~schemas.items.ItemContent`."""
+    return ItemContent(
+        item_id=item.item_id, benchmark=item.benchmark, task=item.task, category=item.category,
+        group=item.group, history=list(item.history or []), question=item.question,
+        reference=item.reference,
+    )  # fmt: skip
 
 
 def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:

@@ -259,12 +259,12 @@ def _dashboard() -> None:
             with session_scope(engine) as session:
                 content = unit_content(session, campaign.id, chosen["unit"])
             with st.container(border=True):
-                st.markdown(f"**Item {escape_markdown(content.item_id)}**")
-                render_history(content.history)
-                render_content(content.question)
-                if content.reference is not None:
+                st.markdown(f"**Item {escape_markdown(content.item.item_id)}**")
+                render_history(content.item.history)
+                render_content(content.item.question)
+                if content.item.reference is not None:
                     st.markdown("**Reference answer**")
-                    render_content(content.reference)
+                    render_content(content.item.reference)
                 for label, response in zip("AB", content.responses, strict=False):
                     title = f"Response {label}" if len(content.responses) > 1 else "Response"
                     st.markdown(f"**{title}** ({escape_markdown(response.model)})")

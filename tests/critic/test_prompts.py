@@ -44,7 +44,7 @@ def _item(
 
 
 def _response(content="I see three apples.", rid: str = "i1/m") -> ResponseContent:  # type: ignore[no-untyped-def]
-    return ResponseContent(1, rid, "m", content)
+    return ResponseContent(rid, "m", content, 1)
 
 
 def _no_images(path: str) -> Path:
