@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from badinput_checks import copy_database, critiquelab, database_snapshot
+from badinput_files import CORPUS
 from sqlmodel import select
 
 from data.campaigns import CampaignSpec, create_campaign
@@ -182,3 +183,47 @@ def test_what_export_writes_calibrate_and_import_read_back(
         rows = [json.loads(row) for row in again.read_bytes().split(b"\n") if row]
         assert [row["rationale"] for row in rows] == [AWKWARD] * 3
     engine.dispose()
+
+
+def test_only_the_projects_own_input_errors_exit_2() -> None:
+    """A ``ValueError`` from inside pandas is a failure (exit 1), not "bad input" (exit 2)."""
+    import pandas as pd
+
+    from annotate_app.cli.main import _is_bad_input
+    from data.importers import InvalidRecord
+    from schemas.protocols import parse_scale
+
+    with pytest.raises(ValueError) as from_pandas:
+        pd.DataFrame({"a": [1]}).merge(pd.DataFrame({"a": [1]}), how="sideways")  # type: ignore[call-overload]
+    with pytest.raises(ValueError) as from_project:
+        parse_scale("1:x")
+    assert not _is_bad_input(from_pandas.value)
+    assert _is_bad_input(from_project.value)
+    assert _is_bad_input(InvalidRecord("f.jsonl", 2, "score", "bad"))
+    assert not _is_bad_input(RuntimeError("a bug"))
+
+
+def test_calibrate_reads_a_csv_dataset_for_grouping(
+    isolated: dict[str, Path], empty_sqlite_template: Path
+) -> None:
+    """``--dataset`` takes the file types ``import`` takes, through the same reader."""
+    import pandas as pd
+
+    items = [json.loads(line) for line in (CORPUS / "valid_dataset.jsonl").read_text().splitlines()]
+    columns = ("history", "responses", "pairs", "meta")
+    rows = [{k: json.dumps(v) if k in columns else v for k, v in item.items() if k != "question"}
+            | {"question": "text"} for item in items]  # fmt: skip
+    dataset = isolated["tmp"] / "dataset.csv"
+    pd.DataFrame(rows).to_csv(dataset, index=False)
+    lines = [
+        _judgement(rid, score, judge=judge, judge_kind=kind)
+        for judge, kind in (("gpt-4", "model"), ("annotator:a", "human"), ("annotator:b", "human"))
+        for rid, score in (("v-1/m1", 7), ("v-1/m2", 4), ("v-2/m1", 9))
+    ]  # fmt: skip
+    path = _write(isolated["tmp"] / "j.jsonl", lines)
+    db_url = copy_database(empty_sqlite_template, isolated["db"])
+    code, out, err = critiquelab(
+        db_url, ["--json", *CALIBRATE, str(path), "--dataset", str(dataset), "--by", "task"]
+    )
+    assert code == 0, err
+    assert set(json.loads(out)["judges"]["gpt-4"]["by"]["task"]) == {"Description", "Counting"}
