@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app.text import escape_markdown
-from calibration import CalibrationOptions
+from calibration import CalibrationInputError, CalibrationOptions
 from calibration.compare import HUMAN, JudgeComparison, compare_judges
 from calibration.report_compare import comparison_caption, comparison_table, side_label
 from schemas.protocols import Protocol
@@ -60,8 +60,12 @@ def render_comparison(
     if a == b:
         st.info("Choose two different sides to compare.")
         return
-    comparison = _comparison(
-        frame, overrides, protocol.name, protocol, a, b, unparsed, bootstrap, seed
-    )
+    try:
+        comparison = _comparison(
+            frame, overrides, protocol.name, protocol, a, b, unparsed, bootstrap, seed
+        )
+    except CalibrationInputError as error:  # e.g. no unit that both sides judged
+        st.info(str(error))
+        return
     st.caption(escape_markdown(comparison_caption(comparison)))
     st.dataframe(comparison_table(comparison))
