@@ -18,6 +18,7 @@ from calibration.compare import JudgeComparison
 from calibration.details import JudgeDetails
 from calibration.maps import MAP_KINDS
 from calibration.report_compare import comparison_section
+from calibration.report_glance import glance_section
 from calibration.svg import bar_chart, heatmap
 
 _CSS = """
@@ -28,6 +29,7 @@ th,td{border:1px solid #ccc;padding:.25rem .45rem;text-align:right;vertical-alig
 th{background:#f0f3fa}td.text,th.text{text-align:left;white-space:pre-wrap;max-width:28rem}
 .ci{color:#666;font-size:.75rem}.note{color:#555;font-size:.85rem}
 .worse{color:#b3261e}.better{color:#1b6e20}dl{display:grid;grid-template-columns:14rem 1fr}
+.charts{display:flex;flex-wrap:wrap;gap:1rem}
 dt{font-weight:bold}dd{margin:0 0 .3rem 0;word-break:break-all}
 """
 _ERROR_METRICS = {"mae", "mse", "rmse", "percent_mae"}
@@ -45,6 +47,7 @@ def render_html(report: CalibrationReport, comparisons: Sequence[JudgeComparison
     """The audit report as one HTML document (``comparisons``: from calibration.compare)."""
     summary = report.summary
     sections = [
+        glance_section(report),  # the charts first, as on the calibration page
         _setup(summary),
         _headline(summary),
         _ceiling(summary),
@@ -64,7 +67,7 @@ def render_html(report: CalibrationReport, comparisons: Sequence[JudgeComparison
 
 
 def _setup(summary: dict) -> str:
-    reference, options = summary["reference"], summary["options"]
+    reference, options, scale = summary["reference"], summary["options"], summary["scale"]
     judges = ", ".join(summary["judges"]) or "none"
     facts = {
         "Protocol": f"{summary['protocol']} {_scale_text(summary['scale'])}",
@@ -76,13 +79,17 @@ def _setup(summary: dict) -> str:
         f"{reference['no_majority']}",
         "Units": f"{reference['n_units']} with a reference of {reference['n_units_total']} "
         f"({reference['n_units_without_reference']} without one, not scored)",
-        "Unparsed judge outputs": options["unparsed"],
+        "Unparsed judge outputs": _unparsed_text(options["unparsed"], "labels" in scale),
         "Intervals": f"{options['ci_method']}, B = {options['bootstrap']}, level "
         f"{options['ci_level']}, seed {options['seed']}",
         "Grouping": (", ".join(options["by"]) or "none")
         + f" (aggregate over groups: {options['aggregate']})",
     }
-    facts |= {f"Version of {k}": v for k, v in summary["versions"].items()}
+    versions = dict(summary["versions"])
+    fingerprint = versions.pop("data_sha256", None)
+    facts |= {f"Version of {k}": v for k, v in versions.items()}
+    if fingerprint is not None:
+        facts["Data fingerprint"] = f"SHA-256 of the judgement rows compared: {fingerprint}"
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in facts.items())
     definitions = "".join(
         f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in summary["definitions"].items()
@@ -94,6 +101,19 @@ def _setup(summary: dict) -> str:
         "units with replacement.</p>"
         f"<dl>{items}</dl><ul class='note'>{definitions}</ul>"
     )
+
+
+_UNPARSED_MEANING = {
+    "wrong": "wrong: an unparsed verdict counts as a miss (it matches no reference label)",
+    "tie": "tie: an unparsed verdict is read as a tie",
+    "drop": "drop: unparsed verdicts are left out of the metrics (see coverage)",
+}
+
+
+def _unparsed_text(rule: str, pairwise: bool) -> str:
+    if not pairwise:
+        return "left out: an unparsed score is not scored and counts against coverage"
+    return _UNPARSED_MEANING.get(rule, rule)
 
 
 def _headline(summary: dict) -> str:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from annotate_app.cli.main import app
 from calibration import CalibrationOptions, calibrate
 from calibration.report_html import render_html
-from schemas.protocols import ALIGNMMBENCH
+from schemas.protocols import ALIGNMMBENCH, PAIRWISE
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 HOSTILE = '<script>alert(1)</script><img src="http://evil.example/x.png">'
@@ -160,3 +160,42 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path):
     )
     assert result.exit_code == 2
     assert "--aggregate 'max' is not one of mean, fisher, tanh-mean" in result.output
+
+
+def test_the_charts_come_first_in_the_order_of_the_page(html):
+    glance = html.index("<h2>At a glance</h2>")
+    assert glance < html.index("<h2>What was compared, and how</h2>")
+    assert glance < html.index("<h2>Judges against the reference</h2>")
+    charts = html[glance : html.index("<h2>What was compared, and how</h2>")]
+    labels = re.findall(r'<svg [^>]*aria-label="([^"]*)"', charts)
+    assert labels == [
+        "Pearson r with the reference: judges beside the human ceiling",
+        "gpt-4 against the reference",
+        "Pearson r with the reference, by task",
+    ]
+
+
+def test_setup_says_what_the_fingerprint_and_the_unparsed_rule_mean(html):
+    assert "Version of data_sha256" not in html  # a hash of the rows, not a version
+    assert re.search(r"<dt>Data fingerprint</dt><dd>SHA-256 of the judgement rows compared: "
+                     r"[0-9a-f]{64}</dd>", html)  # fmt: skip
+    assert (
+        "<dt>Unparsed judge outputs</dt><dd>left out: an unparsed score is not scored and counts "
+        "against coverage</dd>"
+    ) in html
+
+
+def test_pairwise_setup_spells_out_the_unparsed_rule():
+    rows = []
+    for u in range(12):
+        for r, label in enumerate(["A", "A", "B"]):
+            rows.append({"unit": f"p:{u}", "rater": f"annotator:a{r}", "kind": "human",
+                         "value": label, "shown_order": "AB", "parse_status": "ok"})  # fmt: skip
+        rows.append({"unit": f"p:{u}", "rater": "gpt-4", "kind": "model", "value": None,
+                     "shown_order": "AB", "parse_status": "unparsed"})  # fmt: skip
+    frame = pd.DataFrame(rows).assign(item_id="i", task="t", model=None, rationale="")
+    html = render_html(calibrate(frame, CalibrationOptions(PAIRWISE, bootstrap=0)))
+    assert (
+        "<dt>Unparsed judge outputs</dt><dd>wrong: an unparsed verdict counts as a miss (it "
+        "matches no reference label)</dd>"
+    ) in html
