@@ -1,6 +1,7 @@
 """Calibration of judges against humans: agreement metrics, human ceiling, bootstrap intervals,
 leaderboards, calibration maps and the audit report (METRICS.md). Pure functions, no I/O
-except :mod:`calibration.io` (judgement files) and the report writers.
+except the report writers: judgement files are read by the data layer's reader, and
+:mod:`calibration.io` turns the typed records into the judgement frame.
 """
 
 from calibration.alpha import ALPHA_LEVELS, AlphaData, krippendorff_alpha
