@@ -265,7 +265,8 @@ def _ceiling_sides(
         scores = _judge_scores(data, judge)[common]
     else:
         unit, verdict, shown = _verdict_rows(data, judge, common)
-    human_kernels, judge_kernels = [], []
+    human_kernels: list[PointwiseKernel | PairwiseKernel] = []
+    judge_kernels: list[PointwiseKernel | PairwiseKernel] = []
     for r, mask in enumerate(masks):
         if not mask.any():
             continue
@@ -289,7 +290,9 @@ def _ceiling_sides(
     return n_units, _mean_over(human_kernels, names), _mean_over(judge_kernels, names), names
 
 
-def _mean_over(kernels: list, names: tuple[str, ...]) -> _Evaluate:
+def _mean_over(
+    kernels: list[PointwiseKernel | PairwiseKernel], names: tuple[str, ...]
+) -> _Evaluate:
     """Evaluate every annotator's kernel and average per resample, NaN values left out."""
 
     def evaluate(weights: np.ndarray) -> dict[str, np.ndarray]:

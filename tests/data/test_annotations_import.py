@@ -242,3 +242,26 @@ def test_revisions_round_trip_through_export(engine, db_url, dataset):
             )
 
         assert labels("ext") == labels("ext-copy")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_csv_and_parquet_exports_import_as_the_same_campaign(engine, db_url, dataset, fmt):
+    path = _write(dataset / "h.jsonl", LABELS)
+    assert _cli(db_url, "annotations", "import", str(path), "--campaign", "ext").exit_code == 0
+    out = dataset / f"export.{fmt}"
+    exported = _cli(db_url, "export", "annotations", "--campaign", "ext", "--format", fmt,
+                    "-o", str(out))  # fmt: skip
+    assert exported.exit_code == 0, exported.output
+    back = _cli(db_url, "annotations", "import", str(out), "--campaign", "copy")
+    assert back.exit_code == 0, back.output
+
+    def labels(session: Session, name: str) -> list[tuple]:
+        campaign = session.exec(select(Campaign).where(Campaign.name == name)).one()
+        rows = session.exec(select(Annotation).where(Annotation.campaign_id == campaign.id))
+        return sorted(
+            (a.annotator_id, a.revision, a.preference, a.shown_order, a.rationale, a.seconds)
+            for a in rows
+        )
+
+    with Session(engine) as session:
+        assert labels(session, "ext") == labels(session, "copy")
