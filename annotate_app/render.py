@@ -1,31 +1,25 @@
 """Safe rendering of CONTENT (FORMATS.md): markdown without HTML, images, interleaved answers.
 
-Nothing from the data may become markup. Text keeps its Markdown (lists, emphasis, code,
-tables) but every ``<``, ``>`` and ``$`` outside code is backslash-escaped, so an answer that
-contains ``<script>`` or ``<img onerror=...>`` shows those characters instead of running them,
-and dollar amounts do not turn into LaTeX. Markdown images (``![](url)``) are shown as text, so
-model output cannot make the browser fetch anything. Image segments are files under the data
-folder (:func:`data.content.resolve_image`); a path that leaves it is refused, never opened.
+Nothing from the data may become markup. Text goes through :func:`annotate_app.text.safe_markdown`
+(re-exported here): it keeps its paragraphs, lists, emphasis, code and tables, and every link,
+image, autolink, HTML tag, math delimiter, directive and shortcode shows as the characters that
+were typed, so model output cannot run a script or make the browser fetch anything. Image
+segments are files under the data folder (:func:`data.content.resolve_image`); a path that leaves
+it is refused, never opened.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import streamlit as st
 
-from annotate_app.text import escape_markdown
+from annotate_app.text import escape_markdown, safe_markdown
 from data.content import ContentError, resolve_image
 from data.queue import ResponseView, UnitView
 from schemas.protocols import ALIGNMMBENCH_TASK_GUIDANCE, MMIE_CRITERIA, MMIE_JUDGE_MAX_IMAGES
-
-_CODE = re.compile(r"(```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`)", re.DOTALL)
-_OUTSIDE_CODE_SPECIALS = re.compile(r"([<>$])")
-_MARKDOWN_IMAGE = re.compile(r"!\[")
-
 
 @dataclass(frozen=True)
 class Segment:
@@ -36,15 +30,6 @@ class Segment:
     image: str = ""
     path: Path | None = None
     problem: str = ""
-
-
-def safe_markdown(text: str) -> str:
-    """``text`` as Markdown that renders no HTML, no LaTeX and no remote images."""
-    parts = _CODE.split(text)
-    for index in range(0, len(parts), 2):  # even parts are outside code
-        escaped = _OUTSIDE_CODE_SPECIALS.sub(r"\\\1", parts[index])
-        parts[index] = _MARKDOWN_IMAGE.sub(r"!\\[", escaped)
-    return "".join(parts)
 
 
 def segments(content: Any) -> list[Segment]:
@@ -77,7 +62,7 @@ def render_content(content: Any) -> None:
         elif segment.path is not None:
             st.image(str(segment.path), width="content")
         else:
-            st.warning(f"Image {escape_markdown(segment.image)} cannot be shown: {segment.problem}")
+            st.warning(escape_markdown(f"Image {segment.image} cannot be shown: {segment.problem}"))
 
 
 def render_history(history: list[Any]) -> None:

@@ -22,7 +22,7 @@ from sqlalchemy import Table, insert
 from sqlmodel import Session, select
 
 from data.audit import record_event
-from schemas.ids import id_problem, pair_unit_key, response_unit_key
+from schemas.ids import PAIR_SEPARATOR, id_problem, pair_unit_key, response_unit_key
 from schemas.protocols import Protocol, get_protocol
 from schemas.tables import (
     Annotation,
@@ -173,6 +173,7 @@ def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None =
     session.flush()
     assert campaign.id is not None
     if protocol.kind == "pairwise":
+        _check_pairable(responses)
         units = _pair_units(session, campaign.id, dataset.id, responses, spec)
     else:
         units = [
@@ -332,6 +333,19 @@ def _check_settings(spec: CampaignSpec) -> None:
         raise CampaignError(
             f"--scale applies to the score protocol only; {spec.protocol} has a fixed scale"
         )
+
+
+def _check_pairable(responses: list[Response]) -> None:
+    """Refuse response ids that could make two pairs share a unit key (``p:<a>|<b>``).
+
+    Imports refuse them (:mod:`schemas.ids`); a database filled before that rule may hold some.
+    """
+    for response in responses:
+        if PAIR_SEPARATOR in response.response_id:
+            raise CampaignError(
+                f"response {response.response_id!r} holds '|', which separates the two ids of "
+                "a pair (p:<a>|<b>), so two pairs could share a unit key: give it another id"
+            )
 
 
 def _selected_responses(

@@ -117,7 +117,7 @@ st.query_params["campaign"] = campaign.name
 
 notice = state.pop("annotate_notice", None)
 if notice:
-    st.toast(notice)
+    st.toast(escape_markdown(notice))
 
 prepared = state.pop("annotate_next", None)
 with session_scope(engine) as session:
@@ -134,13 +134,13 @@ st.title(escape_markdown(campaign.name))
 lost = state.pop("annotate_lost", None)
 if lost:
     message, rationale = lost
-    st.warning(f"{message[0].upper()}{message[1:]}. What you wrote:")
+    st.warning(f"{escape_markdown(message[0].upper() + message[1:])}. What you wrote:")
     st.code(rationale, language=None, wrap_lines=True)
 if others:
     with st.expander("How others rated the unit you just submitted"):
         for other in others:
             value = other.preference_shown or f"{other.score:g}"
-            st.markdown(f"**{value}** — {safe_markdown(other.rationale)}")
+            st.markdown(f"**{value}** —\n\n{safe_markdown(other.rationale)}")
 
 if view is None:
     if campaign.status == "paused":
@@ -160,7 +160,7 @@ with answer_column:
     key = f"answer-{view.assignment_id}"
     attempt, error = state.get("annotate_refused", {}).get(view.assignment_id, (0, None))
     if error:
-        st.error(error)
+        st.error(escape_markdown(error))
     answer_box(
         key=key,
         unit=view.assignment_id,

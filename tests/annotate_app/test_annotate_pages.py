@@ -99,13 +99,17 @@ def test_annotate_page_shows_the_unit_the_rubric_and_the_answer_panel(seeded: di
 def test_model_text_is_shown_as_text_never_as_markup(seeded: dict) -> None:
     ann = seeded["users"]["ann"]
     at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
-    shown = [m.value for m in at.markdown if "alert(1)" in m.value]
+    shown = [m.value for m in at.markdown if "alert" in m.value]
     if not shown:  # ann got the other response first: skip it to reach the hostile one
         at.text_input(key=f"reason-{_panel(at)['unit']}").input("not my field")
         at.button(key=f"skip-{_panel(at)['unit']}").click().run()
-        shown = [m.value for m in at.markdown if "alert(1)" in m.value]
+        shown = [m.value for m in at.markdown if "alert" in m.value]
+    # every punctuation character escaped, a word joiner (U+2060) after ':' so that the browser's
+    # autolink plugin sees no 'http://'; the emphasis stays
+    joiner = "\u2060"
     assert shown == [
-        r"\<script\>alert(1)\</script\> costs \$5 !\[x](http://evil.example/p.png) **bold**"
+        rf"\<script\>alert\(1\)\<\/script\> costs \$5 \!\[x\]\(http\:{joiner}\/\/evil\.example"
+        r"\/p\.png\) **bold**"
     ]
     assert not any(m.allow_html for m in at.markdown)
 
@@ -119,8 +123,8 @@ def test_pairwise_page_shows_both_responses_in_the_stored_order(seeded: dict) ->
         order = session.get(Assignment, panel["unit"]).shown_order
     headings = [m.value for m in at.markdown if m.value.startswith("**Response")]
     assert headings == ["**Response A**", "**Response B**"]
-    bodies = [m.value for m in at.markdown if m.value in ("两只",) or "alert(1)" in m.value]
-    hostile_first = "alert(1)" in bodies[0]
+    bodies = [m.value for m in at.markdown if m.value in ("两只",) or "alert" in m.value]
+    hostile_first = "alert" in bodies[0]
     assert hostile_first == (order == "AB")  # canonical A is the m1 (hostile) response
 
 
@@ -155,11 +159,11 @@ def test_annotate_page_is_blind_to_other_answers_and_judges(seeded: dict) -> Non
     for _ in range(4):  # bo answers every unit
         with session_scope(engine) as session:
             view = queue.next_unit(session, campaign_id, bo.id)
-            queue.submit(session, view.assignment_id, bo.id, score=2, rationale="BO-SECRET " * 3)
+            queue.submit(session, view.assignment_id, bo.id, score=2, rationale="BOSECRET " * 3)
     at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
     text = _texts(at.main) + _texts(at.sidebar)
     assert "中有几只猫" in text
-    assert "BO-SECRET" not in text and "JUDGE" not in text
+    assert "BOSECRET" not in text and "JUDGE" not in text
 
 
 def test_skip_and_flag_buttons_give_the_unit_back(seeded: dict) -> None:
@@ -211,10 +215,10 @@ def test_my_work_lists_own_answers_and_opens_one_for_editing(seeded: dict) -> No
 
 def test_my_work_refuses_another_annotators_answer(seeded: dict) -> None:
     _submitted(seeded, "ann")
-    others = _submitted(seeded, "bo", rationale="BO-PRIVATE-RATIONALE, not for ann")
+    others = _submitted(seeded, "bo", rationale="BOPRIVATE rationale not for ann")
     at = _open("pages/my_work.py", seeded["users"]["ann"], annotation=str(others))
     assert at.error[0].value == f"you have no current answer with id {others}"
-    assert "BO-PRIVATE" not in _texts(at.main)
+    assert "BOPRIVATE" not in _texts(at.main)
     assert not at.get("bidi_component")
 
 
@@ -228,6 +232,6 @@ def test_how_others_rated_shows_after_submit_only_when_the_campaign_allows(
         for unit in session.exec(select(Unit).where(Unit.campaign_id == campaign_id)).all()[1:]:
             unit.flagged = True  # one unit left: both annotators answer it
     own = _submitted(seeded, "ann")
-    _submitted(seeded, "bo", rationale="BO-VISIBLE-AFTER-SUBMIT, a careful reason")
+    _submitted(seeded, "bo", rationale="BOVISIBLE after submit, a careful reason")
     at = _open("pages/my_work.py", seeded["users"]["ann"], annotation=str(own))
-    assert ("BO-VISIBLE-AFTER-SUBMIT" in _texts(at.main)) == allowed
+    assert ("BOVISIBLE" in _texts(at.main)) == allowed

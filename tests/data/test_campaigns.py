@@ -20,7 +20,17 @@ from data.campaigns import (
 )
 from data.storage import session_scope
 from data.users import create_user
-from schemas.tables import Annotation, Assignment, AuditEvent, Dataset, Item, Pair, Response, Unit
+from schemas.tables import (
+    Annotation,
+    Assignment,
+    AuditEvent,
+    Campaign,
+    Dataset,
+    Item,
+    Pair,
+    Response,
+    Unit,
+)
 
 MODELS = ("m-a", "m-b", "m-c", "m-d")
 
@@ -194,3 +204,35 @@ def test_progress_counts_live_annotations_per_annotator_and_unit(engine: Engine)
     first = progress.by_unit[0]
     assert (first.unit_key, first.submitted, first.median_seconds) == ("r:i0/m-a", 2, 40.0)
     assert progress.by_unit[2].leased == 1 and math.isnan(progress.by_unit[3].median_seconds)
+
+
+def test_a_pairwise_campaign_refuses_stored_ids_whose_pair_keys_could_collide(
+    engine: Engine,
+) -> None:
+    """Responses x|y, z (item 1) and x, y|z (item 2) stored before imports refused '|': their
+    pairs both had the key p:x|y|z, so the campaign counted one unit for two."""
+    with session_scope(engine) as session:
+        dataset = Dataset(name="legacy", benchmark="generic")
+        session.add(dataset)
+        session.flush()
+        for n, ids in enumerate((("x|y", "z"), ("x", "y|z"))):
+            item = Item(dataset_id=dataset.id, item_id=f"i{n}", benchmark="generic",
+                        question="q", content_sha256="x")  # fmt: skip
+            session.add(item)
+            session.flush()
+            session.add_all(
+                Response(
+                    response_id=rid, item_pk=item.id, model=f"m{k}", content="c", content_sha256="x"
+                )  # fmt: skip
+                for k, rid in enumerate(ids)
+            )
+    with (
+        pytest.raises(CampaignError, match=r"response 'x\|y' holds '\|'.*share a unit key"),
+        session_scope(engine) as session,
+    ):
+        create_campaign(session, CampaignSpec("pw", "legacy", "pairwise", pairs="all"))
+    with session_scope(engine) as session:
+        assert session.exec(select(Campaign)).all() == []
+        # pointwise keys r:<id> cannot collide: that campaign is fine
+        campaign = create_campaign(session, CampaignSpec("pt", "legacy", "mmie"))
+        assert len(set(unit_key_map(session, campaign.id).values())) == 4
