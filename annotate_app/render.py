@@ -21,6 +21,7 @@ from data.content import ContentError, resolve_image
 from data.queue import ResponseView, UnitView
 from schemas.protocols import ALIGNMMBENCH_TASK_GUIDANCE, MMIE_CRITERIA, MMIE_JUDGE_MAX_IMAGES
 
+
 @dataclass(frozen=True)
 class Segment:
     """One piece of CONTENT: text, or an image with its resolved file (None if unusable)."""

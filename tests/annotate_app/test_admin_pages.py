@@ -15,7 +15,7 @@ import calibration  # noqa: F401  (heavy imports paid once here, not inside a ti
 import critic.sft  # noqa: F401
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
-from annotate_app.text import escape_markdown
+from annotate_app.text import escape_markdown, safe_markdown
 from data.adjudication import adjudicate
 from data.admin import change_campaign_status
 from data.audit import list_events
@@ -178,7 +178,7 @@ def test_campaign_settings_are_saved_and_audited_with_before_and_after(world):
     assert event.detail["changes"]["overlap"] == {"before": 3, "after": 5}
     assert event.actor_id == people["root"].id
     # the instructions preview shows the HTML as text
-    assert any("\\<b\\>twice\\</b\\>" in m.value for m in at.markdown)
+    assert safe_markdown("Read <b>twice</b>.") in [m.value for m in at.markdown]
 
 
 def test_pause_resume_close_from_the_page(world):
@@ -366,7 +366,7 @@ def test_the_review_page_shows_user_and_model_text_as_text(world):
     at = _page("pages/review_adjudicate.py", people["rita"])
     at.selectbox(key="adj_unit").select_index(2).run()
     shown = [m.value for m in at.markdown]
-    assert "\\<img src=x onerror=alert(1)\\>" in shown
-    assert "\\$x\\$ and \\<script\\>bad()\\</script\\>" in shown
+    assert safe_markdown("<img src=x onerror=alert(1)>") in shown
+    assert safe_markdown("$x$ and <script>bad()</script>") in shown
     assert [c.value for c in at.code] == ["<b>Rating: 5</b>"]  # a code block shows it literally
     assert at.expander[-1].label.startswith("\\*judge\\*")

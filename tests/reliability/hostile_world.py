@@ -30,8 +30,9 @@ PAYLOADS: tuple[str, ...] = (
     "<style>body{display:none}</style>",
 )
 HOSTILE = " ".join(PAYLOADS)
-BOB_SECRET = "BOBSECRET-7f3a"
-JUDGE_SECRET = "JUDGESECRET-91c2"
+# no ASCII punctuation: shown text has it backslash-escaped, which would hide a marker that held it
+BOB_SECRET = "BOBSECRET7f3a"
+JUDGE_SECRET = "JUDGESECRET91c2"
 PASSWORD = "correct horse battery"
 
 
