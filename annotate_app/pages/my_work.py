@@ -111,7 +111,7 @@ notice = state.pop("my_work_notice", None)
 if notice:
     st.success(escape_markdown(notice))
 if asked_problem:
-    st.error(asked_problem)
+    st.error(escape_markdown(asked_problem))
 
 page = int(st.number_input("Page", min_value=1, value=1, step=1, key="my_work_page"))
 with session_scope(engine) as session:
