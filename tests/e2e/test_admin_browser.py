@@ -30,6 +30,9 @@ def seeded(app_server: Any) -> Any:
         first = units_of(session, campaign.id)[0]
         answer(session, first, people["ann"], score=2, rationale="Reads the sign wrong.")
         answer(session, first, people["bob"], score=9, rationale="Reads the sign right.")
+        second = units_of(session, campaign.id)[1]
+        answer(session, second, people["ann"], score=5, rationale="Half of it is right.")
+        answer(session, second, people["bob"], score=6, rationale="Most of it is right.")
     return app_server
 
 
@@ -106,11 +109,21 @@ def test_an_adjudication_in_the_browser_becomes_the_calibration_reference(
     _choose(page, "Score", "7")
     page.get_by_label("Note: why this is the final label").fill("The sign is legible: 7.")
     page.get_by_role("button", name="Record final label").click()
-    expect(page.get_by_text("Final label recorded for r:ds-item-0/m1.")).to_be_visible()
+    expect(page.get_by_text("Final label recorded for")).to_be_visible()
     with seeded.session() as session:
         assert campaign_reference_overrides(session, campaign_id) == {"r:ds-item-0/m1": 7}
         [event] = list_events(session, action_prefix="adjudication.")
         assert event.actor_id == get_user(session, "rita").id
+    # the next unit opens with an empty form: not the 7 and the note of the unit before
+    expect(page.get_by_text("Half of it is right.")).to_be_visible()
+    expect(page.get_by_text("2 answers · mean 5.50 · median 5.5")).to_be_visible()
+    expect(page.get_by_role("combobox", name="Score")).to_have_value("")
+    expect(page.get_by_label("Note: why this is the final label")).to_have_value("")
+    page.get_by_label("Note: why this is the final label").fill("No score chosen yet.")
+    page.get_by_role("button", name="Record final label").click()
+    expect(page.get_by_text("choose a score (integers 1–10)")).to_be_visible()
+    with seeded.session() as session:
+        assert len(list_events(session, action_prefix="adjudication.")) == 1
 
 
 def test_a_role_change_in_the_browser_is_audited(seeded: Any, page: Any, login: Any) -> None:
