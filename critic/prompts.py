@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from data.critic_io import ItemContent, ResponseContent
+from schemas.items import ItemContent, ResponseContent
 from schemas.protocols import (
     ALIGNMMBENCH_TASK_GUIDANCE,
     ALIGNMMBENCH_TASK_GUIDANCE_ZH,

@@ -15,7 +15,7 @@ from critic.prompts import (
     load_template,
     score_prefix,
 )
-from data.critic_io import ItemContent, ResponseContent
+from schemas.items import ItemContent, ResponseContent
 from schemas.protocols import (
     ALIGNMMBENCH,
     ALIGNMMBENCH_TASK_GUIDANCE,
