@@ -8,8 +8,9 @@ import streamlit as st
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.text import escape_markdown
-from data.adjudication import AdjudicationError, list_flags, resolve_flag
+from data.adjudication import AdjudicationError
 from data.admin import PermissionDenied
+from data.flags import list_flags, resolve_flag
 from data.storage import session_scope
 
 user = require_role("reviewer", "admin")

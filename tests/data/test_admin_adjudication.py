@@ -12,12 +12,11 @@ from data.adjudication import (
     AdjudicationError,
     adjudicate,
     adjudication_queue,
-    list_flags,
-    resolve_flag,
     unit_review,
 )
 from data.admin import PermissionDenied
 from data.audit import list_events
+from data.flags import list_flags, resolve_flag
 from data.frames import campaign_reference_overrides
 from data.judgements import insert_judgements
 from data.queue import flag, next_unit
