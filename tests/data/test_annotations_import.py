@@ -265,3 +265,23 @@ def test_csv_and_parquet_exports_import_as_the_same_campaign(engine, db_url, dat
 
     with Session(engine) as session:
         assert labels(session, "ext") == labels(session, "copy")
+
+
+def test_import_and_reimport_on_sqlite_and_postgresql(any_engine, tmp_path):
+    from data.importers import import_jsonl
+    from data.importers.annotations import import_annotations
+    from data.storage import session_scope
+
+    with session_scope(any_engine) as session:
+        import_jsonl(session, _write(tmp_path / "data.jsonl", ITEMS))
+    revised = [{**LABELS[3], "revision": 1}, {**LABELS[3], "revision": 2, "preference": "A"}]
+    path = _write(tmp_path / "h.jsonl", [*LABELS[:3], *LABELS[4:], *revised])
+    with session_scope(any_engine) as session:
+        summary = import_annotations(session, path, campaign="ext")
+    assert (summary.units, summary.annotations, summary.overlap) == (3, 7, 3)
+    with session_scope(any_engine) as session:
+        again = import_annotations(session, path, campaign="ext")
+    assert not again.created and _counts(any_engine)["Annotation"] == 7
+    with Session(any_engine) as session:
+        live = session.exec(select(Annotation).where(col(Annotation.is_live))).all()
+        assert len(live) == 6
