@@ -44,6 +44,7 @@ from data.importers.annotation_rows import (
 from data.importers.errors import InvalidRecord, Problems
 from data.importers.reader import JudgementLine, files_sha256, read_judgements
 from data.users import USER_NAME_PATTERN
+from schemas.ids import id_problem
 from schemas.protocols import InvalidJudgement, Protocol, get_protocol
 from schemas.tables import Campaign, User, utcnow
 
@@ -99,6 +100,9 @@ def import_annotations(
     """
     source = str(path)
     now = now or utcnow()
+    problem = id_problem(campaign)
+    if problem is not None:
+        raise AnnotationImportError(f"the campaign name {campaign!r} {problem}")
     problems = Problems()
     chosen = _forced_protocol(protocol, scale, source) if protocol else None
     labels: list[Label] = []

@@ -285,3 +285,10 @@ def test_import_and_reimport_on_sqlite_and_postgresql(any_engine, tmp_path):
     with Session(any_engine) as session:
         live = session.exec(select(Annotation).where(col(Annotation.is_live))).all()
         assert len(live) == 6
+
+
+def test_a_bad_campaign_name_is_refused(engine, db_url, dataset):
+    result = _cli(db_url, "annotations", "import", str(_write(dataset / "h.jsonl", LABELS)),
+                  "--campaign", " ext")  # fmt: skip
+    assert result.exit_code == 2
+    assert "the campaign name ' ext' starts or ends with white space" in result.output
