@@ -294,6 +294,25 @@ def test_a_second_tab_with_another_answer_stores_a_revision(
         _check_counters(session, campaign_id)
 
 
+def test_concurrent_different_answers_are_all_kept_as_revisions(any_engine: Engine) -> None:
+    campaign_id, (alice, _) = build_campaign(any_engine)
+    view = _lease(any_engine, campaign_id, alice)
+    threads = [
+        threading.Thread(target=_submit, args=(any_engine, view, alice), kwargs={"score": score})
+        for score in (2, 4, 6, 8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with Session(any_engine) as session:
+        rows = session.exec(select(Annotation).order_by(Annotation.revision)).all()
+        assert [a.revision for a in rows] == [1, 2, 3, 4]
+        assert sorted(a.score for a in rows) == [2, 4, 6, 8]
+        assert [a.is_live for a in rows] == [False, False, False, True]
+        _check_counters(session, campaign_id)
+
+
 def test_a_second_tab_with_an_invalid_answer_is_refused(engine: Engine) -> None:
     campaign_id, (alice, _) = build_campaign(engine, rationale_min=20)
     view = _lease(engine, campaign_id, alice)
