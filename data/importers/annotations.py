@@ -109,7 +109,7 @@ def import_annotations(
     for line in read_judgements(path, problems):
         try:
             chosen = chosen or _line_protocol(line)
-            labels.append(_label(line, chosen))
+            labels.append(_label(line, chosen, forced=protocol is not None))
         except InvalidRecord as error:
             problems.add(error)
         if on_progress is not None:
@@ -168,13 +168,19 @@ def _line_protocol(line: JudgementLine) -> Protocol:
         raise line.error("protocol", str(error)) from None
 
 
-def _label(line: JudgementLine, protocol: Protocol) -> Label:
+def _label(line: JudgementLine, protocol: Protocol, *, forced: bool) -> Label:
     record = line.record
     if record.judge_kind != "human":
         raise line.error(
             "judge_kind",
             f"`judge_kind` is {record.judge_kind!r}: annotations import loads human labels; "
             "import model judgements with `critiquelab judgments import`",
+        )
+    if not forced and record.protocol != protocol.name:
+        raise line.error(
+            "protocol",
+            f"`protocol` is {record.protocol!r}, but the file's first line says "
+            f"{protocol.name!r}: a campaign has one protocol; split the file by protocol",
         )
     if (record.protocol == "pairwise") != (not protocol.is_pointwise):
         raise line.error(
@@ -196,7 +202,7 @@ def _label(line: JudgementLine, protocol: Protocol) -> Label:
             score = protocol.validate_score(record.score)
         except InvalidJudgement as error:
             raise line.error(
-                "score", f"{error}; fix the line or import with --protocol score --scale MIN:MAX"
+                "score", f"{error}; fix the line, or import the file under the score protocol"
             ) from None
     elif record.preference is None:
         raise line.error("preference", "a human label needs a `preference`: A, B or tie")
@@ -352,7 +358,7 @@ def _same_campaign(
     if not (campaign.options or {}).get("imported"):
         raise AnnotationImportError(
             f"campaign {campaign.name!r} already exists and was collected in the app: import "
-            "the labels under another name (--campaign)"
+            "the labels under another campaign name"
         )
     wanted = {
         (annotator, units[unit].unit_key, label.revision or 1, label.score, label.preference,
@@ -362,7 +368,7 @@ def _same_campaign(
     if campaign.protocol != protocol.name or existing_labels(session, campaign) != wanted:
         raise AnnotationImportError(
             f"campaign {campaign.name!r} already holds different imported labels: import these "
-            "under another name (--campaign)"
+            "under another campaign name"
         )
     return AnnotationImportSummary(
         campaign=campaign.name,

@@ -161,6 +161,16 @@ def test_a_campaign_collected_in_the_app_is_not_overwritten(engine, db_url, data
         (_label("ann 1", 0, "A"), "annotator name 'ann 1' must be"),
         (_label("ann2", 1, "A"), "duplicate judgement (same judge, prompt_id, unit, shown"),
         (
+            {
+                "judge": "annotator:ann1",
+                "judge_kind": "human",
+                "protocol": "alignmmbench",
+                "response_id": "q0/a",
+                "score": 5,
+            },
+            "`protocol` is 'alignmmbench', but the file's first line says 'pairwise'",
+        ),
+        (
             _label("ann2", 1, "A", shown=["q1/b", "q1/a"]),
             "annotator 'ann2' labelled pair q1/a | q1/b again (first at line 5): give every",
         ),
