@@ -89,30 +89,32 @@ def _image_segment(piece: dict[str, Any]) -> Segment:
 
 
 def render_unit(view: UnitView) -> None:
-    """The question, earlier turns, reference (if the campaign shows it) and the response(s)."""
+    """The question and earlier turns, the response(s), then the reference (if the campaign
+    shows it): the response comes right after the question so that it is on screen at once."""
     if view.history:
         st.markdown("**Earlier turns**")
         render_history(view.history)
     st.markdown("**Question**")
     render_content(view.question)
-    if view.reference is not None:
-        with st.expander("Reference answer", expanded=True):
-            render_content(view.reference)
     if len(view.responses) == 1:
         st.markdown("**Response**")
         _render_response(view, view.responses[0])
-        return
-    for column, response in zip(st.columns(len(view.responses)), view.responses, strict=True):
-        with column, st.container(border=True):
-            st.markdown(f"**Response {response.label}**")
-            _render_response(view, response)
+    else:
+        for column, response in zip(st.columns(len(view.responses)), view.responses, strict=True):
+            with column, st.container(border=True):
+                st.markdown(f"**Response {response.label}**")
+                _render_response(view, response)
+    if view.reference is not None:
+        with st.expander("Reference answer", expanded=True):
+            render_content(view.reference)
 
 
-def render_rubric(view: UnitView) -> None:
-    """The scale with each band's description, the task guidance and the campaign's own notes."""
+def render_rubric(view: UnitView, *, bands: bool = True) -> None:
+    """The scale with each band's description (``bands=False``: the answer panel shows them),
+    what each pairwise choice means, the task guidance and the campaign's own notes."""
     protocol = view.protocol
     st.markdown(f"**{escape_markdown(protocol.title)}**")
-    if protocol.bands:
+    if protocol.bands and bands:
         lines = []
         for band in protocol.bands:
             label = band.label()
@@ -121,6 +123,14 @@ def render_rubric(view: UnitView) -> None:
                 label += f" ({low:.0f}%)" if band.low == band.high else f" ({low:.0f}–{high:.0f}%)"
             lines.append(f"- **{label}**: {escape_markdown(band.description)}")
         st.markdown("\n".join(lines))
+    if protocol.choice_guide and bands:
+        names = {"A": "A is better", "B": "B is better", "tie": "Tie"}
+        st.markdown(
+            "\n".join(
+                f"- **{names.get(label, label)}**: {escape_markdown(text)}"
+                for label, text in protocol.choice_guide
+            )
+        )
     for criterion in _criteria(view):
         st.caption(escape_markdown(criterion))
     guidance = ALIGNMMBENCH_TASK_GUIDANCE.get(view.task or "")
@@ -132,7 +142,9 @@ def render_rubric(view: UnitView) -> None:
 
 
 def _criteria(view: UnitView) -> tuple[str, ...]:
-    if view.benchmark == "mmie" and view.category in MMIE_CRITERIA:
+    # MMIE's per-category criteria (with their one-point penalty) belong to its 0–6 score, not to
+    # a pairwise or other campaign over MMIE items.
+    if view.protocol.name == "mmie" and view.category in MMIE_CRITERIA:
         return MMIE_CRITERIA[view.category]
     return view.protocol.criteria
 

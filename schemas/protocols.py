@@ -18,6 +18,8 @@ ProtocolKind = Literal["pointwise", "pairwise"]
 Preference = Literal["A", "B", "tie"]
 
 PROTOCOL_NAMES: tuple[str, ...] = ("alignmmbench", "mmie", "pairwise", "score")
+MAX_CHOICES = 21
+"""A discrete scale with more points than this is typed as a number rather than picked."""
 PREFERENCES: tuple[str, ...] = get_args(Preference)
 """The one set of preference labels, in canonical order (A = first of the pair, B = second)."""
 
@@ -59,6 +61,9 @@ class Protocol:
     bands: tuple[Band, ...] = ()
     labels: tuple[str, ...] = ()
     criteria: tuple[str, ...] = ()
+    choice_guide: tuple[tuple[str, str], ...] = ()
+    """Pairwise: (label, when to choose it) for each label, shown to annotators beside the
+    buttons as the bands are for a scale."""
 
     @property
     def is_pointwise(self) -> bool:
@@ -149,6 +154,50 @@ class Protocol:
         if self.step == 1 and float(self.scale_min).is_integer():  # type: ignore[arg-type]
             return f"integers {low}–{high}"
         return f"{low}–{high} in steps of {_fmt(self.step)}"
+
+    def choices(self) -> list[float] | list[str]:
+        """What an annotator picks from: the labels, or the points of a discrete scale of at most
+        :data:`MAX_CHOICES` points; empty when the score is typed as a number instead."""
+        if not self.is_pointwise:
+            return list(self.labels)
+        if self.step is None:
+            return []
+        points = self.scale_points()
+        return points if len(points) <= MAX_CHOICES else []
+
+    def choice_key(self, value: float | str) -> str | None:
+        """The key that picks ``value`` (lower case), or None when no key does.
+
+        Preferences: ``a``, ``b``, ``t``. Scores: the digit of each whole score 0–9; ``0`` picks
+        10 when the scale has 10 but no 0 (AlignMMBench's 1–10). A typed scale has no keys.
+        """
+        if not self.is_pointwise:
+            return {"A": "a", "B": "b", "tie": "t"}.get(str(value))
+        points = self.choices()
+        number = float(value)
+        if number not in points or not number.is_integer():
+            return None
+        if 0 <= number <= 9:
+            return str(int(number))
+        return "0" if number == 10 and 0 not in points else None
+
+    def key_hint(self) -> str:
+        """What the keys pick on this protocol, in words: ``keys 1–9 choose scores 1–9, 0
+        chooses 10`` (AlignMMBench), ``keys 0–6 choose scores 0–6`` (MMIE); empty without keys."""
+        if not self.is_pointwise:
+            return "keys a, b and t choose A, B and tie"
+        keyed = [(v, key) for v in self.choices() if (key := self.choice_key(v)) is not None]
+        same = [v for v, key in keyed if key == _fmt(v)]
+        other = [f"{key} chooses {_fmt(v)}" for v, key in keyed if key != _fmt(v)]
+        if not keyed:
+            return ""
+        if len(same) > 2 and self.step == 1:
+            parts = [f"keys {_fmt(same[0])}–{_fmt(same[-1])} choose scores "
+                     f"{_fmt(same[0])}–{_fmt(same[-1])}"]  # fmt: skip
+        else:
+            named = " and ".join(_fmt(v) for v in same)
+            parts = [f"keys {named} choose scores {named}"] if same else []
+        return ", ".join(parts + other)
 
     def _require_pointwise(self) -> None:
         if not self.is_pointwise:
@@ -333,6 +382,20 @@ PAIRWISE = Protocol(
         "Which response answers the question better: correctness first, then relevance, "
         "then helpful detail.",
         "Tie when neither is better.",
+    ),
+    choice_guide=(
+        (
+            "A",
+            "it is more correct (facts agree with the image, the question and the reference); "
+            "if both are equally correct, it answers more of what was asked, then with more "
+            "useful detail. Length alone is not quality.",
+        ),
+        ("B", "the same tests the other way round; the side a response is shown on says nothing."),
+        (
+            "tie",
+            "only when neither is better after those tests: both right and equally useful, or "
+            "both wrong in equally serious ways. Not for a hard call: pick the smaller error.",
+        ),
     ),
 )
 

@@ -1,14 +1,18 @@
-// The answer panel of the annotation page: score or preference buttons, the rationale box and
-// the submit button. It reports the draft as the annotator types (debounced), submits on
-// Ctrl+Enter, handles the keyboard shortcuts and accumulates active time.
+// The answer panel of the annotation page: score or preference buttons with what each band means,
+// the rationale box and the submit button. It reports the draft as the annotator types
+// (debounced), keeps a copy of every keystroke in localStorage, submits on Ctrl+Enter, handles the
+// keyboard shortcuts and accumulates active time.
 //
-// Keys: digits choose a score (0 = 10 on a 1–10 scale), a / b / t choose a preference, while
-// focus is not in a text field; Escape leaves the rationale box; Ctrl+Enter (Cmd+Enter) submits
-// from anywhere. After a choice, focus returns to the rationale box.
+// Keys (data.choices[].key, from the protocol) choose while focus is not in a text field; Escape
+// leaves the rationale box; Ctrl+Enter (Cmd+Enter) submits from anywhere; "?" shows every
+// shortcut. After a choice, focus returns to the rationale box. After a submit the panel is
+// disabled until the page replaces it with the next unit's panel (or reports a refusal).
 
 const DRAFT_DELAY_MS = 500;
 const IDLE_LIMIT_MS = 120000;
 const TIME_FLUSH_MS = 30000;
+const STORE_PREFIX = "critiquelab-draft:";
+const STORE_MAX_AGE_MS = 14 * 24 * 3600 * 1000;
 
 function el(tag, attrs, text) {
   const node = document.createElement(tag);
@@ -16,6 +20,80 @@ function el(tag, attrs, text) {
   if (text !== undefined) node.textContent = text; // data is always text, never markup
   return node;
 }
+
+// --- the browser copy -------------------------------------------------------------------------
+// One entry per user + campaign + unit: {choice, rationale, seconds, edited_at}; edited_at is in
+// the server's clock (browser clock + offset), like the server draft's saved_at.
+
+function readLocal(key) {
+  if (!key) return null;
+  try {
+    const value = JSON.parse(window.localStorage.getItem(key));
+    return value && typeof value === "object" && typeof value.edited_at === "number" ? value : null;
+  } catch (error) {
+    return null; // storage disabled or a foreign value: the server draft still holds the answer
+  }
+}
+
+function writeLocal(state) {
+  if (!state.data.store) return;
+  const entry = {
+    choice: state.choice, rationale: state.rationale, seconds: state.seconds,
+    edited_at: state.editedAt,
+  };
+  try {
+    window.localStorage.setItem(state.data.store, JSON.stringify(entry));
+  } catch (error) {
+    // quota or privacy mode: the debounced server draft is the only copy, as before
+  }
+}
+
+function pruneLocal(data, now) {
+  // Entries of the same annotator and campaign for other units are answered, skipped or lost:
+  // the page shows one unit at a time. Anything very old goes too.
+  if (!data.store) return;
+  try {
+    const storage = window.localStorage;
+    for (let index = storage.length - 1; index >= 0; index--) {
+      const key = storage.key(index);
+      if (!key || !key.startsWith(STORE_PREFIX) || key === data.store) continue;
+      const entry = readLocal(key);
+      if (key.startsWith(data.store_scope) || !entry || now - entry.edited_at > STORE_MAX_AGE_MS) {
+        storage.removeItem(key);
+      }
+    }
+  } catch (error) {
+    // storage disabled: nothing to prune
+  }
+}
+
+function reconcile(data, offset) {
+  // Newest wins: the browser copy when it was typed after the server draft was (server clock).
+  const server = data.draft;
+  const local = readLocal(data.store);
+  const serverChoice = server ? (data.kind === "pairwise" ? server.preference : server.score) : null;
+  const fromServer = {
+    choice: serverChoice ?? null,
+    rationale: server ? server.rationale || "" : "",
+    seconds: Number(server ? server.seconds || 0 : 0),
+    editedAt: server && typeof server.saved_at === "number" ? server.saved_at : Date.now() + offset,
+    ahead: false,
+  };
+  if (!local) return fromServer;
+  const newer = !server || typeof server.saved_at !== "number" || local.edited_at > server.saved_at;
+  if (!newer) return { ...fromServer, seconds: Math.max(fromServer.seconds, Number(local.seconds) || 0) };
+  const same = server && local.rationale === fromServer.rationale &&
+    String(local.choice) === String(fromServer.choice);
+  return {
+    choice: local.choice ?? null,
+    rationale: typeof local.rationale === "string" ? local.rationale : "",
+    seconds: Math.max(fromServer.seconds, Number(local.seconds) || 0),
+    editedAt: local.edited_at,
+    ahead: !same, // the server has not got it yet: send it
+  };
+}
+
+// --- building and showing -----------------------------------------------------------------------
 
 function build(root, data, state) {
   // Replace only our own node: the root also holds the <style> Streamlit put there.
@@ -40,15 +118,21 @@ function build(root, data, state) {
     });
     if (state.choice !== null) input.value = String(state.choice);
     input.addEventListener("change", () => {
-      state.choice = input.value === "" ? null : Number(input.value);
-      render(state);
+      state.change(input.value === "" ? null : Number(input.value), state.rationale);
       state.sendDraft();
     });
     choices.append(input);
   }
+  const guide = el("div", { class: "cl-guide", "data-testid": "cl-guide" });
+  for (const row of data.guide || []) {
+    const line = el("div", { class: "cl-band" });
+    line.dataset.values = JSON.stringify((row.values || []).map(String));
+    line.append(el("b", {}, row.label), el("span", {}, row.text));
+    guide.append(line);
+  }
   const chosen = el("div", { class: "cl-chosen", "aria-live": "polite" });
   const area = el("textarea", {
-    class: "cl-rationale", rows: "6", "data-testid": "cl-rationale",
+    class: "cl-rationale", rows: "5", "data-testid": "cl-rationale",
     "aria-label": "Rationale", placeholder: data.placeholder,
   });
   area.value = state.rationale;
@@ -56,10 +140,30 @@ function build(root, data, state) {
   const message = el("div", { class: "cl-message", role: "alert", "data-testid": "cl-message" });
   const submit = el("button", { type: "button", class: "cl-submit", "data-testid": "cl-submit" },
     data.submit_label + " (Ctrl+Enter)");
+  const keysButton = el("button", {
+    type: "button", class: "cl-keys", "data-testid": "cl-keys", "aria-haspopup": "dialog",
+  }, "Shortcuts (?)");
+  keysButton.addEventListener("click", () => state.toggleSheet());
+  const actions = el("div", { class: "cl-actions" });
+  actions.append(submit, counter, keysButton);
   const help = el("div", { class: "cl-help" }, data.help);
-  box.append(choices, chosen, area, counter, message, submit, help);
+  const sheet = el("div", {
+    class: "cl-sheet", role: "dialog", "aria-label": "Keyboard shortcuts", "data-testid": "cl-sheet",
+  });
+  sheet.hidden = true;
+  sheet.append(el("div", { class: "cl-sheet-title" }, "Keyboard shortcuts"));
+  const table = el("table");
+  for (const [keys, what] of data.shortcuts || []) {
+    const row = el("tr");
+    const cell = el("td");
+    cell.append(el("kbd", {}, keys));
+    row.append(cell, el("td", {}, what));
+    table.append(row);
+  }
+  sheet.append(table, el("div", { class: "cl-help" }, "Esc or ? closes this list."));
+  box.append(choices, guide, chosen, area, message, actions, help, sheet);
   root.append(box);
-  return { box, choices, chosen, area, counter, message, submit };
+  return { box, choices, guide, chosen, area, counter, message, submit, sheet };
 }
 
 function render(state) {
@@ -68,6 +172,10 @@ function render(state) {
     const on = button.getAttribute("data-value") === String(state.choice);
     button.classList.toggle("cl-on", on);
     button.setAttribute("aria-checked", on ? "true" : "false");
+    button.disabled = state.sending;
+  }
+  for (const line of nodes.guide.querySelectorAll(".cl-band")) {
+    line.classList.toggle("cl-on", JSON.parse(line.dataset.values).includes(String(state.choice)));
   }
   const picked = data.choices.find((c) => String(c.value) === String(state.choice));
   const typed = data.numeric && state.choice !== null ? "Score " + state.choice : data.choose_prompt;
@@ -76,6 +184,11 @@ function render(state) {
   nodes.counter.textContent = length + " / " + data.rationale_min + " characters";
   nodes.counter.classList.toggle("cl-short", length < data.rationale_min);
   nodes.submit.disabled = state.sending;
+  nodes.submit.textContent = state.sending ? "Saving…" : data.submit_label + " (Ctrl+Enter)";
+  nodes.area.readOnly = state.sending; // readOnly, not disabled: focus stays where it was
+  nodes.box.classList.toggle("cl-busy", state.sending);
+  nodes.box.setAttribute("aria-busy", state.sending ? "true" : "false");
+  for (const input of nodes.choices.querySelectorAll("input")) input.disabled = state.sending;
 }
 
 function problems(state) {
@@ -94,7 +207,7 @@ function isTypingTarget(node) {
   return tag === "TEXTAREA" || tag === "INPUT" || tag === "SELECT" || node.isContentEditable;
 }
 
-function focusedNode(root) {
+function focusedNode() {
   let node = document.activeElement;
   while (node && node.shadowRoot && node.shadowRoot.activeElement) node = node.shadowRoot.activeElement;
   return node;
@@ -111,37 +224,56 @@ function accumulate(state) {
   if (activeUntil > since) state.seconds += (activeUntil - since) / 1000;
 }
 
+function mount(parentElement, data) {
+  const offset = typeof data.server_now === "number" ? data.server_now - Date.now() : 0;
+  const start = reconcile(data, offset);
+  const state = {
+    unit: data.unit,
+    data,
+    offset,
+    choice: start.choice,
+    rationale: start.rationale,
+    seconds: start.seconds,
+    editedAt: start.editedAt,
+    lastActivity: Date.now(),
+    lastTick: Date.now(),
+    lastSentSeconds: start.seconds,
+    sending: false,
+    attempt: data.attempt,
+    timer: null,
+  };
+  parentElement.__clAnswer = state;
+  state.nodes = build(parentElement, data, state);
+  state.change = (choice, rationale) => {  // every change: the browser copy first, at once
+    state.choice = choice;
+    state.rationale = rationale;
+    state.editedAt = Date.now() + state.offset;
+    state.nodes.message.textContent = "";
+    writeLocal(state);
+    render(state);
+  };
+  state.nodes.area.addEventListener("input", () => {
+    if (state.sending) return;
+    state.change(state.choice, state.nodes.area.value);
+    clearTimeout(state.timer);
+    state.timer = setTimeout(() => state.sendDraft(), DRAFT_DELAY_MS);
+  });
+  state.nodes.area.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") state.nodes.area.blur();
+  });
+  state.nodes.submit.addEventListener("click", () => state.submit());
+  state.toggleSheet = (show) => {
+    state.nodes.sheet.hidden = show === undefined ? !state.nodes.sheet.hidden : !show;
+  };
+  pruneLocal(data, Date.now() + offset);
+  if (start.ahead) state.pendingSync = true;  // sent once the callbacks below exist
+  return state;
+}
+
 export default function (component) {
   const { data, parentElement, setStateValue, setTriggerValue } = component;
   let state = parentElement.__clAnswer;
-  if (!state || state.unit !== data.unit) {
-    const draft = data.draft || {};
-    state = {
-      unit: data.unit,
-      choice: data.kind === "pairwise" ? draft.preference ?? null : draft.score ?? null,
-      rationale: draft.rationale || "",
-      seconds: Number(draft.seconds || 0),
-      lastActivity: Date.now(),
-      lastTick: Date.now(),
-      lastSentSeconds: Number(draft.seconds || 0),
-      sending: false,
-      attempt: data.attempt,
-      timer: null,
-    };
-    parentElement.__clAnswer = state;
-    state.nodes = build(parentElement, data, state);
-    state.nodes.area.addEventListener("input", () => {
-      state.rationale = state.nodes.area.value;
-      state.nodes.message.textContent = "";
-      render(state);
-      clearTimeout(state.timer);
-      state.timer = setTimeout(() => state.sendDraft(), DRAFT_DELAY_MS);
-    });
-    state.nodes.area.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") state.nodes.area.blur();
-    });
-    state.nodes.submit.addEventListener("click", () => state.submit());
-  }
+  if (!state || state.unit !== data.unit) state = mount(parentElement, data);
   state.data = data;
   if (data.attempt !== state.attempt) {  // the server refused the last submit: say why
     state.attempt = data.attempt;
@@ -154,17 +286,18 @@ export default function (component) {
     preference: data.kind === "pairwise" ? state.choice : null,
     rationale: state.rationale,
     seconds: Math.round(state.seconds * 10) / 10,
+    edited_at: Math.round(state.editedAt),
   });
   state.sendDraft = () => {
     clearTimeout(state.timer);
     state.timer = null;
     state.lastSentSeconds = state.seconds;
+    writeLocal(state);
     setStateValue("draft", payload());
   };
   state.choose = (value) => {
-    state.choice = value;
-    state.nodes.message.textContent = "";
-    render(state);
+    if (state.sending) return;
+    state.change(value, state.rationale);
     state.sendDraft();
     const area = state.nodes.area;
     area.focus();
@@ -179,11 +312,17 @@ export default function (component) {
       return;
     }
     state.sending = true;
+    state.nodes.message.textContent = "";
     render(state);
     clearTimeout(state.timer);
+    state.timer = null;
     setTriggerValue("submit", { ...payload(), nonce: Date.now() });
   };
   render(state);
+  if (state.pendingSync) {
+    state.pendingSync = false;
+    state.sendDraft();
+  }
 
   const onKey = (event) => {
     onActivity();
@@ -193,7 +332,17 @@ export default function (component) {
       state.submit();
       return;
     }
+    if (event.key === "Escape" && !state.nodes.sheet.hidden) {
+      state.toggleSheet(false);
+      return;
+    }
     if (event.ctrlKey || event.metaKey || event.altKey || isTypingTarget(focusedNode())) return;
+    if (event.key === "?") {
+      event.preventDefault();
+      state.toggleSheet();
+      return;
+    }
+    if (state.sending) return;  // the next unit is on its way: nothing to choose on this one
     const key = event.key.toLowerCase();
     const choice = data.choices.find((c) => c.key === key);
     if (choice) {
@@ -206,9 +355,15 @@ export default function (component) {
     accumulate(state);
     state.lastActivity = Date.now();
   };
-  const onLeave = () => {  // refresh or tab close: send what the server does not have yet
+  const onLeave = () => {  // refresh, tab close or tab hidden: keep and send what is not sent
     accumulate(state);
-    if (state.timer || state.seconds - state.lastSentSeconds >= 1) state.sendDraft();
+    writeLocal(state);
+    if (!state.sending && (state.timer || state.seconds - state.lastSentSeconds >= 1)) {
+      state.sendDraft();
+    }
+  };
+  const onVisibility = () => {
+    if (document.visibilityState === "hidden") onLeave();
   };
   const tick = setInterval(() => {
     accumulate(state);
@@ -219,10 +374,12 @@ export default function (component) {
   const activityEvents = ["mousemove", "mousedown", "wheel", "scroll", "touchstart", "input"];
   document.addEventListener("keydown", onKey, true);
   window.addEventListener("pagehide", onLeave);
+  document.addEventListener("visibilitychange", onVisibility);
   for (const name of activityEvents) document.addEventListener(name, onActivity, true);
   return () => {
     clearInterval(tick);
     window.removeEventListener("pagehide", onLeave);
+    document.removeEventListener("visibilitychange", onVisibility);
     document.removeEventListener("keydown", onKey, true);
     for (const name of activityEvents) document.removeEventListener(name, onActivity, true);
   };

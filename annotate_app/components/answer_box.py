@@ -1,12 +1,17 @@
 """The answer panel: a Custom Component v2 (inline, no iframe) for scoring and explaining.
 
-The browser side (``answer_box.js``) shows the protocol's choices as buttons, the rationale box
-and the submit button. It reports the draft as the annotator types (debounced) as the ``draft``
-state, and a submit (button or Ctrl+Enter) as the ``submit`` trigger, each a
-:class:`AnswerPayload`. Keyboard: digits choose a score (0 = 10 on 1–10), a / b / t a
-preference, when focus is not in a text field; choosing returns focus to the rationale.
-It also counts active seconds: the page visible and focused, idle time beyond 2 minutes not
-counted.
+The browser side (``answer_box.js``) shows the protocol's choices as buttons with what each band
+(or, pairwise, each choice) means under them, the rationale box and the submit button. It reports
+the draft as the annotator types (debounced) as the ``draft`` state, and a submit (button or
+Ctrl+Enter) as the ``submit`` trigger, each a :class:`AnswerPayload`. Keys are the protocol's
+(:meth:`schemas.protocols.Protocol.choice_key`), when focus is not in a text field; choosing
+returns focus to the rationale; ``?`` lists every shortcut. It also counts active seconds: the
+page visible and focused, idle time beyond 2 minutes not counted.
+
+With a ``store`` key, every change is also written at once to the browser's ``localStorage``
+under that key, so a refresh or a crash loses no keystroke; on load the browser copy and the
+server draft are compared by when each was typed (server clock) and the newer one wins. After a
+submit the panel is disabled ("Saving…") until the page replaces it with the next unit's.
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from data.queue import DraftView
-from schemas.protocols import Protocol
+from schemas.protocols import MAX_CHOICES, Protocol
 
 _DIR = Path(__file__).resolve().parent
 _component = st.components.v2.component(
@@ -28,45 +34,81 @@ _component = st.components.v2.component(
     js=(_DIR / "answer_box.js").read_text(encoding="utf-8"),
     css=(_DIR / "answer_box.css").read_text(encoding="utf-8"),
 )
-MAX_BUTTONS = 21
+MAX_BUTTONS = MAX_CHOICES
 """Scales with more points than this (or continuous ones) are typed into a number box."""
+STORE_PREFIX = "critiquelab-draft"
+_PAIRWISE_NAMES = {"A": "A is better", "B": "B is better", "tie": "Tie"}
 
 
 @dataclass(frozen=True)
 class AnswerPayload:
-    """What the panel sends: the answer as shown (preference in shown order) and active time."""
+    """What the panel sends: the answer as shown (preference in shown order), active time, and
+    when the answer was last changed (UTC; None if the browser did not say)."""
 
     unit: int
     score: float | None
     preference: str | None
     rationale: str
     seconds: float
+    edited_at: datetime | None = None
+
+
+def store_key(user_id: int, campaign_id: int, unit: int) -> str:
+    """The ``localStorage`` key of one annotator's draft of one unit of one campaign."""
+    return f"{STORE_PREFIX}:{user_id}:{campaign_id}:{unit}"
 
 
 def choices_for(protocol: Protocol) -> list[dict[str, Any]]:
     """Buttons for the protocol: value, label, keyboard key, band hint, one-line description."""
     if not protocol.is_pointwise:
-        names = {"A": "A is better", "B": "B is better", "tie": "Tie"}
-        keys = {"A": "a", "B": "b", "tie": "t"}
         return [
-            {"value": label, "label": names[label], "key": keys[label], "hint": "",
-             "describe": f"You chose: {names[label]}"}
+            {"value": label, "label": _PAIRWISE_NAMES[label], "key": protocol.choice_key(label),
+             "hint": "", "describe": f"You chose: {_PAIRWISE_NAMES[label]}"}
             for label in protocol.labels
         ]  # fmt: skip
-    if not protocol.is_discrete or len(protocol.scale_points()) > MAX_BUTTONS:
-        return []
-    points = protocol.scale_points()
     choices = []
-    for value in points:
-        band = protocol.band_for(value)
-        percent = f" ({protocol.percent_of(value):.0f}%)" if protocol.percent else ""
-        label = _number(value) + percent
+    for value in protocol.choices():
+        band = protocol.band_for(float(value))
+        percent = f" ({protocol.percent_of(float(value)):.0f}%)" if protocol.percent else ""
+        label = _number(float(value)) + percent
         describe = f"Score {label}" + (f" — {band.description}" if band else "")
         choices.append(
-            {"value": value, "label": label, "key": _digit_key(value, points),
+            {"value": value, "label": label, "key": protocol.choice_key(value),
              "hint": band.description if band else "", "describe": describe}
         )  # fmt: skip
     return choices
+
+
+def guide_for(protocol: Protocol) -> list[dict[str, Any]]:
+    """What each band of the scale (or each pairwise choice) means, shown under the buttons."""
+    if not protocol.is_pointwise:
+        guide = dict(protocol.choice_guide)
+        return [
+            {"label": _PAIRWISE_NAMES[label], "text": guide[label], "values": [label]}
+            for label in protocol.labels
+            if label in guide
+        ]
+    rows = []
+    for band in protocol.bands:
+        label = band.label()
+        if protocol.percent:
+            low, high = protocol.percent_of(band.low), protocol.percent_of(band.high)
+            label += f" ({low:.0f}%)" if band.low == band.high else f" ({low:.0f}–{high:.0f}%)"
+        values = [v for v in protocol.choices() if protocol.band_for(float(v)) == band]
+        rows.append({"label": label, "text": band.description, "values": values})
+    return rows
+
+
+def shortcuts_for(protocol: Protocol) -> list[list[str]]:
+    """Every keyboard shortcut of the panel as (keys, what they do), for the ``?`` sheet."""
+    rows = [[choice["key"], choice["describe"].removeprefix("You chose: ")]
+            for choice in choices_for(protocol) if choice["key"]]  # fmt: skip
+    rows += [
+        ["Ctrl+Enter", "Submit, from anywhere on the page (⌘+Enter on a Mac)"],
+        ["Esc", "Leave the text box, so that keys choose again"],
+        ["?", "Show or hide this list"],
+    ]
+    return rows
 
 
 def panel_data(
@@ -78,8 +120,14 @@ def panel_data(
     attempt: int = 0,
     error: str | None = None,
     submit_label: str = "Submit",
+    store: str | None = None,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
-    """What the browser side receives: choices, limits, the restored draft, texts."""
+    """What the browser side receives: choices, limits, the restored draft, texts.
+
+    ``store``: the ``localStorage`` key of the browser copy (see :func:`store_key`); None keeps
+    none. ``now``: the server's time, from which the browser learns its clock's offset.
+    """
     choices = choices_for(protocol)
     numeric = None
     if protocol.is_pointwise and not choices:
@@ -92,6 +140,7 @@ def panel_data(
             "preference": draft.preference,
             "rationale": draft.rationale,
             "seconds": draft.active_seconds,
+            "saved_at": None if draft.updated_at is None else _epoch_ms(draft.updated_at),
         }
     return {
         "unit": unit,
@@ -107,7 +156,12 @@ def panel_data(
         "choose_prompt": "Choose A, B or tie." if pairwise else "Choose a score.",
         "placeholder": "Why? Say what is right or wrong in the answer"
         + (" and why one is better." if pairwise else "."),
-        "help": _help_text(pairwise, bool(choices)),
+        "help": _help_text(protocol),
+        "guide": guide_for(protocol),
+        "shortcuts": shortcuts_for(protocol),
+        "store": store,
+        "store_scope": None if store is None else store.rsplit(":", 1)[0] + ":",
+        "server_now": _epoch_ms(now or datetime.now(UTC)),
     }
 
 
@@ -141,9 +195,26 @@ def read_payload(key: str, event: str) -> AnswerPayload | None:
             preference=None if value.get("preference") is None else str(value["preference"]),
             rationale=str(value.get("rationale") or ""),
             seconds=_finite(value.get("seconds")),
+            edited_at=_edited_at(value.get("edited_at")),
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _edited_at(value: object) -> datetime | None:
+    """The browser's epoch milliseconds (server clock) as UTC; None when absent or not a time."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    try:
+        return datetime.fromtimestamp(value / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _epoch_ms(moment: datetime) -> int:
+    if moment.tzinfo is None:  # SQLite hands back naive datetimes; they are stored as UTC
+        moment = moment.replace(tzinfo=UTC)
+    return round(moment.timestamp() * 1000)
 
 
 def _finite(value: object) -> float:
@@ -155,18 +226,7 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-def _digit_key(value: float, points: list[float]) -> str | None:
-    if not float(value).is_integer():
-        return None
-    if 0 <= value <= 9:
-        return str(int(value))
-    if value == 10 and 0 not in points:
-        return "0"
-    return None
-
-
-def _help_text(pairwise: bool, keyed: bool) -> str:
-    keys = "a / b / t choose" if pairwise else ("digits choose a score (0 = 10)" if keyed else "")
-    parts = [f"Keys: {keys} when you are not typing" if keys else "Keys:"]
-    parts.append("Esc leaves the text box · Ctrl+Enter submits from anywhere")
-    return "; ".join(parts) if keys else "Ctrl+Enter submits from anywhere"
+def _help_text(protocol: Protocol) -> str:
+    hint = protocol.key_hint()
+    keys = f"Keys when you are not typing: {hint}; " if hint else ""
+    return keys + "Ctrl+Enter submits from anywhere · Esc leaves the text box · ? lists all keys"

@@ -1,18 +1,20 @@
-"""Annotate: the next unit of a campaign, the rubric beside it, the answer panel below it.
+"""Annotate: the next unit of a campaign beside the answer panel, the rubric under the panel.
 
-Drafts are saved as the annotator types; a submit stores the answer and leases the next unit in
-one transaction (:func:`data.queue.submit_and_next`), and that unit appears in the same run.
-Nothing here decides anything: :mod:`data.queue` does.
+Drafts are saved as the annotator types (and kept in the browser at every keystroke); a submit
+stores the answer and leases the next unit in one transaction (:func:`data.queue.submit_and_next`),
+and that unit appears in the same run. Nothing here decides anything: :mod:`data.queue` does.
+Laid out for 1280×720: a one-line header with the progress bar, the answer column sticky.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 import streamlit as st
 
 from annotate_app.auth import require_role
-from annotate_app.components.answer_box import AnswerPayload, answer_box, read_payload
+from annotate_app.components.answer_box import AnswerPayload, answer_box, read_payload, store_key
 from annotate_app.db import get_engine
 from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
@@ -22,6 +24,33 @@ from data.storage import DatabaseProblem, session_scope
 user = require_role("annotator", "reviewer", "admin")
 engine = get_engine()
 state = st.session_state
+
+# Page-only layout for a 1280×720 screen: less space above the title, the answer column follows
+# the scroll, images no taller than about a third of the screen (they open full size on click).
+_LAYOUT = """<style>
+[data-testid="stMainBlockContainer"] { padding-top: 2.75rem; padding-bottom: 2rem; }
+.st-key-cl-head h4 { padding: 0; margin: 0; }
+.st-key-cl-head [data-testid="stCaptionContainer"] p { margin: 0; }
+[data-testid="stColumn"]:has(.st-key-cl-answer-column) {
+  position: sticky; top: 3.75rem; align-self: flex-start;
+}
+.st-key-cl-unit [data-testid="stImage"] img { max-height: 15rem; width: auto; }
+</style>"""
+
+
+@dataclass(frozen=True)
+class _Saved:
+    """The answer just stored, for the confirmation line and the way back to it."""
+
+    campaign_id: int
+    annotation_id: int
+    what: str
+
+
+def _which(view: queue.UnitView, progress: queue.UnitProgress) -> str:
+    """Which of its item's units this is, counted in the annotator's own order (model-blind)."""
+    noun = "pair" if len(view.responses) > 1 else "response"
+    return f"{noun} {progress.item_position} of {progress.item_units} for item {view.item_id}"
 
 
 def _save_draft(key: str, assignment_id: int) -> None:
@@ -33,7 +62,7 @@ def _save_draft(key: str, assignment_id: int) -> None:
             queue.save_draft(
                 session, assignment_id, user.id, score=payload.score,
                 preference=payload.preference, rationale=payload.rationale,
-                active_seconds=payload.seconds,
+                active_seconds=payload.seconds, edited_at=payload.edited_at,
             )  # fmt: skip
     except (queue.QueueError, DatabaseProblem) as error:
         state["annotate_notice"] = f"Draft not saved: {error}"
@@ -65,6 +94,9 @@ def _submit(key: str, assignment_id: int) -> None:
             f"You had already answered this unit (in another tab?). This answer is saved as "
             f"revision {step.revision}; the earlier one is kept in My work."
         )
+    shown, which = state.get("annotate_which", (None, "this unit"))
+    what = which if shown == assignment_id else "your answer"
+    state["annotate_saved"] = _Saved(step.campaign_id, step.annotation_id, what)
     state["annotate_next"] = (step.campaign_id, step.next_unit)  # leased in the same commit
     state["annotate_others"] = (step.campaign_id, others)  # shown until the next submit
     state.pop("annotate_refused", None)
@@ -77,7 +109,7 @@ def _save_draft_after_refusal(assignment_id: int, payload: AnswerPayload) -> Non
             queue.save_draft(
                 session, assignment_id, user.id, score=payload.score,
                 preference=payload.preference, rationale=payload.rationale,
-                active_seconds=payload.seconds,
+                active_seconds=payload.seconds, edited_at=payload.edited_at,
             )  # fmt: skip
     except (queue.QueueError, DatabaseProblem):
         pass  # the refusal message already says what happened
@@ -120,29 +152,37 @@ if notice:
     st.toast(escape_markdown(notice))
 
 prepared = state.pop("annotate_next", None)
+cached = state.get("annotate_progress")
 with session_scope(engine) as session:
     if prepared is not None and prepared[0] == campaign.id:
         view = prepared[1]  # the unit the submit leased: no second write for this run
     else:
         view = queue.next_unit(session, campaign.id, user.id)  # type: ignore[arg-type]
-    done = queue.submitted_count(session, campaign.id, user.id)  # type: ignore[arg-type]
+    if view is None:
+        progress = None
+        done = queue.submitted_count(session, campaign.id, user.id)  # type: ignore[arg-type]
+    elif cached is not None and cached[0] == view.assignment_id:
+        progress = cached[1]  # drafts rerun the page: progress is read once per unit
+    else:
+        progress = queue.unit_progress(session, view.assignment_id, user.id)
+        state["annotate_progress"] = (view.assignment_id, progress)
 others_campaign, others = state.get("annotate_others", (None, []))
 if others_campaign != campaign.id:  # they rated a unit of another campaign
     others = []
+saved = state.get("annotate_saved")
+if saved is not None and saved.campaign_id != campaign.id:
+    saved = None
 
-st.title(escape_markdown(campaign.name))
+st.html(_LAYOUT)
+head = st.container(key="cl-head", gap="small")
 lost = state.pop("annotate_lost", None)
 if lost:
     message, rationale = lost
     st.warning(f"{escape_markdown(message[0].upper() + message[1:])}. What you wrote:")
     st.code(rationale, language=None, wrap_lines=True)
-if others:
-    with st.expander("How others rated the unit you just submitted"):
-        for other in others:
-            value = other.preference_shown or f"{other.score:g}"
-            st.markdown(f"**{value}** —\n\n{safe_markdown(other.rationale)}")
 
 if view is None:
+    head.markdown(f"#### {escape_markdown(campaign.name)}")
     if campaign.status == "paused":
         st.info("This campaign is paused: no new units for now. Your answers are saved.")
     else:
@@ -150,13 +190,41 @@ if view is None:
     st.page_link("pages/my_work.py", label="Review my answers", icon=":material/history:")
     st.stop()
 
-where = " · ".join(part for part in (view.item_id, view.category, view.task) if part)
-st.caption(f"{escape_markdown(where)} · {done} submitted by you")
+assert progress is not None
+which = _which(view, progress)
+state["annotate_which"] = (view.assignment_id, which)
+with head:
+    title, bar = st.columns([3, 2], vertical_alignment="bottom")
+    title.markdown(f"#### {escape_markdown(campaign.name)}")
+    where = " · ".join(part for part in (view.category, view.task) if part)
+    title.caption(
+        escape_markdown(f"{which[0].upper()}{which[1:]}" + (f" · {where}" if where else ""))
+    )
+    total = max(progress.units_total, 1)
+    bar.progress(
+        min(progress.my_submitted / total, 1.0),
+        text=f"Unit {progress.my_submitted + 1} of {progress.units_total} in this campaign · "
+        f"{progress.my_submitted} done by you",
+    )
+    if saved is not None:
+        confirm, back = st.columns([3, 2], vertical_alignment="center")
+        confirm.markdown(
+            f":green[:material/check_circle: **Saved**: {escape_markdown(saved.what)}.]"
+        )
+        back.page_link(
+            "pages/my_work.py", label="Revise the answer just saved", icon=":material/edit:",
+            query_params={"annotation": str(saved.annotation_id)},
+        )  # fmt: skip
+if others:
+    with st.expander("How others rated the unit you just submitted"):
+        for other in others:
+            value = other.preference_shown or f"{other.score:g}"
+            st.markdown(f"**{value}** —\n\n{safe_markdown(other.rationale)}")
 
-unit_column, answer_column = st.columns([3, 2], gap="large")
-with unit_column:
+unit_column, answer_column = st.columns([3, 2], gap="medium")
+with unit_column, st.container(key="cl-unit"):
     render_unit(view)
-with answer_column:
+with answer_column, st.container(key="cl-answer-column"):
     key = f"answer-{view.assignment_id}"
     attempt, error = state.get("annotate_refused", {}).get(view.assignment_id, (0, None))
     if error:
@@ -171,8 +239,13 @@ with answer_column:
         on_submit=partial(_submit, key, view.assignment_id),
         attempt=attempt,
         error=error,
+        store=store_key(user.id, campaign.id, view.assignment_id),  # type: ignore[arg-type]
     )
-    with st.popover("Skip or report a problem", icon=":material/flag:"):
+    # One popover per unit: a new unit's opens closed (the old one stayed open over it).
+    with st.popover(
+        "Skip or report a problem", icon=":material/flag:",
+        key=f"give-back-{view.assignment_id}", on_change="rerun",
+    ):  # fmt: skip
         reason_key = f"reason-{view.assignment_id}"
         st.text_input("Reason", key=reason_key, placeholder="e.g. outside my expertise")
         skip_column, flag_column = st.columns(2)
@@ -190,5 +263,5 @@ with answer_column:
             args=("flag", view.assignment_id, reason_key),
             help="The item is broken (missing image, garbled text): reviewers will look at it.",
         )
-    with st.container(border=True):
-        render_rubric(view)
+    with st.expander("Rubric and guidance", expanded=True):
+        render_rubric(view, bands=False)

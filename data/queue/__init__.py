@@ -22,6 +22,7 @@ submits, skips, flags, revisions), :mod:`~data.queue.views` (read-only lists for
 from data.queue.answers import flag, revise, save_draft, skip, submit, submit_and_next
 from data.queue.common import campaign_protocol
 from data.queue.leases import expire_leases, next_unit
+from data.queue.progress import unit_progress
 from data.queue.records import (
     AnnotatorProgress,
     AnswerInvalid,
@@ -34,6 +35,7 @@ from data.queue.records import (
     QueueError,
     ResponseView,
     SubmitStep,
+    UnitProgress,
     UnitView,
 )
 from data.queue.views import (
@@ -59,6 +61,7 @@ __all__ = [
     "QueueError",
     "ResponseView",
     "SubmitStep",
+    "UnitProgress",
     "UnitView",
     "annotator_progress",
     "campaign_protocol",
@@ -77,4 +80,5 @@ __all__ = [
     "submit",
     "submit_and_next",
     "submitted_count",
+    "unit_progress",
 ]

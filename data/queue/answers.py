@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, insert, update
@@ -50,11 +50,15 @@ def save_draft(
     preference: str | None = None,
     rationale: str = "",
     active_seconds: float = 0.0,
+    edited_at: datetime | None = None,
 ) -> DraftView | None:
     """Store the unsubmitted answer (preference as shown); restored by :func:`next_unit`.
 
-    A late draft of an assignment that is already submitted, skipped or released is ignored
-    (None): it must not resurrect a closed unit.
+    ``edited_at``: when it was typed (UTC), if the caller knows (the page's browser copy does);
+    else now. A draft that arrives late stays dated by its typing, so the newest text wins: one
+    typed before the stored draft was (another tab's or device's) is ignored, and the stored one
+    is returned. A late draft of an assignment that is already submitted, skipped or released
+    is ignored (None): it must not resurrect a closed unit.
     """
     assignment = _own_assignment(session, assignment_id, annotator_id)
     if assignment.status not in ("leased", "expired"):
@@ -69,7 +73,7 @@ def save_draft(
         preference=preference,
         rationale=rationale,
         active_seconds=max(float(active_seconds), 0.0),
-        updated_at=utcnow(),
+        updated_at=edited_at or utcnow(),
     )
     draft = _draft(session, assignment.unit_id, annotator_id)
     if draft is None:
@@ -79,10 +83,22 @@ def save_draft(
         except IntegrityError:  # another tab created it at the same instant
             draft = _draft(session, assignment.unit_id, annotator_id)
     if draft is not None:
+        if edited_at is not None and _as_utc(draft.updated_at) > _as_utc(edited_at):
+            return DraftView(
+                draft.score, draft.preference, draft.rationale, draft.active_seconds,
+                draft.updated_at,
+            )  # fmt: skip
         for name, value in values.items():
             setattr(draft, name, value)
         session.add(draft)
-    return DraftView(score, preference, rationale, float(values["active_seconds"]))
+    return DraftView(
+        score, preference, rationale, float(values["active_seconds"]), values["updated_at"]
+    )
+
+
+def _as_utc(moment: datetime) -> datetime:
+    # SQLite hands back naive datetimes; every stored time is UTC.
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def submit(

@@ -315,6 +315,7 @@ def _unit_view(
         responses=responses, shown_order=assignment.shown_order,
         expires_at=assignment.expires_at,
         draft=None if draft is None else DraftView(
-            draft.score, draft.preference, draft.rationale, draft.active_seconds
+            draft.score, draft.preference, draft.rationale, draft.active_seconds,
+            draft.updated_at,
         ),
     )  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -46,6 +46,9 @@ class DraftView:
     preference: str | None
     rationale: str
     active_seconds: float
+    updated_at: datetime | None = field(default=None, compare=False)
+    """When it was typed (UTC), so that the page can tell it from an older or newer copy that
+    the browser kept; None where unknown."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,21 @@ class AnnotatorProgress:
     units_total: int
     units_complete: int
     units_flagged: int
+
+
+@dataclass(frozen=True)
+class UnitProgress:
+    """Where an annotator stands in a campaign, and which response of its item a unit is.
+
+    ``item_units``: the campaign's units of the unit's item (one per response, or per pair);
+    ``item_position``: this unit's place among those the annotator has had, in the order they
+    got them (1 for the first) — counted by the annotator, never by model, so it stays blind.
+    """
+
+    units_total: int
+    my_submitted: int
+    item_units: int
+    item_position: int
 
 
 @dataclass(frozen=True)

@@ -138,12 +138,69 @@ def test_draft_is_restored_into_the_panel_after_a_new_session(seeded: dict) -> N
         )
     panel = _panel(_open("pages/annotate.py", ann, campaign="c-alignmmbench"))
     assert panel["unit"] == view.assignment_id
+    saved_at = panel["draft"].pop("saved_at")  # when it was typed, to compare with the browser's
     assert panel["draft"] == {
         "score": 6.0,
         "preference": None,
         "rationale": "写了一半",
         "seconds": 42.0,
     }
+    assert abs(saved_at - panel["server_now"]) < 60_000
+    assert panel["store"] == f"critiquelab-draft:{ann.id}:{campaign_id}:{view.assignment_id}"
+
+
+def test_the_header_shows_progress_and_which_response_of_the_item_this_is(seeded: dict) -> None:
+    ann, engine = seeded["users"]["ann"], seeded["engine"]
+    # c-alignmmbench: 2 items × 2 models = 4 units
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    (bar,) = at.get("progress")
+    assert "Unit 1 of 4 in this campaign · 0 done by you" in str(bar.proto)
+    with session_scope(engine) as session:
+        first = session.get(Assignment, _panel(at)["unit"])
+        item = session.get(Unit, first.unit_id).item_pk
+        queue.submit(session, first.id, ann.id, score=4, rationale=RATIONALE)
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    (bar,) = at.get("progress")
+    assert "Unit 2 of 4 in this campaign · 1 done by you" in str(bar.proto)
+    assert bar.proto.value == 25  # percent
+    with session_scope(engine) as session:
+        second = session.get(Unit, session.get(Assignment, _panel(at)["unit"]).unit_id)
+        item_id = session.get(Item, second.item_pk).item_id
+    position = 2 if second.item_pk == item else 1  # ann's own order among the item's units
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith(f"Response {position} of 2 for item {item_id}") for c in captions)
+    assert not any("m1" in c or "m2" in c for c in captions)  # no model names
+
+
+def test_a_pairwise_rubric_has_its_own_guidance_even_over_mmie_items(seeded: dict) -> None:
+    ann, engine = seeded["users"]["ann"], seeded["engine"]
+    with session_scope(engine) as session:
+        dataset = Dataset(name="ds-mmie", benchmark="mmie")
+        session.add(dataset)
+        session.flush()
+        item = Item(
+            dataset_id=dataset.id, item_id="SA-001", benchmark="mmie", category="SA",
+            question="Continue the story.", content_sha256="mmie",
+        )  # fmt: skip
+        session.add(item)
+        session.flush()
+        for model in ("m1", "m2"):
+            session.add(
+                Response(response_id=f"SA-001/{model}", item_pk=item.id, model=model,
+                         content=f"story by {model}", content_sha256=model)
+            )  # fmt: skip
+        session.flush()
+        create_campaign(
+            session, CampaignSpec(name="mmie-pairs", dataset="ds-mmie", protocol="pairwise",
+                                  pairs="all")
+        )  # fmt: skip
+    at = _open("pages/annotate.py", ann, campaign="mmie-pairs")
+    text = _texts(at.main)
+    assert "Penalty" not in text and "one point off" not in text  # MMIE's 0–6 rubric
+    assert "Tie when neither is better" in text
+    guide = [row["text"] for row in _panel(at)["guide"]]
+    assert len(guide) == 3 and "neither is better" in guide[2]
+    assert "keys a, b and t choose A, B and tie" in _panel(at)["help"]
 
 
 def test_annotate_page_is_blind_to_other_answers_and_judges(seeded: dict) -> None:

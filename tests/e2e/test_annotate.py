@@ -392,3 +392,143 @@ def test_a_second_tab_answering_the_same_unit_is_stored_as_a_revision(
         ).all()
     assert [(a.revision, a.is_live, a.score) for a in rows] == [(1, False, 4.0), (2, True, 9.0)]
     assert rows[1].rationale == "SECOND-TAB " + RATIONALE
+
+
+def _item_of(server: Any, assignment_id: int) -> str:
+    with server.session() as session:
+        unit = session.get(Unit, session.get(Assignment, assignment_id).unit_id)
+        return session.get(Item, unit.item_pk).item_id
+
+
+def test_f5_right_after_typing_keeps_every_keystroke(seeded: Any, page: Any, login: Any) -> None:
+    seeded.add_user("fiona", PASSWORD, "annotator")
+    _annotate(page, seeded, "fiona", "amb", login)
+    unit = _unit(page)
+    page.locator("body").press("3")
+    page.keyboard.type("第一句。 Typed just before F5, every key of it")
+    page.reload()  # at once: the half-second draft timer has not fired
+    rationale = page.get_by_test_id("cl-rationale")
+    expect(rationale).to_have_value("第一句。 Typed just before F5, every key of it")
+    assert _unit(page) == unit
+    expect(page.get_by_test_id("cl-choice-3")).to_have_attribute("aria-checked", "true")
+    draft = _saved_draft(seeded, "fiona", "第一句。 Typed just before F5, every key of it")
+    assert draft.score == 3  # the server caught up from the browser's copy
+    rationale.press("End")
+    page.keyboard.type(" and after it.")
+    page.keyboard.press("Control+Enter")
+    _wait_next_unit(page, unit)
+    (stored,) = _answers(seeded, "amb", "fiona")
+    assert stored.rationale == "第一句。 Typed just before F5, every key of it and after it."
+
+
+_WATCH_FRAMES = """(previous) => {
+  // Every animation frame from Ctrl+Enter until the next unit's panel: is the old panel still
+  // taking input, and is anything of the unit column left over from the previous unit?
+  window.__frames = [];
+  const panels = () => [...document.querySelectorAll("*")].filter((n) => n.shadowRoot)
+    .flatMap((n) => [...n.shadowRoot.querySelectorAll(".cl-answer")]);
+  const check = () => {
+    const shown = panels();
+    const old = shown.find((p) => p.dataset.unit === String(previous));
+    const next = shown.find((p) => p.dataset.unit !== String(previous));
+    const unit = document.querySelector(".st-key-cl-unit");
+    window.__frames.push({
+      old: Boolean(old),
+      oldTakesInput: Boolean(old) && !(old.getAttribute("aria-busy") === "true"
+        && old.querySelector("textarea").readOnly),
+      next: Boolean(next),
+      nextReady: Boolean(next) && next.getAttribute("aria-busy") === "false"
+        && next.querySelector("textarea").value === "" && !next.querySelector("textarea").readOnly,
+      stale: unit === null || unit.querySelectorAll('[data-stale="true"]').length > 0,
+    });
+    if (!next) requestAnimationFrame(check);
+  };
+  const onKey = (event) => {  // the Control keydown comes first: wait for the Enter
+    if (event.key !== "Enter" || !event.ctrlKey) return;
+    document.removeEventListener("keydown", onKey, true);
+    requestAnimationFrame(check);
+  };
+  document.addEventListener("keydown", onKey, true);
+}"""
+
+
+def test_after_ctrl_enter_the_old_panel_takes_no_keys_and_the_new_unit_comes_whole(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    seeded.add_user("gus", PASSWORD, "annotator")
+    _annotate(page, seeded, "gus", "mmie", login)
+    for _ in range(3):
+        unit = _unit(page)
+        page.locator("body").press("4")
+        page.keyboard.type(RATIONALE)
+        page.evaluate(_WATCH_FRAMES, unit)
+        page.keyboard.press("Control+Enter")
+        _wait_next_unit(page, unit)
+        page.wait_for_function("window.__frames.length > 0 && window.__frames.at(-1).next")
+        frames = page.evaluate("window.__frames")
+        assert not [f for f in frames if f["oldTakesInput"]], frames  # "Saving…" until replaced
+        assert frames[-1]["nextReady"] and not frames[-1]["stale"], frames[-1]
+
+
+def test_report_as_broken_closes_the_menu_and_says_so(seeded: Any, page: Any, login: Any) -> None:
+    seeded.add_user("hal", PASSWORD, "annotator")
+    _annotate(page, seeded, "hal", "amb", login)
+    first = _unit(page)
+    page.get_by_role("button", name="Skip or report a problem").click()
+    page.get_by_label("Reason").fill("the image does not load")
+    page.get_by_role("button", name="Report as broken").click()
+    _wait_next_unit(page, first)
+    expect(page.get_by_text("Reported to the reviewers.")).to_be_visible()
+    expect(page.get_by_label("Reason")).to_be_hidden()  # the menu did not stay open
+    page.get_by_role("button", name="Skip or report a problem").click()
+    expect(page.get_by_label("Reason")).to_have_value("")  # a fresh menu for the new unit
+
+
+def test_a_submit_says_saved_which_response_and_links_back_to_it(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    seeded.add_user("ivy", PASSWORD, "annotator")
+    _annotate(page, seeded, "ivy", "amb", login)
+    header = page.locator(".st-key-cl-head")
+    expect(header).to_contain_text("Unit 1 of 12 in this campaign · 0 done by you")
+    unit = _unit(page)
+    item = _item_of(seeded, unit)
+    expect(header).to_contain_text(f"Response 1 of 2 for item {item}")
+    page.locator("body").press("5")
+    page.keyboard.type(RATIONALE)
+    page.keyboard.press("Control+Enter")
+    following = _wait_next_unit(page, unit)
+    (stored,) = _answers(seeded, "amb", "ivy")
+    expect(header).to_contain_text(f"Saved: response 1 of 2 for item {item}.")
+    expect(header).to_contain_text("Unit 2 of 12 in this campaign · 1 done by you")
+    position = 2 if _item_of(seeded, following) == item else 1
+    expect(header).to_contain_text(f"Response {position} of 2 for item")
+    assert "m1" not in header.inner_text() and "m2" not in header.inner_text()  # blind
+    back = page.get_by_role("link", name="Revise the answer just saved")
+    assert f"annotation={stored.id}" in back.get_attribute("href")
+    back.click()
+    expect(page.get_by_test_id("cl-submit")).to_have_text("Save revision (Ctrl+Enter)")
+    expect(page.get_by_test_id("cl-rationale")).to_have_value(RATIONALE)
+
+
+@pytest.mark.parametrize("campaign", ["amb", "mmie", "pairs"])
+def test_the_work_is_above_the_fold_at_1280_by_720(
+    seeded: Any, page: Any, login: Any, campaign: str
+) -> None:
+    seeded.add_user(f"fold-{campaign}", PASSWORD, "annotator")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    _annotate(page, seeded, f"fold-{campaign}", campaign, login)
+    heading = "Response A" if campaign == "pairs" else "Response"
+    expect(page.get_by_text(heading, exact=True)).to_be_in_viewport()
+    for choice in {"amb": ("1", "10"), "mmie": ("0", "6"), "pairs": ("A", "tie")}[campaign]:
+        expect(page.get_by_test_id(f"cl-choice-{choice}")).to_be_in_viewport()
+    guide = page.get_by_test_id("cl-guide")
+    first_band = {
+        "amb": "Ignores the question",
+        "mmie": "Fails every criterion",
+        "pairs": "more correct",
+    }
+    expect(guide).to_contain_text(first_band[campaign])  # written out, not only on hover
+    expect(guide).to_be_in_viewport()
+    expect(page.get_by_test_id("cl-submit")).to_be_in_viewport()
+    page.screenshot(path=str(seeded.log_path.parent / f"annotate-1280x720-{campaign}.png"))

@@ -7,13 +7,15 @@ The module ``answer_box.js`` is loaded into a blank page and mounted the way Str
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from annotate_app.components.answer_box import panel_data
-from schemas.protocols import ALIGNMMBENCH, PAIRWISE
+from annotate_app.components.answer_box import panel_data, store_key
+from data.queue import DraftView
+from schemas.protocols import ALIGNMMBENCH, MMIE, PAIRWISE
 
 pytestmark = pytest.mark.e2e
 
@@ -28,19 +30,34 @@ MOUNT = """async ([code, data]) => {
 }"""
 
 
+ORIGIN = "http://panel.test/"  # a real origin (about:blank has no localStorage)
+
+
 @pytest.fixture
 def panel(browser: Any) -> Any:
     context = browser.new_context()
     page = context.new_page()
+    page.route(
+        ORIGIN + "**",
+        lambda route: route.fulfill(
+            body="<main><div id='root'></div></main>", content_type="text/html"
+        ),
+    )
     page.clock.install()
-    page.set_content("<main><div id='root'></div></main>")
+    page.goto(ORIGIN)
     yield page
     context.close()
 
 
-def _mount(page: Any, **settings: Any) -> None:
-    data = panel_data(unit=42, rationale_min=10, draft=None, **settings)
+def _mount(page: Any, **settings: Any) -> dict[str, Any]:
+    data = panel_data(**{"unit": 42, "rationale_min": 10, "draft": None, **settings})
     page.evaluate(MOUNT, [PANEL_JS.read_text(encoding="utf-8"), data])
+    return data
+
+
+def _rerun(page: Any, data: dict[str, Any]) -> None:
+    """Call the panel again on the same root, as Streamlit does on a rerun."""
+    page.evaluate(MOUNT.replace("window.reports = [];", ""), [PANEL_JS.read_text("utf-8"), data])
 
 
 def _last(page: Any, name: str) -> dict[str, Any]:
@@ -92,3 +109,84 @@ def test_pairwise_keys_escape_and_refusal_until_valid(panel: Any) -> None:
     panel.keyboard.press("Control+Enter")  # a double submit sends once
     submits = [r for r in panel.evaluate("window.reports") if r["name"] == "submit"]
     assert len(submits) == 1 and submits[0]["value"]["preference"] == "tie"
+
+
+def _reports(page: Any, name: str) -> list[dict[str, Any]]:
+    return [r["value"] for r in page.evaluate("window.reports") if r["name"] == name]
+
+
+def test_question_mark_lists_every_shortcut_and_esc_closes_it(panel: Any) -> None:
+    _mount(panel, protocol=MMIE)
+    sheet = panel.get_by_test_id("cl-sheet")
+    assert not sheet.is_visible()
+    panel.keyboard.press("?")
+    assert sheet.is_visible()
+    text = sheet.text_content()
+    for keys in ("0", "6", "Ctrl+Enter", "Esc", "?"):
+        assert keys in text
+    assert "Score 6 (100%) — Meets every criterion." in text
+    panel.keyboard.press("Escape")
+    assert not sheet.is_visible()
+    assert "keys 0–6 choose scores 0–6" in panel.locator(".cl-help").first.text_content()
+    panel.get_by_test_id("cl-rationale").click()
+    panel.keyboard.type("why? because")  # typed, not a shortcut
+    assert not sheet.is_visible()
+    panel.get_by_test_id("cl-keys").click()
+    assert sheet.is_visible()
+
+
+def test_a_submitted_panel_takes_no_input_until_replaced_or_refused(panel: Any) -> None:
+    data = _mount(panel, protocol=ALIGNMMBENCH)
+    panel.locator("body").press("4")
+    panel.keyboard.type("More than half is wrong.")
+    panel.keyboard.press("Control+Enter")
+    assert len(_reports(panel, "submit")) == 1
+    box = panel.locator(".cl-answer")
+    assert box.get_attribute("aria-busy") == "true"
+    assert panel.get_by_test_id("cl-submit").text_content() == "Saving…"
+    panel.keyboard.type(" more")  # the box is read-only now
+    panel.keyboard.press("Escape")
+    panel.keyboard.press("7")  # and keys choose nothing on the unit just sent
+    assert panel.get_by_test_id("cl-rationale").input_value() == "More than half is wrong."
+    assert panel.get_by_test_id("cl-choice-4").get_attribute("aria-checked") == "true"
+    assert panel.get_by_test_id("cl-choice-7").is_disabled()
+    _rerun(panel, {**data, "attempt": 1, "error": "the campaign is paused"})  # refused
+    assert box.get_attribute("aria-busy") == "false"
+    assert panel.get_by_test_id("cl-message").text_content() == "the campaign is paused"
+    panel.keyboard.press("7")
+    assert panel.get_by_test_id("cl-choice-7").get_attribute("aria-checked") == "true"
+
+
+def _stored(page: Any, key: str) -> Any:
+    return page.evaluate("(key) => JSON.parse(localStorage.getItem(key))", key)
+
+
+def test_every_keystroke_is_kept_in_the_browser_and_the_newer_copy_wins(panel: Any) -> None:
+    key = store_key(3, 9, 42)
+    now = datetime.now(UTC)
+    panel.clock.set_fixed_time(now)
+    panel.evaluate("localStorage.setItem('critiquelab-draft:3:9:41', '{\"edited_at\": 1}')")
+    older = DraftView(None, None, "server text", 5.0, now - timedelta(seconds=30))
+    _mount(panel, protocol=ALIGNMMBENCH, draft=older, store=key, now=now)
+    assert _stored(panel, "critiquelab-draft:3:9:41") is None  # the unit before: done
+    assert panel.get_by_test_id("cl-rationale").input_value() == "server text"
+    panel.get_by_test_id("cl-rationale").press("End")
+    panel.keyboard.type(", then more")  # no time passes: the debounced draft is not sent yet
+    assert _reports(panel, "draft") == []
+    local = _stored(panel, key)
+    assert local["rationale"] == "server text, then more"
+    assert abs(local["edited_at"] - now.timestamp() * 1000) < 1000  # server clock
+
+    panel.reload()  # F5 before the server got it: the browser copy is newer and wins
+    _mount(panel, protocol=ALIGNMMBENCH, draft=older, store=key, now=now)
+    assert panel.get_by_test_id("cl-rationale").input_value() == "server text, then more"
+    (sent,) = _reports(panel, "draft")  # and the server is brought up to date at once
+    assert sent["rationale"] == "server text, then more" and sent["seconds"] >= 5.0
+    assert sent["edited_at"] == local["edited_at"]
+
+    newer = DraftView(8.0, None, "typed in another tab", 9.0, now + timedelta(seconds=30))
+    panel.reload()  # a draft typed later elsewhere wins over this browser's copy
+    _mount(panel, protocol=ALIGNMMBENCH, draft=newer, store=key, now=now)
+    assert panel.get_by_test_id("cl-rationale").input_value() == "typed in another tab"
+    assert panel.get_by_test_id("cl-choice-8").get_attribute("aria-checked") == "true"
+    assert _reports(panel, "draft") == []
