@@ -15,9 +15,19 @@ import typer
 from annotate_app.cli.context import state
 from critic.prompts import PromptTemplate, load_template
 from critic.sft import SftOptions, export_campaign_sft
+from schemas.ids import id_problem
 
 critic_app = typer.Typer(help="Train a critic on human judgements and let it judge campaigns.")
 judge_app = typer.Typer(help="Judge campaigns with a remote OpenAI-compatible model.")
+
+
+def _judge_name(value: str) -> str:
+    """The one id rule (schemas.ids): a judge name is exported as an id."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise typer.BadParameter(f"the judge name {value!r} {problem}")
+    return value
+
 
 _LANGUAGE = typer.Option("en", "--language", help="Built-in prompt language: en | zh.")
 _TEMPLATE = typer.Option(
@@ -25,6 +35,9 @@ _TEMPLATE = typer.Option(
 )
 _BOTH_ORDERS = typer.Option(
     False, "--both-orders", help="Pairwise: judge each pair in both shown orders."
+)
+_JUDGE_NAME = typer.Option(
+    ..., "--judge-name", help="Name stored with the judgements.", callback=_judge_name
 )
 
 
@@ -183,7 +196,7 @@ def score(
     ctx: typer.Context,
     model: Path = typer.Option(..., "--model", help="Trained critic folder (or a base model)."),
     campaign: str = typer.Option(..., "--campaign", help="Campaign to judge."),
-    judge_name: str = typer.Option(..., "--judge-name", help="Name stored with the judgements."),
+    judge_name: str = _JUDGE_NAME,
     both_orders: bool = _BOTH_ORDERS,
     expected_score: bool = typer.Option(
         False, "--expected-score", help="Also store Σ p(s)·s from the score-token probabilities."
@@ -282,7 +295,7 @@ def judge_run(
     base_url: str = typer.Option(..., "--base-url", help="e.g. https://api.openai.com/v1"),
     model: str = typer.Option(..., "--model", help="Model name the endpoint serves."),
     campaign: str = typer.Option(..., "--campaign", help="Campaign to judge."),
-    judge_name: str = typer.Option(..., "--judge-name", help="Name stored with the judgements."),
+    judge_name: str = _JUDGE_NAME,
     api_key_env: str = typer.Option(
         "OPENAI_API_KEY", "--api-key-env", help="Environment variable that holds the API key."
     ),

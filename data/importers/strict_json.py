@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from typing import Any
 
 from data.importers.errors import InvalidRecord
@@ -61,31 +62,46 @@ class _TooLarge(float):
         return value
 
 
+class _Parser:
+    """A JSON decoder with the hooks above, built once per thread (building one per line costs
+    more than the parsing) and flags that say what the last document held."""
+
+    def __init__(self) -> None:
+        self.non_finite = self.too_large = False
+        self.decoder = json.JSONDecoder(
+            parse_constant=self._constant, parse_float=self._float, object_pairs_hook=_object
+        )
+
+    def _constant(self, literal: str) -> _NonFinite:
+        self.non_finite = True
+        return _NonFinite(literal)
+
+    def _float(self, literal: str) -> float:
+        value = float(literal)
+        if math.isinf(value):
+            self.too_large = True
+            return _TooLarge(literal)
+        return value
+
+    def decode(self, text: str) -> Any:
+        self.non_finite = self.too_large = False
+        return self.decoder.decode(text)
+
+
+_PARSERS = threading.local()  # the app parses uploads on several threads at once
+
+
 def loads(text: str, source: str, location: int | str | None, *, per_line: bool = True) -> Any:
     """Parse ``text`` with the checks above; an error names ``source:location`` and the field.
 
     For a whole document (``per_line=False``) a JSON syntax error names its own line.
     """
-    found_non_finite = found_too_large = False
-
-    def non_finite(literal: str) -> _NonFinite:
-        nonlocal found_non_finite
-        found_non_finite = True
-        return _NonFinite(literal)
-
-    def number(literal: str) -> float:
-        nonlocal found_too_large
-        value = float(literal)
-        if math.isinf(value):
-            found_too_large = True
-            return _TooLarge(literal)
-        return value
-
+    parser: _Parser | None = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = _PARSERS.parser = _Parser()
     fix = "fix the line" if per_line else "fix the file"
     try:
-        value = json.loads(
-            text, parse_constant=non_finite, parse_float=number, object_pairs_hook=_object
-        )
+        value = parser.decode(text)
     except json.JSONDecodeError as error:
         where = location if per_line else error.lineno
         raise InvalidRecord(
@@ -101,6 +117,7 @@ def loads(text: str, source: str, location: int | str | None, *, per_line: bool 
         raise InvalidRecord(
             source, location, None, f"not valid JSON here ({error}): {fix}"
         ) from None
+    found_non_finite, found_too_large = parser.non_finite, parser.too_large
     if found_non_finite:
         field, bad = find(value, lambda v: isinstance(v, _NonFinite))
         raise InvalidRecord(
