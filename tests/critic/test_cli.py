@@ -68,3 +68,17 @@ def test_train_command_prints_progress_on_stderr_and_the_summary_on_stdout(
     assert "train: step 1, loss" in text.stderr
     again = runner.invoke(app, [*args, "-o", str(tmp_path / "critic")])
     assert again.exit_code == 2 and "pass --resume" in again.stderr
+
+
+@pytest.mark.parametrize("command", [("judge", "run"), ("critic", "score")])
+@pytest.mark.parametrize("name", ["gpt-4o\u202e", " gpt-4o", "g" * 513])
+def test_a_judge_name_follows_the_id_rule(
+    tmp_path: Path, command: tuple[str, ...], name: str
+) -> None:
+    """It is stored with every judgement and exported as an id (schemas.ids)."""
+    first = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+    if command[0] == "critic":
+        first = ["--model", str(tmp_path)]
+    result = runner.invoke(app, [*command, *first, "--campaign", "c", "--judge-name", name])
+    assert result.exit_code == 2
+    assert "the judge name" in result.output and "--judge-name" in result.output
