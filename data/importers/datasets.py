@@ -22,8 +22,9 @@ from sqlalchemy import Table, insert, update
 from sqlmodel import Session, select
 
 from data.audit import record_event
-from data.content import CheckedImage, ContentError, MissingImage, check_image, store_image
+from data.content import store_image
 from data.importers.errors import InvalidRecord, MissingImages, Problems
+from data.importers.images import ImageChecker
 from data.importers.records import ItemPlan
 from data.storage import engine_data_dir
 from schemas.ids import id_problem
@@ -70,39 +71,6 @@ class _Prepared:
     responses: list[dict[str, Any]]
 
 
-class _ImageChecker:
-    """Checks each distinct image path once; counts missing ones instead of failing at once."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.accepted: dict[str, CheckedImage] = {}
-        self.missing: dict[str, tuple[ItemPlan, str]] = {}
-        self.missing_references = 0
-
-    def stored_form(self, content: Any, field: str, plan: ItemPlan) -> Any:
-        if not isinstance(content, list):
-            return content
-        return [self._segment(segment, f"{field}[{i}]", plan) for i, segment in enumerate(content)]
-
-    def _segment(self, segment: dict[str, Any], field: str, plan: ItemPlan) -> dict[str, Any]:
-        if segment.get("type") != "image" or not isinstance(segment.get("image"), str):
-            return segment
-        raw = segment["image"]
-        source = segment.get("source", raw)
-        if raw not in self.accepted and raw not in self.missing:
-            try:
-                self.accepted[raw] = check_image(raw, self.root, f"{field}.image")
-            except MissingImage:
-                self.missing[raw] = (plan, f"{field}.image")
-            except ContentError as error:
-                raise plan.error(error.field, error.message) from None
-        if raw in self.missing:
-            self.missing_references += 1
-            rest = {k: v for k, v in segment.items() if k not in ("image", "source")}
-            return {**rest, "image": None, "source": source, "missing": True}
-        return {**segment, "image": self.accepted[raw].store_path, "source": source}
-
-
 def import_items(
     session: Session,
     plans: Iterable[ItemPlan],
@@ -126,7 +94,7 @@ def import_items(
     is written. No input, no dataset: an empty input is refused.
     """
     problems = problems if problems is not None else Problems()
-    images = _ImageChecker(images_root)
+    images = ImageChecker(images_root)
     prepared = _prepare(plans, images, on_progress, problems)
     problems.check()
     if not prepared:
@@ -183,7 +151,7 @@ def import_items(
 
 def _prepare(
     plans: Iterable[ItemPlan],
-    images: _ImageChecker,
+    images: ImageChecker,
     on_progress: Callable[[int], None] | None,
     problems: Problems,
 ) -> list[_Prepared]:
@@ -202,7 +170,7 @@ def _prepare(
 
 def _prepared(
     plan: ItemPlan,
-    images: _ImageChecker,
+    images: ImageChecker,
     item_lines: dict[str, int | str],
     response_lines: dict[str, int | str],
 ) -> _Prepared:
