@@ -68,7 +68,7 @@ def parse_item(record: Any, source: str, location: int | str) -> ItemPlan:
     if not isinstance(record, dict):
         raise fail(None, f"the line is {_kind(record)}, but each line must be an object (an item)")
     item_id = _id(record.get("item_id"), "item_id", fail, check_id)
-    benchmark = record.get("benchmark", "generic")
+    benchmark = _given(record, "benchmark", "generic")
     if benchmark not in BENCHMARKS:
         raise fail(
             "benchmark",
@@ -83,20 +83,20 @@ def parse_item(record: Any, source: str, location: int | str) -> ItemPlan:
             None if record.get("reference") is None
             else validate_content(record["reference"], "reference")
         )  # fmt: skip
-        history = _history(record.get("history", []), fail)
+        history = _history(_given(record, "history", []), fail)
     except ContentError as error:
         raise fail(error.field, error.message) from None
     meta = _meta(record, ITEM_KEYS, "meta", fail)
     responses = [
         _response(value, f"responses[{index}]", fail)
-        for index, value in enumerate(_list(record.get("responses", []), "responses", fail))
+        for index, value in enumerate(_list(_given(record, "responses", []), "responses", fail))
     ]
     plan = ItemPlan(
         source=source, location=location, item_id=item_id, benchmark=benchmark, task=task,
         category=category, group=_optional_text(record.get("group"), "group", fail),
         history=history, question=question, reference=reference, meta=meta, responses=responses,
     )  # fmt: skip
-    plan.pairs = _pairs(record.get("pairs", []), responses, fail)
+    plan.pairs = _pairs(_given(record, "pairs", []), responses, fail)
     return plan
 
 
@@ -184,7 +184,7 @@ def _pairs(value: Any, responses: list[ResponsePlan], fail: Fail) -> list[tuple[
 
 
 def _meta(record: dict[str, Any], known: frozenset[str], where: str, fail: Fail) -> dict[str, Any]:
-    meta = record.get("meta", {})
+    meta = _given(record, "meta", {})
     if not isinstance(meta, dict):
         raise fail(where, f"`{where}` is {_kind(meta)}, but it must be an object")
     extra = {key: value for key, value in record.items() if key not in known}
@@ -195,6 +195,12 @@ def _meta(record: dict[str, Any], known: frozenset[str], where: str, fail: Fail)
             f"`{clash[0]}` appears both as a key and inside `{where}`: keep one of them",
         )
     return {**meta, **extra}
+
+
+def _given(record: dict[str, Any], key: str, default: Any) -> Any:
+    """``record[key]``, or ``default`` when the key is left out or null (the same thing)."""
+    value = record.get(key)
+    return default if value is None else value
 
 
 def _text(value: Any, name: str, fail: Fail) -> str:

@@ -181,3 +181,14 @@ def test_an_empty_file_is_refused(tmp_path: Path, suffix: str) -> None:
         list(read_dataset(path))
     with pytest.raises(InvalidRecord, match="holds no judgements|the file is empty"):
         read_judgements(path)
+
+
+def test_null_is_the_field_left_out_in_datasets_too(tmp_path: Path) -> None:
+    nulls = dict.fromkeys(("benchmark", "task", "category", "group", "history", "reference",
+                           "meta", "pairs"))  # fmt: skip
+    item = dict(ITEM, **nulls, responses=[dict(ITEM["responses"][0], meta=None)])
+    (plan,) = read_dataset(_jsonl(tmp_path / "d.jsonl", [item]))
+    assert (plan.benchmark, plan.task, plan.history, plan.reference, plan.meta, plan.pairs) == (
+        "generic", None, [], None, {}, [],
+    )  # fmt: skip
+    assert plan.responses[0].meta == {}
