@@ -113,17 +113,8 @@ if notice:
 if asked_problem:
     st.error(escape_markdown(asked_problem))
 
-page = int(st.number_input("Page", min_value=1, value=1, step=1, key="my_work_page"))
 with session_scope(engine) as session:
     progress = queue.annotator_progress(session, campaign.id, user.id)  # type: ignore[arg-type]
-    mine = queue.my_annotations(
-        session,
-        campaign.id,
-        user.id,
-        limit=PAGE_SIZE,
-        offset=(page - 1) * PAGE_SIZE,  # type: ignore[arg-type]
-    )
-
 fraction = progress.units_complete / progress.units_total if progress.units_total else 0.0
 complete = f"Campaign: {progress.units_complete} of {progress.units_total} units complete"
 st.progress(fraction, text=complete)
@@ -132,26 +123,41 @@ left.metric("My answers", progress.my_submitted)
 middle.metric("Skipped", progress.my_skipped)
 right.metric("Flagged units", progress.units_flagged)
 
+# The picker and the answer being edited come first, the list of answers after them; the list's
+# page is read first because the picker offers the answers of that page.
+edit_area, list_area = st.container(), st.container()
+with list_area:
+    st.subheader("My answers")
+    page = int(st.number_input("Page", min_value=1, value=1, step=1, key="my_work_page"))
+    with session_scope(engine) as session:
+        mine = queue.my_annotations(
+            session,
+            campaign.id,
+            user.id,
+            limit=PAGE_SIZE,
+            offset=(page - 1) * PAGE_SIZE,  # type: ignore[arg-type]
+        )
+    if not mine:
+        st.info("No answers on this page.")
+    else:
+        table = pd.DataFrame(
+            {
+                "id": [m.annotation_id for m in mine],
+                "Item": [m.item_id for m in mine],
+                "Unit": [m.unit_label for m in mine],
+                "Task": [m.task or "" for m in mine],
+                "Answer": [m.preference_shown or f"{m.score:g}" for m in mine],
+                "Rationale": [m.rationale[:120] for m in mine],
+                "Revision": [m.revision for m in mine],
+                "Seconds": [round(m.seconds) for m in mine],
+                "When (UTC)": [m.created_at.strftime("%Y-%m-%d %H:%M") for m in mine],
+            }
+        )
+        st.dataframe(table, hide_index=True, width="stretch")
+
 entries = {m.annotation_id: m for m in mine}
 if asked is not None:
     entries.setdefault(asked[1].annotation_id, asked[1])  # linked, but not on this page
-if not mine:
-    st.info("No answers on this page.")
-else:
-    table = pd.DataFrame(
-        {
-            "id": [m.annotation_id for m in mine],
-            "Item": [m.item_id for m in mine],
-            "Unit": [m.unit_label for m in mine],
-            "Task": [m.task or "" for m in mine],
-            "Answer": [m.preference_shown or f"{m.score:g}" for m in mine],
-            "Rationale": [m.rationale[:120] for m in mine],
-            "Revision": [m.revision for m in mine],
-            "Seconds": [round(m.seconds) for m in mine],
-            "When (UTC)": [m.created_at.strftime("%Y-%m-%d %H:%M") for m in mine],
-        }
-    )
-    st.dataframe(table, hide_index=True, width="stretch")
 edit_id = None
 if entries:
     # The picker stays after a save or a link: ?annotation=ID only chooses its entry.
@@ -159,42 +165,46 @@ if entries:
         state["my_work_edit"] = asked[1].annotation_id
     elif state.get("my_work_edit") not in entries:
         state["my_work_edit"] = None
-    edit_id = st.selectbox(
+    edit_id = edit_area.selectbox(
         "Edit an answer",
         [None, *entries],
         format_func=lambda i: "—" if i is None else _entry_label(entries[i]),
         key="my_work_edit",
         on_change=_edit_changed,
+        placeholder="Choose an answer to edit",
     )
 
-if edit_id is not None:
-    try:
-        with session_scope(engine) as session:
-            view, own = queue.my_annotation_view(session, edit_id, user.id)
-            others = queue.others_answers(session, own.unit_id, user.id)
-    except queue.QueueError as error:
-        st.error(escape_markdown(str(error)))
-        st.stop()
-    st.subheader(f"Edit {escape_markdown(own.item_id)}, {own.unit_label} (revision {own.revision})")
-    unit_column, answer_column = st.columns([3, 2], gap="large")
-    with unit_column:
-        render_unit(view)
-    with answer_column:
-        key = f"edit-{own.annotation_id}"
-        attempt, error = state.get("my_work_refused", (0, None))
-        if error:
-            st.error(escape_markdown(error))
-        current = queue.DraftView(own.score, own.preference_shown, own.rationale, 0.0)
-        answer_box(
-            key=key, unit=own.annotation_id, protocol=view.protocol,
-            rationale_min=view.rationale_min, draft=current, on_draft=lambda: None,
-            on_submit=partial(_save_revision, key, own.annotation_id), attempt=attempt,
-            error=error, submit_label="Save revision",
-        )  # fmt: skip
-        with st.container(border=True):
-            render_rubric(view)
-        if others:
-            with st.expander("How others rated this unit"):
-                for other in others:
-                    value = other.preference_shown or f"{other.score:g}"
-                    st.markdown(f"**{value}** —\n\n{safe_markdown(other.rationale)}")
+with edit_area:
+    if edit_id is not None:
+        try:
+            with session_scope(engine) as session:
+                view, own = queue.my_annotation_view(session, edit_id, user.id)
+                others = queue.others_answers(session, own.unit_id, user.id)
+        except queue.QueueError as error:
+            st.error(escape_markdown(str(error)))
+            st.stop()
+        st.subheader(
+            f"Edit {escape_markdown(own.item_id)}, {own.unit_label} (revision {own.revision})"
+        )
+        unit_column, answer_column = st.columns([3, 2], gap="large")
+        with unit_column:
+            render_unit(view)
+        with answer_column:
+            key = f"edit-{own.annotation_id}"
+            attempt, error = state.get("my_work_refused", (0, None))
+            if error:
+                st.error(escape_markdown(error))
+            current = queue.DraftView(own.score, own.preference_shown, own.rationale, 0.0)
+            answer_box(
+                key=key, unit=own.annotation_id, protocol=view.protocol,
+                rationale_min=view.rationale_min, draft=current, on_draft=lambda: None,
+                on_submit=partial(_save_revision, key, own.annotation_id), attempt=attempt,
+                error=error, submit_label="Save revision",
+            )  # fmt: skip
+            with st.container(border=True):
+                render_rubric(view)
+            if others:
+                with st.expander("How others rated this unit"):
+                    for other in others:
+                        value = other.preference_shown or f"{other.score:g}"
+                        st.markdown(f"**{value}** —\n\n{safe_markdown(other.rationale)}")
