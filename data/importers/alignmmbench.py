@@ -104,7 +104,7 @@ def _item_record(line: Any, source: str, number: int) -> dict[str, Any]:
         "task": line["task"],
         "category": line.get("category"),
         "group": question_id.split("-")[0],
-        "history": _history(line.get("history", []), fail),
+        "history": _history([] if line.get("history") is None else line["history"], fail),
         "question": question,
         "reference": reference,
         "meta": {"question_id": question_id, **extra},
