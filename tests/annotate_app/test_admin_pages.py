@@ -370,3 +370,36 @@ def test_the_review_page_shows_user_and_model_text_as_text(world):
     assert safe_markdown("$x$ and <script>bad()</script>") in shown
     assert [c.value for c in at.code] == ["<b>Rating: 5</b>"]  # a code block shows it literally
     assert at.expander[-1].label.startswith("\\*judge\\*")
+
+
+def test_a_pairwise_final_label_starts_unchosen_and_needs_a_preference(engine, db_url, monkeypatch):
+    monkeypatch.setenv("CRITIQUELAB_DB", db_url)
+    with session_scope(engine) as session:
+        people = add_people(session)
+        add_dataset(session, items=1, models=("m1", "m2", "m3"))
+        campaign = add_campaign(session, protocol="pairwise")
+        first, second = units_of(session, campaign.id)[:2]
+        for unit, labels in ((first, ("A", "B", "tie")), (second, ("A", "B"))):  # most split first
+            for name, label in zip(("ann", "bob", "cat"), labels, strict=False):
+                answer(session, unit, people[name], preference=label)
+        rita = to_record(session.get(User, people["rita"]))
+        first_id, second_id = first.id, second.id
+    at = _page("pages/review_adjudicate.py", rita)
+    assert "3 answers · A×1, B×1, tie×1" in [c.value for c in at.caption]
+    assert at.radio(key=f"adj_preference_{first_id}").value is None  # no preselected A
+    at.text_area(key=f"adj_note_{first_id}").input("B reads the chart.")
+    at.button(key="adj_save").click().run()
+    assert _errors(at) == [
+        escape_markdown(
+            "choose the better response (A, B or tie): a pairwise unit needs a preference "
+            "before its final label can be recorded"
+        )
+    ]
+    at.radio(key=f"adj_preference_{first_id}").set_value("B")
+    at.button(key="adj_save").click().run()
+    assert not _errors(at), _errors(at)
+    assert at.radio(key=f"adj_preference_{second_id}").value is None
+    assert at.text_area(key=f"adj_note_{second_id}").value == ""
+    with session_scope(engine) as session:
+        [ruling] = session.exec(select(Adjudication)).all()
+    assert (ruling.unit_id, ruling.preference) == (first_id, "B")
