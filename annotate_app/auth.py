@@ -6,44 +6,42 @@ Session state keys (server-side; the browser cannot set them):
   An AppTest test logs in by setting it to the record of an existing, active user:
   ``at.session_state["user"] = record``. The account is re-read on every run, so a disabled or
   deleted account is logged out at once.
-* ``st.session_state["auth_token"]`` (:data:`TOKEN_KEY`): the session token of a login through
-  the form, checked against the database on every run (expired or revoked = logged out).
+* ``st.session_state["auth_token"]`` (:data:`TOKEN_KEY`): the session token from the browser's
+  cookie, checked against the database on every run (expired or revoked = logged out).
 
-The browser keeps the token in the cookie :data:`COOKIE_NAME` (``SameSite=Strict``, written by a
-tiny inline component), so a page refresh, which starts a new Streamlit session, stays logged in.
-Logging out revokes the token in the database and clears the cookie.
+The session cookie :data:`COOKIE_NAME` is set and cleared by the server only
+(:mod:`annotate_app.session_routes`: ``HttpOnly``, ``SameSite=Strict``, ``Secure`` over https).
+The login form posts the password to that endpoint, never to the Streamlit session, and then
+reloads the page at the same URL, so a deep link (``/annotate?campaign=X``) opens after login.
+The app reads the cookie from the request that opened the session (``st.context.cookies``).
+Logging out revokes the token in the database at once; the form then clears the cookie.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from annotate_app.db import get_engine
-from data.auth import SESSION_LIFETIME, active_user, login, logout, user_for_token
+from annotate_app.session_routes import COOKIE_NAME, LOGIN_PATH, LOGOUT_PATH
+from annotate_app.text import escape_markdown
+from data.auth import active_user, logout, user_for_token
 from data.storage import session_scope
 from data.users import UserRecord
 
+__all__ = ["COOKIE_NAME", "TOKEN_KEY", "USER_KEY", "current_user", "login_page", "require_role"]
+
 USER_KEY = "user"
 TOKEN_KEY = "auth_token"
-COOKIE_NAME = "critiquelab_session"
 _ROUTED_KEY = "_routed_user"  # this run's router check, taken by the page
 
-_COOKIE_JS = """
-export default function ({ data }) {
-  if (!data || !data.name) return;
-  const secure = location.protocol === "https:" ? "; Secure" : "";
-  const attributes = "; Path=/; SameSite=Strict" + secure;
-  const current = document.cookie.split("; ").find((c) => c.startsWith(data.name + "="));
-  if (data.token) {
-    if (current !== data.name + "=" + data.token) {
-      document.cookie = data.name + "=" + data.token + "; Max-Age=" + data.maxAge + attributes;
-    }
-  } else if (current !== undefined) {
-    document.cookie = data.name + "=; Max-Age=0" + attributes;
-  }
-}
-"""
-_session_cookie = st.components.v2.component("critiquelab_session_cookie", js=_COOKIE_JS)
+_COMPONENTS = Path(__file__).resolve().parent / "components"
+_login_form = st.components.v2.component(
+    "critiquelab_login_form",
+    js=(_COMPONENTS / "login_form.js").read_text(encoding="utf-8"),
+    css=(_COMPONENTS / "login_form.css").read_text(encoding="utf-8"),
+)
 
 
 def current_user() -> UserRecord | None:
@@ -89,46 +87,26 @@ def require_role(*roles: str) -> UserRecord:
     if roles and user.role not in roles:
         st.error(
             f"This page is for {' or '.join(roles)} accounts; you are logged in as "
-            f"{user.name} ({user.role})."
+            f"{escape_markdown(user.name)} ({user.role})."
         )
         st.stop()
     return user
 
 
 def login_page() -> None:
-    """The login form; on success the session is stored and the app reruns logged in."""
+    """The login form (see the module docstring): a successful login reloads the page."""
     st.title("CritiqueLab")
-    with st.form("login", width=480):
-        name = st.text_input("User name", autocomplete="username")
-        password = st.text_input("Password", type="password", autocomplete="current-password")
-        submitted = st.form_submit_button("Log in", type="primary")
-    if not submitted:
-        return
-    if not name.strip() or not password:
-        st.error("Enter your user name and password.")
-        return
-    with session_scope(get_engine()) as session:
-        result = login(session, name.strip(), password)
-    if not result.ok:
-        st.error(result.message)
-        return
-    st.session_state[TOKEN_KEY] = result.token
-    st.session_state[USER_KEY] = result.user
-    st.rerun()
+    data = {
+        "login_url": LOGIN_PATH,
+        "logout_url": LOGOUT_PATH,
+        # The browser sent a cookie, yet nobody is logged in: it is stale; have it cleared.
+        "clear_stale_cookie": _cookie_token() is not None,
+    }
+    _login_form(key="login_form", data=data)
 
 
 def logout_button() -> None:
     st.button("Log out", icon=":material/logout:", on_click=_log_out, key="logout")
-
-
-def sync_session_cookie() -> None:
-    """Write the session token into the browser's cookie, or clear a stale one."""
-    token = st.session_state.get(TOKEN_KEY)
-    if token:
-        data = {"name": COOKIE_NAME, "token": token, "maxAge": SESSION_LIFETIME.total_seconds()}
-        _session_cookie(key="session_cookie_set", data=data)
-    elif _cookie_token() is not None:
-        _session_cookie(key="session_cookie_clear", data={"name": COOKIE_NAME, "token": None})
 
 
 def _cookie_token() -> str | None:

@@ -10,7 +10,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlmodel import Session, select
 
 from data.audit import record_event
-from schemas.tables import ROLES, User
+from schemas.tables import ROLES, User, utcnow
 
 _hasher = PasswordHasher()
 USER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -130,9 +130,12 @@ def set_active(session: Session, name: str, active: bool, *, actor_id: int | Non
 def reset_password(
     session: Session, name: str, password: str, *, actor_id: int | None
 ) -> UserRecord:
+    """Set a new password for ``name``; failed logins before now no longer lock the name
+    (:mod:`data.auth`)."""
     _check_password(password)
     user = require_user(session, name)
     user.password_hash = hash_password(password)
+    user.password_changed_at = utcnow()
     session.add(user)
     record_event(
         session, actor_id=actor_id, action="user.password_reset", entity="user_account",

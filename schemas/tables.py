@@ -65,6 +65,8 @@ class User(SQLModel, table=True):
         description="an annotator whose labels were imported (annotations import); never logs in",
     )
     created_at: datetime = _time(nullable=False, default_factory=utcnow)
+    password_changed_at: datetime | None = _time(nullable=True)
+    """When an admin last reset the password; failed logins before it no longer lock the name."""
 
 
 class AuthSession(SQLModel, table=True):
@@ -84,12 +86,17 @@ class LoginAttempt(SQLModel, table=True):
     """Every login try, for rate limiting and the audit trail."""
 
     __tablename__ = "login_attempt"
-    __table_args__ = (Index("ix_login_attempt_name_at", "user_name", "at"),)
+    __table_args__ = (
+        Index("ix_login_attempt_name_at", "user_name", "at"),
+        Index("ix_login_attempt_client_at", "client", "at"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     user_name: str = Field(max_length=64)
     ok: bool
     at: datetime = _time(nullable=False, default_factory=utcnow)
+    client: str | None = Field(default=None, max_length=64)
+    """The client's address as the server saw it; None for a try that did not come over HTTP."""
 
 
 class Dataset(SQLModel, table=True):

@@ -194,8 +194,9 @@ def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 def login_in_browser(page: Any, base_url: str, name: str, password: str) -> None:
-    """Log in through the form; wait until the app shows the user as logged in and the browser
-    holds the session cookie (so a reload or ``page.goto`` right after stays logged in)."""
+    """Log in through the form; wait until the app shows the user as logged in. The server set
+    the (HttpOnly) session cookie before the page reloaded logged in, so a reload or
+    ``page.goto`` right after stays logged in."""
     from playwright.sync_api import expect
 
     page.goto(base_url)
@@ -203,7 +204,7 @@ def login_in_browser(page: Any, base_url: str, name: str, password: str) -> None
     page.get_by_label("Password", exact=True).fill(password)
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_text(f"Logged in as {name}")).to_be_visible()
-    page.wait_for_function(f"document.cookie.includes('{SESSION_COOKIE}=')")
+    assert any(c["name"] == SESSION_COOKIE for c in page.context.cookies()), "no session cookie"
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from annotate_app.cli.context import state
-from annotate_app.cli.serve import serve_app
+from annotate_app.cli.serve import exit_after_serving, serve_app
 from data.sample import SampleSummary, build_sample_project
 
 
@@ -38,4 +38,4 @@ def register(app: typer.Typer) -> None:
         cli.emit(summary, text=describe(summary))
         if not no_serve:
             cli.close()
-            raise typer.Exit(serve_app(cli.db_url, host=host, port=port))
+            exit_after_serving(serve_app(cli.db_url, host=host, port=port))

@@ -11,24 +11,36 @@ current folder or the home folder, so the app always runs with:
   file watcher.
 
 Streamlit is started through :mod:`annotate_app.launch`, which keeps the router the only way
-into the pages.
+into the pages, on :mod:`annotate_app.asgi` (Streamlit's ``st.App`` under uvicorn, with the login
+and logout endpoints that set the HttpOnly session cookie).
+
+Stopping: SIGINT (Ctrl+C) or SIGTERM to ``critiquelab serve`` stops the server process too
+(SIGTERM, then SIGKILL after :data:`STOP_TIMEOUT_S`) and exits 0.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from types import FrameType
+from typing import NoReturn
 
 import typer
 
 from annotate_app.cli.context import state
 from data.storage import make_engine, upgrade_database
 
-APP_SCRIPT = Path(__file__).resolve().parents[1] / "app.py"
+APP_SCRIPT = Path(__file__).resolve().parents[1] / "asgi.py"
 MAX_UPLOAD_MB = 200
 LOOPBACK_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
+STOP_TIMEOUT_S = 4.0
+"""How long the server process has to exit after SIGTERM before it is killed."""
+_STOP_SIGNALLED = threading.Event()  # this process was asked to stop (SIGINT or SIGTERM)
 
 
 def server_flags(host: str = "127.0.0.1", port: int = 8501) -> dict[str, str | list[str]]:
@@ -75,11 +87,38 @@ def serve_app(db_url: str, host: str = "127.0.0.1", port: int = 8501) -> int:
         engine.dispose()
     environment = {**os.environ, "CRITIQUELAB_DB": db_url}
     process = subprocess.Popen(streamlit_command(host, port), env=environment)
+    return wait_for_server(process)
+
+
+def wait_for_server(process: subprocess.Popen[bytes]) -> int:
+    """Wait for the server process; on SIGINT or SIGTERM stop it and return 0.
+
+    The signal is passed on as SIGTERM (the server exits at once, and an open transaction rolls
+    back); a server still running :data:`STOP_TIMEOUT_S` later is killed. Without a signal, the
+    server's own exit status is returned.
+    """
+    stop_requested: list[float] = []
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        _STOP_SIGNALLED.set()
+        if not stop_requested:
+            stop_requested.append(time.monotonic())
+        if process.poll() is None:
+            process.terminate()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return process.wait()
-    except KeyboardInterrupt:
-        # Ctrl+C reached Streamlit too (same process group): let it shut down cleanly.
-        return process.wait(timeout=30)
+        while True:
+            try:
+                status = process.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                if stop_requested and time.monotonic() - stop_requested[0] > STOP_TIMEOUT_S:
+                    process.kill()
+                continue
+            return 0 if stop_requested else status
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def register(app: typer.Typer) -> None:
@@ -92,4 +131,19 @@ def register(app: typer.Typer) -> None:
         port: int = typer.Option(8501, "--port", help="Port to listen on."),
     ) -> None:
         """Serve the annotation app on the database (open the printed URL in a browser)."""
-        raise typer.Exit(serve_app(state(ctx).db_url, host=host, port=port))
+        exit_after_serving(serve_app(state(ctx).db_url, host=host, port=port))
+
+
+def exit_after_serving(status: int) -> NoReturn:
+    """End the ``critiquelab`` command with ``status`` once the server has stopped.
+
+    After a stop signal the process ends at once: nothing is left to clean up (the engine was
+    disposed before the server started), and the interpreter's teardown of the command line's
+    imports (numpy, pandas, scipy...) takes about 2 s, over 5 s on a busy machine, which would
+    hold up a Ctrl+C or SIGTERM.
+    """
+    if _STOP_SIGNALLED.is_set():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    raise typer.Exit(status)

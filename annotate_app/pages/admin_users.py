@@ -38,15 +38,33 @@ def _run(action, done: str) -> None:  # type: ignore[no-untyped-def]
         outcome.success(escape_markdown(done))
 
 
-with st.expander("Add an account", expanded=False), st.form("add_account", clear_on_submit=True):
-    new_name = st.text_input("User name", key="new_name")
-    new_role = st.selectbox("Role", ROLES, key="new_role")
-    new_password = st.text_input("Password (at least 8 characters)", type="password", key="new_pw")
-    if st.form_submit_button("Add account", type="primary"):
-        _run(
-            lambda s: add_account(s, user.id, new_name.strip(), new_password, new_role),
-            f"Account {new_name.strip()} added as {new_role}.",
-        )
+_ADDED = "_add_account_outcome"
+
+
+def _add_account() -> None:
+    """The form's submit: a refused account keeps what was typed (but never the password); an
+    added one empties the form for the next."""
+    state = st.session_state
+    name, role, password = state["new_name"].strip(), state["new_role"], state["new_pw"]
+    state["new_pw"] = ""
+    try:
+        with session_scope(engine) as session:
+            add_account(session, user.id, name, password, role)
+    except (UserError, PermissionDenied) as error:
+        state[_ADDED] = (False, str(error))
+    else:
+        state["new_name"] = ""
+        state[_ADDED] = (True, f"Account {name} added as {role}.")
+
+
+with st.expander("Add an account", expanded=False), st.form("add_account"):
+    st.text_input("User name", key="new_name")
+    st.selectbox("Role", ROLES, key="new_role")
+    st.text_input("Password (at least 8 characters)", type="password", key="new_pw")
+    st.form_submit_button("Add account", type="primary", on_click=_add_account)
+if _ADDED in st.session_state:
+    added, message = st.session_state.pop(_ADDED)
+    (outcome.success if added else outcome.error)(escape_markdown(message))
 
 with session_scope(engine) as session:
     names = [record.name for record in list_users(session)]
@@ -68,7 +86,8 @@ with password_column:
     if st.button("Reset password", key="reset"):
         _run(
             lambda s: change_password(s, user.id, chosen, password),
-            f"{chosen}'s password was reset; their open sessions ended.",
+            f"{chosen}'s password was reset; their open sessions ended and failed logins no "
+            "longer lock the account.",
         )
 
 with session_scope(engine) as session:

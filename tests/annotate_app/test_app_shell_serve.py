@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,17 @@ def test_the_command_runs_the_router_through_the_launcher() -> None:
         "run",
         str(serve.APP_SCRIPT),
     ]
-    assert Path(command[4]) == Path(__file__).resolve().parents[2] / "annotate_app" / "app.py"
+    assert Path(command[4]) == Path(__file__).resolve().parents[2] / "annotate_app" / "asgi.py"
+
+
+def test_the_served_script_is_an_st_app_with_the_session_endpoints() -> None:
+    """``streamlit run`` finds the ``st.App`` in the script and serves it with uvicorn."""
+    from streamlit.web.server.app_discovery import discover_asgi_app
+
+    assert discover_asgi_app(serve.APP_SCRIPT).is_asgi_app
+    from annotate_app.asgi import app as asgi_app
+
+    assert asgi_app.script_path == Path(serve.APP_SCRIPT).parent / "app.py"
 
 
 def test_default_flags_bind_localhost_and_lock_the_server_down() -> None:
@@ -107,3 +120,55 @@ def test_serve_command_upgrades_the_database_and_passes_its_url(
     engine = make_engine(url)
     assert current_revision(engine) == head_revision()
     engine.dispose()
+
+
+# --- stopping the real server ----------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_the_server_and_its_child_within_5_seconds(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    port = _free_port()
+    database = f"sqlite:///{tmp_path / 'served.db'}"
+    critiquelab = str(Path(sys.executable).parent / "critiquelab")
+    command = [critiquelab, "--db", database, "serve", "--port", str(port)]
+    log = (tmp_path / "serve.log").open("wb")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while not _listening(port):
+            assert process.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, "the server never listened"
+            time.sleep(0.2)
+        [child] = _children(process.pid)
+        started = time.monotonic()
+        process.send_signal(stop)
+        status = process.wait(timeout=30)
+        took = time.monotonic() - started
+    finally:
+        if process.poll() is None:
+            process.kill()
+        log.close()
+    output = (tmp_path / "serve.log").read_text()
+    assert status == 0, output
+    assert took <= 5, f"stopping took {took:.1f} s"
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text()
+    assert not _listening(port), "the Streamlit child still serves the port"
+    assert "error" not in output.lower(), output

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,8 +12,10 @@ from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+import data.auth
 import data.users
 from data.auth import (
+    MAX_CLIENT_FAILURES,
     MAX_FAILED_ATTEMPTS,
     RATE_LIMIT_WINDOW,
     SESSION_LIFETIME,
@@ -20,8 +24,8 @@ from data.auth import (
     user_for_token,
 )
 from data.storage import session_scope
-from data.users import create_user, set_active
-from schemas.tables import AuthSession, LoginAttempt
+from data.users import create_user, reset_password, set_active
+from schemas.tables import AuthSession, LoginAttempt, utcnow
 
 PASSWORD = "correct horse battery"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -40,9 +44,10 @@ def ann(any_engine: Engine) -> Engine:
     return any_engine
 
 
-def _login(engine: Engine, password: str, at: datetime, name: str = "ann"):  # type: ignore[no-untyped-def]
-    with session_scope(engine) as session:
-        return login(session, name, password, now=at)
+def _login(  # type: ignore[no-untyped-def]
+    engine: Engine, password: str, at: datetime, name: str = "ann", client: str | None = None
+):
+    return login(engine, name, password, client=client, now=at)
 
 
 def test_login_opens_a_session_stored_only_as_a_hash(ann: Engine) -> None:
@@ -81,12 +86,14 @@ def test_five_failures_lock_the_name_until_the_oldest_leaves_the_window(ann: Eng
     assert locked.outcome == "rate_limited" and locked.token is None
     # the first failure (T0) leaves the 15-minute window at T0+15 min: 10 minutes from now
     assert "Try again in 10 minute(s)" in locked.message
-    # refused tries are not counted, and the password was not even checked
+    # the refused try is recorded as a failure, so the lock now runs from the second failure
     with session_scope(ann) as session:
-        assert len(session.exec(select(LoginAttempt)).all()) == MAX_FAILED_ATTEMPTS
-    still_locked = _login(ann, PASSWORD, T0 + RATE_LIMIT_WINDOW - timedelta(seconds=1))
+        assert [a.ok for a in session.exec(select(LoginAttempt))] == [False] * 6
+    # at T0 + 15.5 min, the failures at 1, 2, 3, 4 min and the refused try at 5 min count
+    still_locked = _login(ann, PASSWORD, T0 + RATE_LIMIT_WINDOW + timedelta(seconds=30))
     assert still_locked.outcome == "rate_limited"
-    assert _login(ann, PASSWORD, T0 + RATE_LIMIT_WINDOW + timedelta(seconds=1)).ok
+    # 15 minutes after the refused try at 5 min, only the one at 15.5 min is left
+    assert _login(ann, PASSWORD, T0 + timedelta(minutes=5) + RATE_LIMIT_WINDOW).ok
 
 
 def test_the_lock_is_per_name(ann: Engine) -> None:
@@ -148,3 +155,93 @@ def test_disabling_an_account_ends_its_sessions(ann: Engine) -> None:
         set_active(session, "ann", False, actor_id=None)
     with session_scope(ann) as session:
         assert user_for_token(session, token, now=T0 + timedelta(minutes=1)) is None
+
+
+# --- the lockout policy (data/auth.py, docs/RELIABILITY.md) -----------------------------------
+
+HOME_PC, ATTACKER, NEW_PC = "10.0.0.5", "203.0.113.66", "10.0.0.9"
+
+
+def test_tries_made_while_locked_keep_the_lock(ann: Engine) -> None:
+    for minute in range(MAX_FAILED_ATTEMPTS):
+        _login(ann, "wrong password", T0 + timedelta(minutes=minute), client=ATTACKER)
+    # a try every 30 s for the next 55 minutes: each is refused (even the right password),
+    # and counted, so the lock lasts as long as the tries do (under the old rule, refused
+    # tries did not count and the lock ended 15 minutes after the first failure)
+    for second in range(300, 3600, 30):
+        result = _login(ann, PASSWORD, T0 + timedelta(seconds=second), client=ATTACKER)
+        assert result.outcome == "rate_limited", second
+    assert _login(ann, PASSWORD, T0 + timedelta(minutes=60), client=NEW_PC).outcome == (
+        "rate_limited"
+    )
+    # 15 quiet minutes after the last counted try the name is free again
+    assert _login(ann, PASSWORD, T0 + timedelta(minutes=60) + RATE_LIMIT_WINDOW).ok
+
+
+def test_an_attacker_cannot_lock_a_user_out_of_a_familiar_address(ann: Engine) -> None:
+    assert _login(ann, PASSWORD, T0, client=HOME_PC).ok
+    for second in range(0, 600, 20):  # 30 tries from elsewhere: the name is locked there
+        _login(ann, "guess", T0 + timedelta(minutes=1, seconds=second), client=ATTACKER)
+    later = T0 + timedelta(minutes=12)
+    assert _login(ann, PASSWORD, later, client=ATTACKER).outcome == "rate_limited"
+    assert _login(ann, PASSWORD, later, client=NEW_PC).outcome == "rate_limited"
+    assert _login(ann, PASSWORD, later, client=HOME_PC).ok
+
+
+def test_a_familiar_address_is_locked_by_its_own_failures(ann: Engine) -> None:
+    assert _login(ann, PASSWORD, T0, client=HOME_PC).ok
+    for minute in range(1, 1 + MAX_FAILED_ATTEMPTS):
+        _login(ann, "wrong password", T0 + timedelta(minutes=minute), client=HOME_PC)
+    locked = _login(ann, PASSWORD, T0 + timedelta(minutes=7), client=HOME_PC)
+    assert locked.outcome == "rate_limited" and "from this address" in locked.message
+
+
+def test_one_client_is_refused_for_every_name_after_many_failures(ann: Engine) -> None:
+    with session_scope(ann) as session:
+        for n in range(5):
+            create_user(session, f"user{n}", PASSWORD, "annotator")
+    names = [f"user{n}" for n in range(5)]
+    for i in range(MAX_CLIENT_FAILURES):  # 4 per name: no name is locked by itself
+        _login(ann, "wrong password", T0 + timedelta(seconds=i), name=names[i % 5], client=ATTACKER)
+    refused = _login(ann, PASSWORD, T0 + timedelta(minutes=1), client=ATTACKER)
+    assert refused.outcome == "rate_limited" and "from this address" in refused.message
+    assert _login(ann, PASSWORD, T0 + timedelta(minutes=1), client=NEW_PC).ok
+
+
+def test_a_password_reset_ends_the_lock(ann: Engine) -> None:
+    start = utcnow() - timedelta(minutes=6)  # the reset below stamps the real clock
+    for minute in range(MAX_FAILED_ATTEMPTS):
+        _login(ann, "wrong password", start + timedelta(minutes=minute), client=ATTACKER)
+    assert _login(ann, PASSWORD, start + timedelta(minutes=5)).outcome == "rate_limited"
+    with session_scope(ann) as session:
+        reset_password(session, "ann", "a brand new password", actor_id=None)
+    assert _login(ann, "a brand new password", utcnow() + timedelta(seconds=1)).ok
+
+
+def test_the_password_hash_runs_outside_any_transaction(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the hash runs, another session of the process can write (on SQLite the sessions
+    of a process take turns, so a login that hashed inside its session would block it)."""
+    with session_scope(engine) as session:
+        create_user(session, "ann", PASSWORD, "annotator")
+    real = data.auth.password_matches
+    writes: list[float] = []
+
+    def hash_while_another_writes(password_hash: str, password: str) -> bool:
+        def write() -> None:
+            started = time.monotonic()
+            with session_scope(engine) as session:
+                create_user(session, f"other{len(writes)}", PASSWORD, "annotator")
+            writes.append(time.monotonic() - started)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        writer.join(timeout=5)
+        assert writes, "another session could not write while the password was being hashed"
+        return real(password_hash, password)
+
+    monkeypatch.setattr(data.auth, "password_matches", hash_while_another_writes)
+    assert login(engine, "ann", PASSWORD, client=HOME_PC).ok
+    assert login(engine, "ann", "wrong password", client=HOME_PC).outcome == "wrong_credentials"
+    assert len(writes) == 2 and max(writes) < 2

@@ -51,10 +51,8 @@ def test_login_is_rate_limited_even_with_the_right_password(engine: Engine) -> N
     with session_scope(engine) as session:
         create_user(session, "alice", PASSWORD, "annotator")
     for _ in range(MAX_FAILED_ATTEMPTS):
-        with session_scope(engine) as session:
-            assert login(session, "alice", "wrong password!").outcome == "wrong_credentials"
-    with session_scope(engine) as session:
-        result = login(session, "alice", PASSWORD)
+        assert login(engine, "alice", "wrong password!").outcome == "wrong_credentials"
+    result = login(engine, "alice", PASSWORD)
     assert result.outcome == "rate_limited" and result.token is None
     assert "Too many failed logins" in result.message
 
@@ -62,7 +60,7 @@ def test_login_is_rate_limited_even_with_the_right_password(engine: Engine) -> N
 def test_logout_ends_the_session_and_tokens_are_stored_hashed(engine: Engine, db_url: str) -> None:
     with session_scope(engine) as session:
         create_user(session, "alice", PASSWORD, "annotator")
-        result = login(session, "alice", PASSWORD)
+    result = login(engine, "alice", PASSWORD)
     assert result.ok and result.token
     with session_scope(engine) as session:
         assert user_for_token(session, result.token) is not None
