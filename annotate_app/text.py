@@ -45,6 +45,7 @@ _CODE_LANGUAGE = re.compile(r"[A-Za-z0-9_+#.-]{1,40}")
 # links); their code is shown without a language.
 _RENDERED_LANGUAGES = frozenset({"mermaid", "math"})
 _MAX_NESTING = 40
+_MAX_EMPHASIS = 8
 _ALIGN = {"text-align:left": ":---", "text-align:right": "---:", "text-align:center": ":---:"}
 _SPACE = Token("text", "", 0, content=" ")  # a line break inside a heading
 _PARSER = MarkdownIt("commonmark", {"html": False, "maxNesting": _MAX_NESTING}).enable(
@@ -151,13 +152,19 @@ def _paragraph(tokens: list[Token]) -> list[str]:
 
 def _inline(tokens: list[Token], *, in_table: bool = False) -> str:
     """Inline tokens, flat (emphasis may nest thousands deep): text literal, emphasis and code
-    kept, links and images as the literal text of their Markdown."""
+    kept, links and images as the literal text of their Markdown. Emphasis nested deeper than
+    ``_MAX_EMPHASIS`` shows its delimiters as text, so the page never gets a DOM thousands of
+    elements deep."""
     out: list[str] = []
     closers: list[str] = []  # what each open link ends with
+    kept: list[bool] = []  # whether each open emphasis is emphasis (or shown as text)
     for token in tokens:
         kind = token.type
-        if kind in ("em_open", "em_close", "strong_open", "strong_close", "s_open", "s_close"):
-            out.append(token.markup)
+        if kind in ("em_open", "strong_open", "s_open"):
+            kept.append(sum(kept) < _MAX_EMPHASIS)
+            out.append(token.markup if kept[-1] else _literal(token.markup))
+        elif kind in ("em_close", "strong_close", "s_close"):
+            out.append(token.markup if kept and kept.pop() else _literal(token.markup))
         elif kind == "softbreak":
             out.append("\n")
         elif kind == "hardbreak":

@@ -184,6 +184,19 @@ def test_text_nested_deeper_than_the_parser_goes_is_shown_whole_as_code() -> Non
     assert _problems(shown) == []
 
 
+def test_emphasis_nests_at_most_eight_deep() -> None:
+    bomb = "*" * 3000 + "x" + "*" * 3000
+    shown = safe_markdown(bomb)
+    depth = deepest = 0
+    for token in _tokens(shown):
+        depth += token.nesting if token.type.startswith(("em_", "strong_", "s_")) else 0
+        deepest = max(deepest, depth)
+    assert deepest == 8
+    # 3000 '*' a side parse as 1500 nested strong; 8 are kept, 2 × 8 × 2 delimiters used up
+    assert _shown(shown).count("*") == 6000 - 2 * 8 * 2
+    assert _problems(shown) == []
+
+
 def test_escape_markdown_shows_a_name_as_typed() -> None:
     name = "gpt-4![j](http://h/j.png) $x$ :red[r] a_b*c* <i>\nsecond line\u2028third"
     shown = escape_markdown(name)

@@ -124,8 +124,15 @@ def world(app_server: Any, trap: tuple[str, list[str]]) -> MarkdownWorld:
 def _assert_inert(page: Any, world: MarkdownWorld, fetched: list[str], where: str) -> None:
     """No request reached the trap; no image, outside link, KaTeX, Mermaid chart or icon came
     from the corpus; nothing is wider than the window; every trap URL is on the page as text."""
-    # Requests for images start when an <img> enters the page: once every image has loaded or
-    # failed, every request the page will make for them has been made.
+    # The script run is over (no status widget) and every lazily loaded renderer (KaTeX, Mermaid,
+    # emoji, charts) has replaced its skeleton: the page holds all it will show. Requests for
+    # images start when an <img> enters the page: once every image has loaded or failed, every
+    # request the page will make for them has been made.
+    page.wait_for_function(
+        """() => !document.querySelector('[data-testid="stStatusWidget"]')
+                 && !document.querySelector('[data-testid="stSkeleton"]')""",
+        timeout=PAGE_TIMEOUT_MS,
+    )
     page.evaluate(
         """() => Promise.all([...document.images].map((img) => img.complete ? null :
              new Promise((done) => { img.onload = img.onerror = done; })))"""
@@ -144,10 +151,11 @@ def _assert_inert(page: Any, world: MarkdownWorld, fetched: list[str], where: st
             mermaid: document.querySelectorAll('[data-testid="stMermaidChart"]').length,
             icons: inMarkdown('[data-testid="stIconMaterial"]').length,
             pwned: window.__pwned ?? null,
-            // a data frame scrolls its own grid, wider than the window by design
+            // a data frame's grid and a code block's lines scroll inside their own box
             wide: [...document.querySelectorAll("body *")]
               .filter((e) => e.getBoundingClientRect().width > window.innerWidth)
               .filter((e) => !e.closest('[data-testid="stDataFrame"]'))
+              .filter((e) => !e.parentElement?.closest("pre"))
               .map((e) => `${e.tagName}.${e.className}`.slice(0, 80)),
             scrolls: document.documentElement.scrollWidth > window.innerWidth,
             text: document.body.innerText.replaceAll("\\u2060", ""),
@@ -197,28 +205,36 @@ def _watch(page: Any, world: MarkdownWorld) -> list[str]:
     return fetched
 
 
+def _wait_for_text(page: Any, script: str, argument: Any) -> None:
+    """Wait for the page text to satisfy ``script`` (a JS function of the text and
+    ``argument``). Read in the page, not through locators: payloads that render (on the old
+    code) nest elements so deep that Playwright's locator engine overflows its stack."""
+    page.wait_for_function(
+        f"(argument) => ({script})(document.body.innerText, argument)",
+        arg=argument,
+        timeout=PAGE_TIMEOUT_MS,
+        polling=500,
+    )
+
+
 def test_adjudicate_shows_corpus_rationales_and_judge_names_as_text(
     app_server: Any, world: MarkdownWorld, page: Any
 ) -> None:
-    from playwright.sync_api import expect
-
     fetched = _watch(page, world)
     _log_in(page, app_server.url)
     page.goto(f"{app_server.url}/review_adjudicate")
-    last = f"md{len(world.corpus) - 1:02d}"
-    expect(page.get_by_text(last, exact=False).first).to_be_visible(timeout=PAGE_TIMEOUT_MS)
-    expect(page.get_by_text("Final label", exact=True)).to_be_visible()
+    words = [f"md{len(world.corpus) - 1:02d}", "Record final label"]  # the last answer, the form
+    _wait_for_text(page, "(text, words) => words.every((word) => text.includes(word))", words)
     _assert_inert(page, world, fetched, "Adjudicate")
 
 
 def test_calibration_shows_corpus_judge_names_as_text(
     app_server: Any, world: MarkdownWorld, page: Any
 ) -> None:
-    from playwright.sync_api import expect
-
     fetched = _watch(page, world)
     _log_in(page, app_server.url)
     page.goto(f"{app_server.url}/calibration_dashboard")
-    coverage = page.get_by_text("Parse coverage")
-    expect(coverage).to_have_count(len(world.corpus), timeout=PAGE_TIMEOUT_MS)
+    # one "Parse coverage" line under each judge's subheader: every judge is on the page
+    _wait_for_text(page, "(text, n) => text.split('Parse coverage').length - 1 === n",
+                   len(world.corpus))  # fmt: skip
     _assert_inert(page, world, fetched, "Calibration")
