@@ -9,15 +9,18 @@ submits, starting at a random moment of the first second, as independent people 
 the same run: an empty write transaction (``BEGIN IMMEDIATE`` + commit on SQLite), the floor any
 submit pays; and one annotator paced the same way, which shows what a step costs after an idle
 second on this machine (a machine whose idle memory goes cold makes every paced step slower,
-with or without contention). Browser: the app served on the same database in headless Chromium;
-an annotator answers units by keyboard and we time Ctrl+Enter → the next unit's answer panel
-visible, timed inside the page (keydown to the animation frame that shows it). Targets:
-service p95 ≤ 50 ms, browser p95 ≤ 500 ms. Prints one JSON object.
+with or without contention). Browser: the app served on the same database in headless Chromium
+at 1280×720; an annotator answers units by keyboard and we time Ctrl+Enter → the whole next unit
+usable (its question and response rendered, nothing left over from the previous unit, and an
+enabled, empty answer panel), timed inside the page (keydown to the first animation frame that
+shows all of it), with the load average before and after (the machine may be shared). Targets:
+service p95 ≤ 50 ms, browser p95 ≤ 250 ms. Prints one JSON object.
 
     python bench/annotate_bench.py                      # SQLite, 100k units, service + browser
     python bench/annotate_bench.py --postgresql         # also PostgreSQL (throw-away server, or
                                                         # $CRITIQUELAB_TEST_PG_URL)
     python bench/annotate_bench.py --units 20000 --browser-units 0
+    python bench/annotate_bench.py --browser-only       # seed, then only the browser run
 
 The campaign is seeded in bulk by ``seed_campaign`` of ``bench/load_test.py`` (rows inserted
 directly, then ``data.campaigns.create_campaign``).
@@ -54,7 +57,7 @@ from data.users import create_user  # noqa: E402
 
 RATIONALE = "Benchmark rationale: the answer counts the apples correctly, unit {unit}."
 TARGET_SERVICE_P95_MS = 50.0
-TARGET_BROWSER_P95_MS = 500.0
+TARGET_BROWSER_P95_MS = 250.0
 PASSWORD = "benchmark password"
 PACED_BASELINE_SUBMITS = 60
 PACED_THINK_SECONDS = 1.0
@@ -193,22 +196,34 @@ def served_app(db_url: str, data_dir: Path) -> Iterator[str]:
         process.wait(timeout=30)
 
 
-_WATCH_NEXT_UNIT = """(previous) => {
-  // Time, inside the page, from the Ctrl+Enter keydown to the frame in which the next unit's
-  // answer panel is shown (panels live in shadow roots; checked once per animation frame).
+_WATCH_WHOLE_UNIT = """(previous) => {
+  // Time, inside the page, from the Ctrl+Enter keydown to the first animation frame in which the
+  // whole next unit is usable: its question and response rendered (nothing left in the unit
+  // column from the previous run: no element marked data-stale), the previous unit's panel gone,
+  // and the next unit's panel enabled (not "Saving…") with an empty rationale box. Panels live in
+  // shadow roots.
   window.__clSeconds = undefined;
   const panels = () => [...document.querySelectorAll("*")]
     .filter((node) => node.shadowRoot)
     .flatMap((node) => [...node.shadowRoot.querySelectorAll(".cl-answer")]);
+  const unitReady = () => {
+    const unit = document.querySelector(".st-key-cl-unit");
+    if (!unit || unit.querySelector('[data-stale="true"]')) return false;
+    const text = unit.textContent;  // not innerText: no layout forced per frame
+    return text.includes("Question") && text.includes("Response");
+  };
   const onKey = (event) => {
     if (event.key !== "Enter" || !event.ctrlKey) return;
     document.removeEventListener("keydown", onKey, true);
     const start = performance.now();
     const check = () => {
       const shown = panels();
-      const next = shown.some((panel) => panel.dataset.unit !== String(previous));
+      const next = shown.find((panel) => panel.dataset.unit !== String(previous));
       const gone = !shown.some((panel) => panel.dataset.unit === String(previous));
-      if (next && gone) window.__clSeconds = (performance.now() - start) / 1000;
+      const box = next && next.querySelector("textarea");
+      const usable = next && gone && next.getAttribute("aria-busy") === "false" && box
+        && box.value === "" && !box.readOnly;
+      if (usable && unitReady()) window.__clSeconds = (performance.now() - start) / 1000;
       else requestAnimationFrame(check);
     };
     requestAnimationFrame(check);
@@ -218,7 +233,8 @@ _WATCH_NEXT_UNIT = """(previous) => {
 
 
 def browser_latency(engine: Engine, db_url: str, data_dir: Path, units: int) -> dict[str, object]:
-    """Ctrl+Enter → next unit visible, for ``units`` units answered by keyboard in Chromium."""
+    """Ctrl+Enter → the whole next unit usable, for ``units`` units answered by keyboard in
+    Chromium at 1280×720, with the machine's load average before and after."""
     from playwright.sync_api import expect, sync_playwright  # only the browser part needs it
 
     with session_scope(engine) as session:
@@ -233,29 +249,37 @@ def browser_latency(engine: Engine, db_url: str, data_dir: Path, units: int) -> 
             executable_path=str(chromium), headless=True,
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )  # fmt: skip
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.set_default_timeout(30_000)
         page.goto(url)
         page.get_by_label("User name", exact=True).fill("bench-browser")
         page.get_by_label("Password", exact=True).fill(PASSWORD)
         page.get_by_role("button", name="Log in").click()
         expect(page.get_by_text("Logged in as bench-browser")).to_be_visible()
-        time.sleep(1)  # let the session cookie be written before opening a URL
+        page.wait_for_function("document.cookie.length > 0")  # the session cookie is written
         page.goto(f"{url}/annotate?campaign={campaign}")
+        load_before = os.getloadavg()
         for n in range(units + 1):
             panel = page.locator(".cl-answer")
             expect(panel).to_have_count(1)
             unit = panel.get_attribute("data-unit")
             page.locator("body").press("7")
             page.keyboard.type(RATIONALE.format(unit=unit))
-            page.evaluate(_WATCH_NEXT_UNIT, unit)
+            page.evaluate(_WATCH_WHOLE_UNIT, unit)
             page.keyboard.press("Control+Enter")
             page.wait_for_function("window.__clSeconds !== undefined")
             if n:  # the first round warms the server's caches
                 values.append(page.evaluate("window.__clSeconds"))
+        load_after = os.getloadavg()
         browser.close()
-    result = percentiles(values)
-    result["meets_target_p95_500ms"] = result["p95_ms"] <= TARGET_BROWSER_P95_MS
+    result: dict[str, object] = {
+        "measures": "Ctrl+Enter -> question, response and an enabled, empty answer panel",
+        **percentiles(values),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in load_after],
+        "cpus": os.cpu_count(),
+    }
+    result["meets_target_p95_250ms"] = result["p95_ms"] <= TARGET_BROWSER_P95_MS  # type: ignore[operator]
     return result
 
 
@@ -265,6 +289,9 @@ def main() -> None:
     parser.add_argument("--submits", type=int, default=2000)
     parser.add_argument("--browser-units", type=int, default=50)
     parser.add_argument("--postgresql", action="store_true", help="also measure PostgreSQL")
+    parser.add_argument(
+        "--browser-only", action="store_true", help="seed the campaign, then only the browser run"
+    )
     args = parser.parse_args()
     report: dict[str, object] = {
         "python": sys.version.split()[0],
@@ -275,7 +302,12 @@ def main() -> None:
         db_url = f"sqlite:///{folder}/bench.db"
         data_dir = Path(folder) / "data"
         os.environ["CRITIQUELAB_DATA_DIR"] = str(data_dir)
-        engine, _, report["sqlite"] = run_service(db_url, args.units, args.submits)
+        if args.browser_only:
+            engine = make_engine(db_url)
+            upgrade_database(engine)
+            seed_campaign(engine, args.units, 42, overlap=3)
+        else:
+            engine, _, report["sqlite"] = run_service(db_url, args.units, args.submits)
         if args.browser_units:
             report["browser_sqlite"] = browser_latency(engine, db_url, data_dir, args.browser_units)
         engine.dispose()
