@@ -1,4 +1,4 @@
-"""``critiquelab users``: add accounts (passwords hashed with argon2, never echoed)."""
+"""``critiquelab users``: add accounts, reset passwords (hashed with argon2, never echoed)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import sys
 import typer
 
 from annotate_app.cli.context import state
+from data.auth import revoke_sessions
 from data.storage import session_scope
-from data.users import create_user, list_users
+from data.users import create_user, list_users, reset_password
 from schemas.tables import ROLES
 
 users_app = typer.Typer(help="User accounts: add annotators, reviewers and admins.")
@@ -30,6 +31,21 @@ def add(
     with session_scope(cli.engine()) as session:
         user = create_user(session, name, password, role)
     cli.emit(user, text=f"added {user.role} {user.name!r} (id {user.id})")
+
+
+@users_app.command("reset-password")
+def reset_password_(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Login name of the account."),
+) -> None:
+    """Set a new password (read as for `users add`); ends the account's sessions and its login
+    lock. The way back in for an admin locked out from an unfamiliar address."""
+    password = _read_password()
+    cli = state(ctx)
+    with session_scope(cli.engine()) as session:
+        user = reset_password(session, name, password, actor_id=None)
+        ended = revoke_sessions(session, user.id)
+    cli.emit(user, text=f"reset the password of {user.name!r}; {ended} open session(s) ended")
 
 
 @users_app.command("list")

@@ -162,3 +162,31 @@ def test_api_key_never_reaches_logs_database_or_exports(
     leaks += [f"cli output {n}" for n, text in enumerate(outputs) if API_KEY in text]
     leaks += ["log records"] if API_KEY in caplog.text else []
     assert leaks == [], f"the API key leaked into: {leaks}"
+
+
+def test_an_admin_locked_out_gets_back_in_with_users_reset_password(
+    engine: Engine, db_url: str
+) -> None:
+    """An attacker keeps the only admin's name locked from everywhere the admin has not logged
+    in before; the operator resets the password on the command line and the lock is gone."""
+    from annotate_app.cli.main import app
+
+    with session_scope(engine) as session:
+        create_user(session, "root", PASSWORD, "admin")
+    old = login(engine, "root", PASSWORD, client="10.0.0.5")
+    assert old.ok and old.token
+    for _ in range(MAX_FAILED_ATTEMPTS + 3):
+        login(engine, "root", "guess", client="203.0.113.66")
+    assert login(engine, "root", PASSWORD, client="10.0.0.9").outcome == "rate_limited"
+    result = CliRunner().invoke(
+        app, ["--db", db_url, "users", "reset-password", "root"], input="new admin password\n"
+    )
+    assert result.exit_code == 0, result.output
+    assert "reset the password of 'root'; 1 open session(s) ended" in result.output
+    assert login(engine, "root", "new admin password", client="10.0.0.9").ok
+    with session_scope(engine) as session:
+        assert user_for_token(session, old.token) is None
+    unknown = CliRunner().invoke(
+        app, ["--db", db_url, "users", "reset-password", "nobody"], input="whatever pass\n"
+    )
+    assert unknown.exit_code == 2 and "no user called 'nobody'" in unknown.output
