@@ -1,8 +1,11 @@
 """The app's page table: which page files exist, under which title, for which roles.
 
 The router (``annotate_app/app.py``) shows a user only the pages of their role whose file
-exists, so a page appears as soon as its file lands. Each page still checks the role itself
-(``require_role``), so opening a page by URL or page switch is refused server-side as well.
+exists, so a page appears as soon as its file lands. The URL of a page of another role opens a
+hidden stand-in that says which role the page needs (the page's script never runs), and a
+visitor who is not logged in gets the login form at every page's URL. Each page still checks the
+role itself (``require_role``), so opening a page by URL or page switch is refused server-side
+as well.
 """
 
 from __future__ import annotations

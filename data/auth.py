@@ -233,9 +233,11 @@ def login(
     """
     now = now or utcnow()
     client = client[:MAX_CLIENT_LENGTH] if client else None
-    if len(name) > MAX_NAME_LENGTH:  # no account has such a name; nothing worth recording
-        password_matches(_DUMMY_HASH, password)
-        return AuthResult("wrong_credentials", WRONG_CREDENTIALS)
+    if len(name) > MAX_NAME_LENGTH:  # no account has such a name
+        if client is None:
+            password_matches(_DUMMY_HASH, password)
+            return AuthResult("wrong_credentials", WRONG_CREDENTIALS)
+        name = ""  # recorded under a name no account can have, so the client's limit counts it
     started = _start_try(engine, name, client, now)
     if isinstance(started, AuthResult):
         return started

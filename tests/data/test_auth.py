@@ -208,6 +208,15 @@ def test_one_client_is_refused_for_every_name_after_many_failures(ann: Engine) -
     assert _login(ann, PASSWORD, T0 + timedelta(minutes=1), client=NEW_PC).ok
 
 
+def test_overlong_names_count_against_the_client(ann: Engine) -> None:
+    for i in range(MAX_CLIENT_FAILURES):
+        result = _login(ann, "x", T0 + timedelta(seconds=i), name="n" * 65, client=ATTACKER)
+        assert result.outcome in ("wrong_credentials", "rate_limited")
+    assert _login(ann, PASSWORD, T0 + timedelta(minutes=1), client=ATTACKER).outcome == (
+        "rate_limited"
+    )
+
+
 def test_a_password_reset_ends_the_lock(ann: Engine) -> None:
     start = utcnow() - timedelta(minutes=6)  # the reset below stamps the real clock
     for minute in range(MAX_FAILED_ATTEMPTS):
