@@ -76,7 +76,7 @@ def convert(folder: Path = PANDALM_DIR) -> PandaLMConversion:
         if len(models) != 2:
             raise ValueError(f"idx {row['idx']}: cmp_key {row['cmp_key']!r} is not model1_model2")
         pair = tuple(
-            _add_response(item, model, str(row[f"response{side}"]))
+            _add_response(item, model, _text(row[f"response{side}"]))
             for side, model in zip((1, 2), models, strict=True)
         )
         item["pairs"].append(list(pair))
@@ -133,6 +133,11 @@ def _load(path: Path) -> list[dict[str, Any]]:
     if not isinstance(rows, list):
         raise ValueError(f"{path}: expected a JSON list of PandaLM rows")
     return rows
+
+
+def _text(value: Any) -> str:
+    """A response as text: six PandaLM responses are the JSON literal ``true``, kept as ``true``."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _new_item(key: str, row: dict[str, Any]) -> dict[str, Any]:

@@ -3,16 +3,18 @@
 The generative critic learns to *write* its verdict; on a CPU a 135M model cannot be fine-tuned on
 a few hundred long prompts in minutes. The head critic reads the same SFT file, runs the frozen
 base model once over each judge prompt, and fits a linear softmax classifier on two features of
-the final layer (after its norm): the hidden state of the last prompt token (where the verdict
-would be written) and the mean hidden state over the prompt. Classes are the verdicts in the
-*shown* order (A / B / tie) for pairwise records, the scale values seen in training for scores.
+one decoder layer's output (passed through the model's final norm): the hidden state of the last
+prompt token (where the verdict would be written) and the mean hidden state over the prompt. The
+layer is chosen with ``l2`` by the cross-validation below (probes of intermediate layers often
+beat the last one), and judging runs the model only up to that layer. Classes are the verdicts in
+the *shown* order (A / B / tie) for pairwise records, the scale values seen in training for scores.
 
 Fitting: features standardised with the training mean and standard deviation, weights by L-BFGS
 on the mean cross-entropy plus ``l2 · ‖W‖² / 2`` (multinomial logistic regression, as sklearn's
-``LogisticRegression``). ``l2`` is chosen from a grid by K-fold cross-validation on the training
-records **grouped by item** (no item in two folds), on mean log-loss; the out-of-fold
-probabilities of the chosen ``l2`` are kept so that a calibration map can be fitted without
-touching held-out data.
+``LogisticRegression``). ``l2`` (and the layer) is chosen from a grid by K-fold cross-validation
+on the training records **grouped by item** (no item in two folds), on mean log-loss; the
+out-of-fold probabilities of the chosen setting are kept, so that a calibration map can be
+fitted without touching held-out data.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class ClassifierHead:
     """(classes, features)."""
     bias: torch.Tensor
     l2: float
+    layer: int = 0
+    """Decoder layer (1-based) whose output the features come from; 0 = the last one."""
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         """(n, classes) softmax probabilities for (n, features) raw features."""
@@ -70,18 +74,37 @@ class HeadFit:
     losses: list[tuple[int, float]]
     """(L-BFGS evaluation, training objective) of the final fit."""
     cv: list[dict[str, float]]
-    """Per ``l2``: mean out-of-fold log-loss and accuracy."""
+    """Per ``layer`` and ``l2``: mean out-of-fold log-loss and accuracy."""
     out_of_fold: np.ndarray
     """(n, classes) out-of-fold probabilities at the chosen ``l2``."""
 
 
 def prompt_features(
-    loaded: LoadedModel, conversations: list[list[dict[str, Any]]], batch_size: int = 8
-) -> np.ndarray:
-    """(n, 2·hidden) features of judge prompts (system + user messages; see the module doc)."""
+    loaded: LoadedModel,
+    conversations: list[list[dict[str, Any]]],
+    batch_size: int = 8,
+    layers: tuple[int, ...] = (0,),
+) -> dict[int, np.ndarray]:
+    """Layer → (n, 2·hidden) features of judge prompts (system + user messages; module doc).
+
+    Layers are 1-based, 0 = the last. The model runs only up to the deepest layer asked for.
+    """
     if loaded.processor is not None:
         raise HeadSetupError("--objective head supports text-only causal models for now")
     decoder = loaded.model.get_decoder().eval()
+    blocks = decoder.layers
+    wanted = sorted({layer or len(blocks) for layer in layers})
+    if wanted[0] < 1 or wanted[-1] > len(blocks):
+        raise HeadSetupError(f"head layers must be between 1 and {len(blocks)}, got {layers}")
+    captured: dict[int, torch.Tensor] = {}
+    hooks = [
+        blocks[layer - 1].register_forward_hook(
+            lambda _m, _i, out, layer=layer: captured.__setitem__(
+                layer, out[0] if isinstance(out, tuple) else out
+            )
+        )
+        for layer in wanted
+    ]
     collator = CriticCollator(loaded.tokenizer.pad_token_id, padding_side="right")
     encoded = [
         loaded.tokenizer(render_prompt(loaded.tokenizer, messages), add_special_tokens=False)[
@@ -90,20 +113,27 @@ def prompt_features(
         for messages in conversations
     ]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))  # little padding
-    result: list[np.ndarray | None] = [None] * len(encoded)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        batch = collator([EncodedConversation(encoded[i], encoded[i]) for i in chunk])
-        mask = batch["attention_mask"].to(decoder.device)
-        with torch.no_grad():
-            hidden = decoder(
-                input_ids=batch["input_ids"].to(decoder.device), attention_mask=mask
-            ).last_hidden_state.float()
-        last = hidden[torch.arange(len(chunk)), mask.sum(-1) - 1]
-        mean = (hidden * mask[..., None]).sum(1) / mask.sum(-1, keepdim=True)
-        for row, index in enumerate(chunk):
-            result[index] = torch.cat([last[row], mean[row]]).cpu().numpy()
-    return np.stack(result)  # type: ignore[arg-type]
+    result = {layer: [None] * len(encoded) for layer in wanted}
+    decoder.layers = blocks[: wanted[-1]]  # nothing above the deepest layer asked for runs
+    try:
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            batch = collator([EncodedConversation(encoded[i], encoded[i]) for i in chunk])
+            mask = batch["attention_mask"].to(decoder.device)
+            with torch.no_grad():
+                decoder(input_ids=batch["input_ids"].to(decoder.device), attention_mask=mask)
+                for layer in wanted:
+                    hidden = decoder.norm(captured[layer]).float()
+                    last = hidden[torch.arange(len(chunk)), mask.sum(-1) - 1]
+                    mean = (hidden * mask[..., None]).sum(1) / mask.sum(-1, keepdim=True)
+                    for row, index in enumerate(chunk):
+                        result[layer][index] = torch.cat([last[row], mean[row]]).cpu().numpy()
+    finally:
+        decoder.layers = blocks
+        for hook in hooks:
+            hook.remove()
+    features = {layer: np.stack(rows) for layer, rows in result.items()}  # type: ignore[arg-type]
+    return {layer: features[layer or len(blocks)] for layer in layers}
 
 
 def record_class(record: SftRecord) -> str:
@@ -119,7 +149,7 @@ def record_class(record: SftRecord) -> str:
 
 
 def fit_head(
-    features: np.ndarray,
+    features: np.ndarray | dict[int, np.ndarray],
     targets: list[str],
     groups: list[str],
     *,
@@ -128,28 +158,35 @@ def fit_head(
     folds: int = 5,
     seed: int = 0,
 ) -> HeadFit:
-    """Choose ``l2`` by grouped K-fold cross-validation, then fit on every record."""
+    """Choose the layer and ``l2`` by grouped K-fold cross-validation (lowest mean out-of-fold
+    log-loss; the stronger ``l2`` on a tie), then fit on every record. ``features``: one array,
+    or layer → array (from :func:`prompt_features`)."""
+    by_layer = features if isinstance(features, dict) else {0: features}
     y = np.array([classes.index(t) for t in targets])
     fold = _group_folds(groups, folds, seed)
-    cv, oof_by_l2 = [], {}
-    for l2 in l2_grid:
-        oof = np.zeros((len(y), len(classes)))
-        for k in sorted(set(fold)):
-            train, test = fold != k, fold == k
-            head, _ = _fit(features[train], y[train], classes, l2)
-            oof[test] = head.probabilities(features[test])
-        picked = np.clip(oof[np.arange(len(y)), y], 1e-12, 1.0)
-        cv.append(
-            {
-                "l2": l2,
-                "log_loss": float(-np.log(picked).mean()),
-                "accuracy": float((oof.argmax(1) == y).mean()),
-            }
-        )
-        oof_by_l2[l2] = oof
-    best = min(cv, key=lambda row: (row["log_loss"], -row["l2"]))["l2"]
-    head, losses = _fit(features, y, classes, best)
-    return HeadFit(head, losses, cv, oof_by_l2[best])
+    cv, oof_by = [], {}
+    for layer, x in by_layer.items():
+        for l2 in l2_grid:
+            oof = np.zeros((len(y), len(classes)))
+            for k in sorted(set(fold)):
+                train, test = fold != k, fold == k
+                head, _ = _fit(x[train], y[train], classes, l2)
+                oof[test] = head.probabilities(x[test])
+            picked = np.clip(oof[np.arange(len(y)), y], 1e-12, 1.0)
+            cv.append(
+                {
+                    "layer": layer,
+                    "l2": l2,
+                    "log_loss": float(-np.log(picked).mean()),
+                    "accuracy": float((oof.argmax(1) == y).mean()),
+                }
+            )
+            oof_by[layer, l2] = oof
+    best = min(cv, key=lambda row: (row["log_loss"], -row["l2"]))
+    layer, l2 = int(best["layer"]), best["l2"]
+    head, losses = _fit(by_layer[layer], y, classes, l2)
+    head.layer = layer
+    return HeadFit(head, losses, cv, oof_by[layer, l2])
 
 
 def save_head(head: ClassifierHead, folder: Path) -> Path:
@@ -162,6 +199,7 @@ def save_head(head: ClassifierHead, folder: Path) -> Path:
             "weight": head.weight,
             "bias": head.bias,
             "l2": torch.tensor(head.l2),
+            "layer": torch.tensor(head.layer),
             "classes": json.dumps(head.classes),
         },
         path,
@@ -179,6 +217,7 @@ def load_head(folder: Path) -> ClassifierHead:
         weight=state["weight"],
         bias=state["bias"],
         l2=float(state["l2"]),
+        layer=int(state["layer"]),
     )
 
 

@@ -257,8 +257,11 @@ def _head_rows(
 
     head = critic.head
     features = prompt_features(
-        critic, [job.prompt.messages for job in chunk], options.generation.batch_size
-    )
+        critic,
+        [job.prompt.messages for job in chunk],
+        options.generation.batch_size,
+        layers=(head.layer,),
+    )[head.layer]
     rows = []
     for job, row in zip(chunk, head.probabilities(features), strict=True):
         shown = dict(zip(head.classes, map(float, row), strict=True))

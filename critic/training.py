@@ -92,6 +92,8 @@ class TrainConfig:
     (:mod:`critic.head`); no generation, no LoRA, no Trainer."""
     head_folds: int = 5
     """``head``: folds of the cross-validation (grouped by item) that chooses the L2 strength."""
+    head_layers: tuple[int, ...] = (0,)
+    """``head``: decoder layers (1-based, 0 = last) the cross-validation chooses among."""
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,10 @@ def _train_head(
     pairwise = train_records[0].meta.get("protocol") == "pairwise"
     classes = list(PAIRWISE_CLASSES) if pairwise else sorted(set(targets), key=float)
     features = prompt_features(
-        loaded, [record.messages[:-1] for record in train_records], config.eval_batch_size
+        loaded,
+        [record.messages[:-1] for record in train_records],
+        config.eval_batch_size,
+        layers=config.head_layers,
     )
     groups = [str(record.meta.get("item_id")) for record in train_records]
     fit = fit_head(
@@ -214,6 +219,7 @@ def _train_head(
         "classes": classes,
         "dtype": str(dtype).removeprefix("torch."),
         "l2": fit.head.l2,
+        "layer": fit.head.layer,
         "cv": fit.cv,
         "train_records": len(train_records),
         "train_config": {

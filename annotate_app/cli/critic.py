@@ -134,6 +134,9 @@ def train(
         help="generate (write verdict + reasons) | head (classifier head on the frozen model).",
     ),
     head_folds: int = typer.Option(5, "--head-folds", help="head: grouped CV folds for L2."),
+    head_layers: str = typer.Option(
+        "0", "--head-layers", help="head: layers (1-based, 0 = last) CV chooses among, e.g. 8,16."
+    ),
 ) -> None:
     """Fine-tune a critic; multi-GPU: accelerate launch $(which critiquelab) critic train ..."""
     from critic.training import TrainConfig, train_critic
@@ -168,6 +171,7 @@ def train(
         eval_limit=eval_limit,
         objective=_choice(objective, ("generate", "head"), "--objective"),  # type: ignore[arg-type]
         head_folds=head_folds,
+        head_layers=_layers(head_layers),
     )
     result = train_critic(config, on_log=lambda log: cli.info(_log_line(log)))
     figures = _headline(result.eval.report) if result.eval else {}
@@ -340,6 +344,16 @@ def judge_run(
     )
     if summary.failed:
         raise typer.Exit(1)
+
+
+def _layers(text: str) -> tuple[int, ...]:
+    try:
+        layers = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not a comma-separated list of layer numbers", param_hint="--head-layers"
+        ) from None
+    return layers
 
 
 def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:

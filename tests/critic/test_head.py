@@ -33,13 +33,18 @@ def _rows(engine: Engine, judge: str) -> list[Judgement]:
         return list(session.exec(select(Judgement).where(Judgement.judge == judge)))
 
 
-def _pair_prompts(engine: Engine):  # type: ignore[no-untyped-def]
+def _pair_prompts(engine: Engine, both_orders: bool = False):  # type: ignore[no-untyped-def]
     with session_scope(engine) as session:
         info = campaign_info(session, "pairs")
         units = campaign_units(session, info.id)
     template = builtin_template("pairwise")
     jobs = plan_jobs(
-        units, info.protocol, template, vision=False, resolve_image=image_resolver(engine)
+        units,
+        info.protocol,
+        template,
+        vision=False,
+        resolve_image=image_resolver(engine),
+        both_orders=both_orders,
     )
     return [job.prompt for job in jobs]
 
@@ -107,7 +112,7 @@ def test_head_training_lowers_the_loss_changes_weights_and_judges(
     result = train_critic(
         TrainConfig(
             data=data, base_model=tiny_llama, output_dir=tmp_path / "head", objective="head",
-            head_folds=2,
+            head_folds=2, head_layers=(1, 0),
         )
     )  # fmt: skip
     assert result.losses[-1][1] < result.losses[0][1]
@@ -115,7 +120,11 @@ def test_head_training_lowers_the_loss_changes_weights_and_judges(
     assert head.weight.abs().sum() > 0  # the fit starts from zero weights
     info = json.loads((result.final_dir / "critic.json").read_text())
     assert info["objective"] == "head" and info["classes"] == ["A", "B", "tie"]
-    assert {row["l2"] for row in info["cv"]} == {1e-3, 1e-2, 1e-1, 1.0, 10.0}
+    assert {(row["layer"], row["l2"]) for row in info["cv"]} == {
+        (layer, l2) for layer in (1, 0) for l2 in (1e-3, 1e-2, 1e-1, 1.0, 10.0)
+    }
+    best = min(info["cv"], key=lambda row: (row["log_loss"], -row["l2"]))
+    assert (head.layer, head.l2) == (best["layer"], best["l2"]) == (info["layer"], info["l2"])
     critic = load_critic(result.final_dir)
     assert critic.head is not None
     keys = split_unit_keys(data, "eval")
@@ -128,9 +137,16 @@ def test_head_training_lowers_the_loss_changes_weights_and_judges(
         assert row.preference == max(("A", "B", "tie"), key=probs.__getitem__)
     # the stored probabilities are the head applied to the frozen model's features
     base = load_base_model(tiny_llama)
-    prompt = next(p for p in _pair_prompts(engine))
-    features = prompt_features(base, [prompt.messages])
-    assert np.isfinite(head.probabilities(features)).all()
+    stored = _rows(engine, "head")[0]
+    prompt = next(
+        p for p in _pair_prompts(engine, both_orders=True) if p.input_sha256 == stored.input_sha256
+    )
+    features = prompt_features(base, [prompt.messages], layers=(head.layer,))[head.layer]
+    probs = dict(zip(head.classes, head.probabilities(features)[0], strict=True))
+    swapped = stored.shown_order == "BA"
+    expected = {"A": probs["B" if swapped else "A"], "B": probs["A" if swapped else "B"]}
+    for label, value in expected.items():
+        assert stored.meta["probs"][label] == pytest.approx(float(value), abs=1e-5)
 
 
 def test_head_cross_validation_is_grouped_by_item_and_picks_the_best_l2() -> None:
