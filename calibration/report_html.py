@@ -37,14 +37,22 @@ _SIGNED_METRICS = {"bias", "smd"}  # a difference of signed errors is neither be
 
 
 def write_html(
-    report: CalibrationReport, path: Path, comparisons: Sequence[JudgeComparison] = ()
+    report: CalibrationReport,
+    path: Path,
+    comparisons: Sequence[JudgeComparison] = (),
+    extra_sections: Sequence[str] = (),
 ) -> None:
     """Write the audit report to ``path`` (UTF-8), with a section per judge comparison."""
-    Path(path).write_text(render_html(report, comparisons), encoding="utf-8")
+    Path(path).write_text(render_html(report, comparisons, extra_sections), encoding="utf-8")
 
 
-def render_html(report: CalibrationReport, comparisons: Sequence[JudgeComparison] = ()) -> str:
-    """The audit report as one HTML document (``comparisons``: from calibration.compare)."""
+def render_html(
+    report: CalibrationReport,
+    comparisons: Sequence[JudgeComparison] = (),
+    extra_sections: Sequence[str] = (),
+) -> str:
+    """The audit report as one HTML document (``comparisons``: from calibration.compare;
+    ``extra_sections``: escaped HTML from :mod:`calibration.report_audits`, after them)."""
     summary = report.summary
     sections = [
         glance_section(report),  # the charts first, as on the calibration page
@@ -56,6 +64,7 @@ def render_html(report: CalibrationReport, comparisons: Sequence[JudgeComparison
         _maps(summary),
     ]
     sections.append(comparison_section(list(comparisons)))
+    sections.extend(extra_sections)
     for name, details in report.details.items():
         sections.append(_judge_section(summary, name, details))
     title = f"CritiqueLab calibration report — {summary['protocol']}"
@@ -63,6 +72,16 @@ def render_html(report: CalibrationReport, comparisons: Sequence[JudgeComparison
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{escape(title)}</h1>" + "".join(sections) + "</body></html>"
+    )
+
+
+def audit_report_html(sections: Sequence[str]) -> str:
+    """A report made of the judge-audit sections alone (``calibrate --consistency`` by itself)."""
+    title = "CritiqueLab judge audit"
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{title}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{title}</h1>" + "".join(sections) + "</body></html>"
     )
 
 

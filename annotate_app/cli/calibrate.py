@@ -8,12 +8,18 @@ from pathlib import Path
 import pandas as pd
 import typer
 
+from annotate_app.cli.calibrate_audits import (
+    AuditOutputs,
+    campaign_audits,
+    consistency_only,
+    read_audit_inputs,
+)
 from annotate_app.cli.context import state
 from calibration import CalibrationInputError, CalibrationOptions, calibrate
 from calibration.compare import JudgeComparison, compare_judges
 from calibration.io import judgement_frame, with_response_metadata
 from calibration.report_compare import comparison_text
-from calibration.report_html import write_html
+from calibration.report_html import audit_report_html, write_html
 from data.frames import campaign_judgement_frame, campaign_reference_overrides, find_campaign
 from data.importers.reader import dataset_metadata, files_sha256, read_judgement_files
 from data.queue import campaign_protocol
@@ -69,9 +75,45 @@ def calibrate_command(
         help="Is judge A better than judge B? Δ = A − B per metric on the units both judged, "
         "with a paired bootstrap interval; 'human' as A or B is the leave-one-out human.",
     ),
+    consistency: tuple[str, str] | None = typer.Option(
+        None,
+        "--consistency",
+        metavar="POINTWISE PAIRWISE",
+        help="Do preferences agree with scores? Two campaigns of one dataset: one with scores, "
+        "one pairwise; alone or with --campaign.",
+    ),
+    delta: float = typer.Option(
+        None,
+        "--delta",
+        help="--consistency: a tie is consistent when the scores differ by at "
+        "most this (default: one step of the scale).",
+    ),
+    price_in: float = typer.Option(
+        None, "--price-in", help="Price per million input tokens, every judge (with --price-out)."
+    ),
+    price_out: float = typer.Option(
+        None, "--price-out", help="Price per million output tokens, every judge."
+    ),
+    prices: Path = typer.Option(
+        None, "--prices", help='JSON file: {"judge": {"input": N, "output": N}} per million tokens.'
+    ),
+    families: Path = typer.Option(
+        None,
+        "--families",
+        help="JSON file mapping judge and model names to a family, e.g. "
+        '{"gpt-4o-judge": "gpt", "gpt-4o": "gpt"}: self-preference.',
+    ),
 ) -> None:
     """Agreement of each judge with the humans, human ceiling, intervals (METRICS.md)."""
     cli = state(ctx)
+    audit_inputs = read_audit_inputs(consistency, delta, price_in, price_out, prices, families)
+    if consistency is not None and campaign is None and not judgments:
+        outputs = consistency_only(
+            cli, audit_inputs, judges=judge or None, no_majority=no_majority,
+            bootstrap=bootstrap, seed=seed,
+        )  # fmt: skip
+        _emit_audits_only(cli, outputs, json_out, html_out)
+        return
     if (campaign is None) == (not judgments):
         raise CalibrationInputError(
             "give either --campaign NAME (database) or --judgments FILE... (files), not both"
@@ -119,13 +161,30 @@ def calibrate_command(
         report = calibrate(
             frame, options, overrides=overrides, data_sha256=data_sha256, progress=advance
         )
-    output = _with_comparisons(report.summary, comparisons)
+    audits = AuditOutputs()
+    if campaign is not None:  # the judge audit reads responses and usage: database mode only
+        audits = campaign_audits(
+            cli, campaign, audit_inputs, judges=judge or None, no_majority=no_majority,
+            bootstrap=bootstrap, seed=seed,
+        )  # fmt: skip
+    output = {**_with_comparisons(report.summary, comparisons), **audits.json()}
     if json_out is not None:
         json_out.write_text(json.dumps(output, indent=2, ensure_ascii=False), "utf-8")
     if html_out is not None:
-        write_html(report, html_out, comparisons)
+        write_html(report, html_out, comparisons, extra_sections=audits.html())
     text = _summary_text(report.summary, json_out, html_out)
-    cli.emit(output, text="\n".join([text, *map(comparison_text, comparisons)]))
+    lines = [text, *map(comparison_text, comparisons), audits.text()]
+    cli.emit(output, text="\n".join(line for line in lines if line))
+
+
+def _emit_audits_only(cli, outputs: AuditOutputs, json_out: Path | None, html_out: Path | None):
+    """``--consistency`` without ``--campaign``: its JSON, its report section, its text."""
+    output = outputs.json()
+    if json_out is not None:
+        json_out.write_text(json.dumps(output, indent=2, ensure_ascii=False), "utf-8")
+    if html_out is not None:
+        html_out.write_text(audit_report_html(outputs.html()), "utf-8")
+    cli.emit(output, text=outputs.text())
 
 
 def _with_comparisons(summary: dict, comparisons: list[JudgeComparison]) -> dict:

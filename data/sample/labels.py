@@ -26,6 +26,7 @@ from data.sample.synthetic import (
     AnnotatorProfile,
     JudgeProfile,
     active_seconds,
+    judge_usage,
     pairwise_raw_output,
     perceived_preference,
     perceived_score,
@@ -179,13 +180,14 @@ def _pointwise_judgement(judge: JudgeProfile, protocol_name: str, unit: _UnitTru
     claimed = int(high) + rng.choice((2, 4)) if status == "out_of_scale" else score
     raw = pointwise_raw_output(rng, judge, protocol.name, claimed, reason, status,
                                truth.language)  # fmt: skip
+    usage, latency = judge_usage(rng_for("usage", judge.name, unit.unit_key), judge, raw, 1)
     return Judgement(
         judge=judge.name, protocol=protocol.name, unit_key=unit.unit_key,
         response_pk=unit.response_pk, shown_order="AB", sample=0,
         score=float(score) if status == "ok" else None,
         rationale=reason if status != "unparsed" else "", raw_output=raw, parse_status=status,
-        prompt_id=prompt_id(protocol.name, truth.language), synthetic=True,
-        created_at=BASE_TIME + timedelta(days=3), meta={"synthetic": True},
+        prompt_id=prompt_id(protocol.name, truth.language), synthetic=True, usage=usage,
+        created_at=BASE_TIME + timedelta(days=3), meta={"synthetic": True, "latency": latency},
     )  # fmt: skip
 
 
@@ -205,14 +207,17 @@ def _pair_judgement(judge: JudgeProfile, unit: _UnitTruth, shown_order: str) -> 
         pairwise_rationale(rng, first.language, shown, first.tier, second.tier, first.fact)
         if shown is not None else ""
     )  # fmt: skip
+    raw = pairwise_raw_output(rng, judge, shown, reason)
+    usage, latency = judge_usage(rng_for("usage", judge.name, unit.unit_key, shown_order), judge,
+                                 raw, 2)  # fmt: skip
     return Judgement(
         judge=judge.name, protocol="pairwise", unit_key=unit.unit_key, pair_pk=unit.pair_pk,
         shown_order=shown_order, sample=0,
         preference=None if shown is None else to_canonical(shown, swapped=shown_order == "BA"),
-        rationale=reason, raw_output=pairwise_raw_output(rng, judge, shown, reason),
+        rationale=reason, raw_output=raw,
         parse_status="ok" if shown is not None else "unparsed",
-        prompt_id=prompt_id("pairwise", first.language), synthetic=True,
-        created_at=BASE_TIME + timedelta(days=3), meta={"synthetic": True},
+        prompt_id=prompt_id("pairwise", first.language), synthetic=True, usage=usage,
+        created_at=BASE_TIME + timedelta(days=3), meta={"synthetic": True, "latency": latency},
     )  # fmt: skip
 
 

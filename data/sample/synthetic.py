@@ -61,6 +61,8 @@ class JudgeProfile:
     position_bias: float
     """Pairwise: chance of choosing the response shown first whatever their quality."""
     tie_margin: float
+    seconds_per_token: float = 0.02
+    """Synthetic latency per output token (the judge audit's time per 1,000 units)."""
 
 
 MODELS: tuple[ModelProfile, ...] = (
@@ -81,7 +83,7 @@ JUDGES: tuple[JudgeProfile, ...] = (
     JudgeProfile("synthetic-gpt4-like", bias=0.35, noise=1.0, shrink=0.1, unparsed=0.03,
                  out_of_scale=0.0, position_bias=0.06, tie_margin=0.7),
     JudgeProfile("synthetic-critic-v0", bias=0.8, noise=1.5, shrink=0.35, unparsed=0.08,
-                 out_of_scale=0.02, position_bias=0.3, tie_margin=0.4),
+                 out_of_scale=0.02, position_bias=0.3, tie_margin=0.4, seconds_per_token=0.008),
 )  # fmt: skip
 """Two fictional judges: one close to the humans, one noisier with a position bias."""
 
@@ -124,6 +126,19 @@ def perceived_preference(
     if abs(difference) < margin:
         return "tie"
     return "A" if difference > 0 else "B"
+
+
+def judge_usage(rng: random.Random, judge: JudgeProfile, raw_output: str, responses: int,
+                ) -> tuple[dict[str, int], float]:  # fmt: skip
+    """Token usage (OpenAI's keys, as ``judge run`` stores them) and latency in seconds of one
+    synthetic judge call: a prompt of about 380 tokens plus 260 per response shown, an answer of
+    one token per 3.5 characters, and a time that grows with the answer."""
+    prompt = int(380 + 260 * responses + rng.gauss(0.0, 40.0))
+    completion = max(1, round(len(raw_output) / 3.5))
+    seconds = 0.4 + judge.seconds_per_token * completion * rng.lognormvariate(0.0, 0.25)
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+             "total_tokens": prompt + completion}  # fmt: skip
+    return usage, round(seconds, 3)
 
 
 def active_seconds(rng: random.Random, median: float) -> float:

@@ -1,0 +1,206 @@
+"""``critiquelab calibrate``'s judge audits: ``--consistency`` and the bias and cost audit
+(``judge_audit`` in ``--json``, a section in ``--html``), each one library call.
+
+:mod:`annotate_app.cli.calibrate` calls :func:`read_audit_inputs` once for the options and then
+:func:`campaign_audits` (``--campaign``) or :func:`consistency_only` (``--consistency`` alone).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from annotate_app.cli.context import CliState
+from calibration.audits import JudgeAudit, audit_judges
+from calibration.consistency import ConsistencyReport, cross_protocol_consistency
+from calibration.cost import Prices, parse_prices
+from calibration.errors import CalibrationInputError
+from calibration.report_audits import (
+    audit_section,
+    audit_text,
+    consistency_section,
+    consistency_text,
+)
+from data.campaigns import get_campaign
+from data.frames import campaign_judgement_frame, campaign_reference_overrides
+from data.judge_facts import campaign_judgement_usage, campaign_response_facts
+from data.queue import campaign_protocol
+from data.storage import session_scope
+
+
+@dataclass(frozen=True)
+class AuditInputs:
+    """The audit options, read and checked before any long computation."""
+
+    consistency: tuple[str, str] | None = None
+    delta: float | None = None
+    prices: dict[str, Prices] | Prices | None = None
+    families: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AuditOutputs:
+    """What the audits add to the command's JSON, HTML report and terminal text."""
+
+    consistency: ConsistencyReport | None = None
+    judge_audit: JudgeAudit | None = None
+
+    def json(self) -> dict:
+        result = {}
+        if self.judge_audit is not None:
+            result["judge_audit"] = self.judge_audit.model_dump(mode="json")
+        if self.consistency is not None:
+            result["consistency"] = self.consistency.model_dump(mode="json")
+        return result
+
+    def html(self) -> list[str]:
+        return [consistency_section(self.consistency), audit_section(self.judge_audit)]
+
+    def text(self) -> str:
+        parts = []
+        if self.consistency is not None:
+            parts.append(consistency_text(self.consistency))
+        if self.judge_audit is not None:
+            parts.append(audit_text(self.judge_audit))
+        return "\n".join(parts)
+
+
+def read_audit_inputs(
+    consistency: tuple[str, str] | None,
+    delta: float | None,
+    price_in: float | None,
+    price_out: float | None,
+    prices_file: Path | None,
+    families_file: Path | None,
+) -> AuditInputs:
+    """Check the audit options and read the price and family files."""
+    prices: dict[str, Prices] | Prices | None = None
+    if (price_in is None) != (price_out is None):
+        raise CalibrationInputError(
+            "give both --price-in and --price-out (per million tokens), or --prices FILE"
+        )
+    if price_in is not None and prices_file is not None:
+        raise CalibrationInputError(
+            "give either --price-in/--price-out (every judge) or --prices FILE, not both"
+        )
+    if price_in is not None:
+        if price_in < 0 or price_out < 0:  # type: ignore[operator]
+            raise CalibrationInputError("--price-in and --price-out must be ≥ 0")
+        prices = Prices(input=price_in, output=price_out)  # type: ignore[arg-type]
+    if prices_file is not None:
+        prices = parse_prices(_read(prices_file, "--prices"), f"--prices {prices_file}")
+    families = {}
+    if families_file is not None:
+        families = _families(_read(families_file, "--families"), families_file)
+    if delta is not None and not delta >= 0:
+        raise CalibrationInputError(f"--delta must be ≥ 0 (scale points), got {delta}")
+    return AuditInputs(consistency, delta, prices, families)
+
+
+def campaign_audits(
+    cli: CliState,
+    campaign: str,
+    inputs: AuditInputs,
+    *,
+    judges: list[str] | None,
+    no_majority: str,
+    bootstrap: int,
+    seed: int,
+) -> AuditOutputs:
+    """The bias and cost audit of ``campaign`` and, with ``--consistency``, the consistency."""
+    engine = cli.engine()
+    with session_scope(engine) as session:
+        found = get_campaign(session, campaign)
+        frame = campaign_judgement_frame(session, found.id, judges=judges)
+        facts = campaign_response_facts(session, found.id)
+        usage = campaign_judgement_usage(session, found.id, judges=judges)
+        overrides = campaign_reference_overrides(session, found.id)
+        protocol = campaign_protocol(found)
+    with cli.progress("judge audit", total=None):
+        audit = audit_judges(
+            frame, protocol, facts, usage, families=inputs.families, prices=inputs.prices,
+            judges=judges, no_majority=no_majority, overrides=overrides,  # type: ignore[arg-type]
+            bootstrap=bootstrap, seed=seed,
+        )  # fmt: skip
+    consistency = None
+    if inputs.consistency is not None:
+        consistency = _consistency(engine, cli, inputs, judges, no_majority, bootstrap, seed)
+    return AuditOutputs(consistency=consistency, judge_audit=audit)
+
+
+def consistency_only(
+    cli: CliState,
+    inputs: AuditInputs,
+    *,
+    judges: list[str] | None,
+    no_majority: str,
+    bootstrap: int,
+    seed: int,
+) -> AuditOutputs:
+    """``calibrate --consistency P Q`` without ``--campaign``."""
+    report = _consistency(cli.engine(), cli, inputs, judges, no_majority, bootstrap, seed)
+    return AuditOutputs(consistency=report)
+
+
+def _consistency(engine: Engine, cli: CliState, inputs: AuditInputs, judges, no_majority,
+                 bootstrap, seed) -> ConsistencyReport:  # fmt: skip
+    assert inputs.consistency is not None
+    pointwise_name, pairwise_name = inputs.consistency
+    with session_scope(engine) as session:
+        pointwise = get_campaign(session, pointwise_name)
+        pairwise = get_campaign(session, pairwise_name)
+        if pointwise.dataset_id != pairwise.dataset_id:
+            raise CalibrationInputError(
+                f"--consistency: {pointwise.name} and {pairwise.name} are campaigns of different "
+                "datasets; give a pointwise and a pairwise campaign of one dataset"
+            )
+        _check_order(pointwise.name, pointwise.protocol, pairwise.name, pairwise.protocol)
+        frames = [campaign_judgement_frame(session, c.id) for c in (pointwise, pairwise)]
+        overrides = tuple(
+            campaign_reference_overrides(session, c.id) for c in (pointwise, pairwise)
+        )
+        protocol = campaign_protocol(pointwise)
+    with cli.progress("consistency", total=None):
+        return cross_protocol_consistency(
+            frames[0], frames[1], protocol, names=(pointwise.name, pairwise.name),
+            delta=inputs.delta, no_majority=no_majority,  # type: ignore[arg-type]
+            overrides=overrides,  # type: ignore[arg-type]
+            judges=tuple(judges) if judges else None, bootstrap=bootstrap, seed=seed,
+        )  # fmt: skip
+
+
+def _check_order(first: str, first_protocol: str, second: str, second_protocol: str) -> None:
+    """``--consistency POINTWISE PAIRWISE``: the campaign with scores first."""
+    usage = "--consistency POINTWISE PAIRWISE"
+    if first_protocol == "pairwise" and second_protocol != "pairwise":
+        raise CalibrationInputError(
+            f"{usage}: the campaign with scores comes first; give --consistency {second} {first}"
+        )
+    if second_protocol != "pairwise":
+        raise CalibrationInputError(f"{usage}: {second} is {second_protocol}, not pairwise")
+    if first_protocol == "pairwise":
+        raise CalibrationInputError(f"{usage}: {first} is pairwise too; name one with scores")
+
+
+def _read(path: Path, option: str) -> str:
+    try:
+        return Path(path).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise CalibrationInputError(f"{option} {path}: cannot read it ({error})") from error
+
+
+def _families(text: str, path: Path) -> dict[str, str]:
+    """``--families FILE``: a JSON object mapping judge and model names to a family name."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CalibrationInputError(f"--families {path}: not JSON ({error})") from error
+    if not isinstance(raw, dict) or not all(isinstance(v, str) and v for v in raw.values()):
+        raise CalibrationInputError(
+            f"--families {path}: expected an object mapping judge and model names to a family, "
+            'e.g. {"gpt-4o-judge": "gpt", "gpt-4o": "gpt"}'
+        )
+    return {str(k): v for k, v in raw.items()}

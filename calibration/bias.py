@@ -1,0 +1,154 @@
+"""Judge biases as pure functions of arrays: length and format preference, length-controlled
+agreement, self-preference (METRICS.md, "Judge bias and cost").
+
+Pairwise preferences are coded 0 = A, 1 = B, 2 = tie (:data:`calibration.pairwise.LABELS`).
+The length-controlled agreement follows AlpacaEval's length-controlled win rate (Dubois et al.
+2024, arXiv:2404.04475): fit a GLM of the judge's verdict with the length difference as a
+mediator, then predict with that term set to zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+LENGTH_GAP = 30
+"""Pairs whose lengths differ by at most this many characters say nothing about a length
+preference (AlpacaEval's ``significant_delta_length``)."""
+_RIDGE = 1e-6  # keeps the Newton steps finite when the verdicts are separable
+
+
+def share_for(code: np.ndarray, side_is_a: np.ndarray) -> np.ndarray:
+    """Per preference, 1 when it chose the given side, 0 the other side, ½ for a tie.
+
+    >>> share_for(np.array([0, 1, 2, 0]), np.array([True, True, True, False]))
+    array([1. , 0. , 0.5, 0. ])
+    """
+    code, side_is_a = np.asarray(code), np.asarray(side_is_a, bool)
+    chose_a = np.where(code == 0, 1.0, np.where(code == 1, 0.0, 0.5))
+    return np.where(side_is_a, chose_a, 1.0 - chose_a)
+
+
+def rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rho, NaN with fewer than 3 units or a constant side."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return _pearson(average_ranks(x), average_ranks(y))  # Spearman = Pearson of ranks
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties sharing their mean rank (``scipy.stats.rankdata``'s default, without
+    its per-call overhead: the bootstrap calls this thousands of times).
+
+    >>> average_ranks(np.array([3.0, 1.0, 3.0, 2.0]))
+    array([3.5, 1. , 3.5, 2. ])
+    """
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    return ((ends - counts + 1 + ends) / 2.0)[inverse]
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def fit_logistic(features: np.ndarray, outcome: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted logistic regression by Newton–Raphson (IRLS); an intercept is added first.
+
+    Returns ``[intercept, *coefficients]``, the maximiser of
+    ``Σ w_i [y_i log p_i + (1 − y_i) log(1 − p_i)] − ½·1e-6·‖β‖²`` with
+    ``p_i = σ(β₀ + x_i·β)``; the tiny ridge only matters when the classes are separable.
+    """
+    design = np.column_stack([np.ones(len(outcome)), np.asarray(features, float)])
+    y, w = np.asarray(outcome, float), np.asarray(weights, float)
+    beta = np.zeros(design.shape[1])
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(design @ beta)))
+        gradient = design.T @ (w * (y - p)) - _RIDGE * beta
+        hessian = (design * (w * p * (1 - p))[:, None]).T @ design + _RIDGE * np.eye(beta.size)
+        step = np.linalg.solve(hessian, gradient)
+        beta = beta + step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return beta
+
+
+@dataclass(frozen=True)
+class LengthControlled:
+    """Agreement with the humans before and after removing the judge's length effect."""
+
+    agreement: float
+    """Raw: weighted share of the judge's verdicts equal to the reference (or Pearson r)."""
+    length_controlled: float
+    """The same, predicted by the model with the length term set to zero."""
+    length_coefficient: float
+    """β_L: the judge's length effect with the human label held fixed."""
+
+
+def length_controlled_agreement(
+    judge_says_a: np.ndarray, reference_a: np.ndarray, length_term: np.ndarray,
+    weights: np.ndarray,
+) -> LengthControlled:  # fmt: skip
+    """Pairwise, over decisive checks (judge and reference both A or B).
+
+    Model: ``P(judge says A) = σ(β₀ + β_H·h + β_L·z)`` with ``h = +1`` when the reference is A,
+    ``−1`` when B, and ``z`` the length term (``tanh(ΔL / sd ΔL)``, ΔL = len A − len B, as in
+    AlpacaEval LC). Raw agreement: Σ w·[verdict = reference] / Σ w. Length-controlled: Σ w·p̃ / Σ w
+    with p̃ = σ(β₀ + β_H·h) for a reference A and 1 − σ(β₀ + β_H·h) for B, i.e. the model's
+    agreement at ΔL = 0. (With h the only other regressor the fitted agreement *with* the length
+    term equals the raw agreement, so the gap is the length term's share.)
+    """
+    y = np.asarray(judge_says_a, float)
+    ref_a = np.asarray(reference_a, bool)
+    w = np.asarray(weights, float)
+    if w.sum() <= 0 or np.unique(ref_a).size < 2:
+        return LengthControlled(float("nan"), float("nan"), float("nan"))
+    h = np.where(ref_a, 1.0, -1.0)
+    beta = fit_logistic(np.column_stack([h, length_term]), y, w)
+    p_a = 1.0 / (1.0 + np.exp(-(beta[0] + beta[1] * h)))
+    agree_lc = np.where(ref_a, p_a, 1.0 - p_a)
+    raw = np.where(ref_a, y, 1.0 - y)
+    total = w.sum()
+    return LengthControlled(float(w @ raw / total), float(w @ agree_lc / total), float(beta[2]))
+
+
+def length_controlled_correlation(
+    judge: np.ndarray, human: np.ndarray, length_term: np.ndarray
+) -> LengthControlled:
+    """Pointwise: ordinary least squares ``J = b₀ + b_H·H + b_L·ℓ`` (ℓ the standardised log
+    length); the length-controlled score is ``J − b_L·ℓ`` and the agreement is Pearson's r with
+    H before and after."""
+    judge, human, ell = (np.asarray(x, float) for x in (judge, human, length_term))
+    if judge.size < 3 or np.ptp(judge) == 0 or np.ptp(human) == 0:
+        return LengthControlled(float("nan"), float("nan"), float("nan"))
+    design = np.column_stack([np.ones(judge.size), human, ell])
+    coef = np.linalg.lstsq(design, judge, rcond=None)[0]
+    controlled = judge - coef[2] * ell
+    return LengthControlled(_pearson(judge, human), _pearson(controlled, human), float(coef[2]))
+
+
+def length_term_pairwise(length_a: np.ndarray, length_b: np.ndarray) -> np.ndarray:
+    """AlpacaEval LC's length feature: ``tanh(ΔL / sd(ΔL))`` (0 where all ΔL are equal)."""
+    delta = np.asarray(length_a, float) - np.asarray(length_b, float)
+    sd = delta.std(ddof=1) if delta.size > 1 else 0.0
+    return np.tanh(delta / sd) if sd > 0 else np.zeros_like(delta)
+
+
+def length_term_pointwise(length: np.ndarray) -> np.ndarray:
+    """Standardised ``log(1 + length)`` (0 where all lengths are equal)."""
+    ell = np.log1p(np.asarray(length, float))
+    sd = ell.std(ddof=1) if ell.size > 1 else 0.0
+    return (ell - ell.mean()) / sd if sd > 0 else np.zeros_like(ell)
+
+
+def score_gap(values: np.ndarray, own: np.ndarray) -> float:
+    """Mean of ``values`` on the own-family units minus the mean on the others (NaN if either
+    side is empty)."""
+    values, own = np.asarray(values, float), np.asarray(own, bool)
+    if own.all() or not own.any():
+        return float("nan")
+    return float(values[own].mean() - values[~own].mean())

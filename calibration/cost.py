@@ -1,0 +1,131 @@
+"""Cost and time per 1,000 units of each judge, from the token usage and latency stored with its
+judgements and the prices the user states (METRICS.md, "Judge bias and cost").
+
+A unit is *measured* when every call made for it (a pair judged in both orders is two calls) was
+paid for (not answered from the cache) and its usage (for tokens) or latency (for time) was
+recorded. Per 1,000 units = 1000 × the mean over measured units of the unit's summed tokens,
+price or seconds — what judging 1,000 more units would take, as AlpacaEval's
+"price / time per 1000 examples".
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calibration.errors import CalibrationInputError
+from schemas.audit_records import JudgementUsage
+
+
+class Prices(BaseModel):
+    """What a judge's tokens cost, in any currency, per million tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: float = Field(ge=0, description="price per million input (prompt) tokens")
+    output: float = Field(ge=0, description="price per million output (completion) tokens")
+
+
+class JudgeCost(BaseModel):
+    """Tokens, price and time of one judge per 1,000 units."""
+
+    model_config = ConfigDict(frozen=True)
+
+    judge: str
+    n_units: int
+    """Units with at least one stored judgement of this judge."""
+    n_calls: int
+    n_cached: int
+    """Calls answered from the judge cache (no tokens paid)."""
+    n_units_tokens: int
+    """Measured units for tokens and price."""
+    n_units_time: int
+    """Measured units for time."""
+    input_tokens_per_1000: float | None
+    output_tokens_per_1000: float | None
+    cost_per_1000: float | None
+    """None without prices for this judge or without a measured unit."""
+    seconds_per_1000: float | None
+    prices: Prices | None
+
+
+def judge_costs(
+    usage: Sequence[JudgementUsage],
+    prices: Mapping[str, Prices] | Prices | None = None,
+    judges: Sequence[str] | None = None,
+) -> list[JudgeCost]:
+    """One :class:`JudgeCost` per judge (``judges``, or every judge in ``usage``), in name order.
+
+    ``prices``: one :class:`Prices` for every judge, or a mapping judge → prices (judges left out
+    get no cost; a name that is not a judge here is an error, so that a typo does not silently
+    drop a price).
+    """
+    calls: dict[str, dict[str, list[JudgementUsage]]] = defaultdict(lambda: defaultdict(list))
+    for row in usage:
+        calls[row.judge][row.unit].append(row)
+    names = sorted(calls) if judges is None else list(judges)
+    if isinstance(prices, Mapping):
+        unknown = sorted(set(prices) - set(names))
+        if unknown:
+            raise CalibrationInputError(
+                f"prices given for {', '.join(unknown)}, which did not judge here; judges: "
+                + (", ".join(names) or "none")
+            )
+    return [_cost(name, calls.get(name, {}), _price(prices, name)) for name in names]
+
+
+def _price(prices: Mapping[str, Prices] | Prices | None, judge: str) -> Prices | None:
+    if isinstance(prices, Prices) or prices is None:
+        return prices
+    return prices.get(judge)
+
+
+def _cost(judge: str, units: Mapping[str, list[JudgementUsage]], price: Prices | None):
+    paid = {unit: rows for unit, rows in units.items() if not any(r.cached for r in rows)}
+    tokens = [
+        (sum(r.input_tokens for r in rows), sum(r.output_tokens for r in rows))  # type: ignore[misc]
+        for rows in paid.values()
+        if all(r.input_tokens is not None and r.output_tokens is not None for r in rows)
+    ]
+    seconds = [
+        sum(r.latency_s for r in rows)  # type: ignore[misc]
+        for rows in paid.values()
+        if all(r.latency_s is not None for r in rows)
+    ]
+    per_in = 1000 * sum(t[0] for t in tokens) / len(tokens) if tokens else None
+    per_out = 1000 * sum(t[1] for t in tokens) / len(tokens) if tokens else None
+    cost = None
+    if price is not None and per_in is not None and per_out is not None:
+        cost = (per_in * price.input + per_out * price.output) / 1e6
+    return JudgeCost(
+        judge=judge, n_units=len(units), n_calls=sum(len(rows) for rows in units.values()),
+        n_cached=sum(r.cached for rows in units.values() for r in rows),
+        n_units_tokens=len(tokens), n_units_time=len(seconds), input_tokens_per_1000=per_in,
+        output_tokens_per_1000=per_out, cost_per_1000=cost,
+        seconds_per_1000=1000 * sum(seconds) / len(seconds) if seconds else None, prices=price,
+    )  # fmt: skip
+
+
+def parse_prices(text: str, where: str) -> dict[str, Prices]:
+    """A price file: a JSON object judge → ``{"input": ..., "output": ...}`` per million tokens."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CalibrationInputError(f"{where}: not JSON ({error})") from error
+    if not isinstance(raw, dict):
+        raise CalibrationInputError(
+            f'{where}: expected an object judge → {{"input": N, "output": N}}'
+        )
+    result = {}
+    for judge, value in raw.items():
+        try:
+            result[str(judge)] = Prices.model_validate(value)
+        except ValueError as error:
+            raise CalibrationInputError(
+                f'{where}: judge {judge!r}: give {{"input": N, "output": N}}, prices per million '
+                f"tokens ≥ 0 ({str(error).splitlines()[-1].strip()})"
+            ) from error
+    return result
