@@ -46,7 +46,9 @@ async function submit(parts, data) {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ name, password }),
     });
-    const answer = await response.json();
+    const answer = await response.json().catch(() => ({
+      ok: false, message: "The server could not log you in (HTTP " + response.status + "): try again.",
+    }));
     if (answer.ok) {
       window.location.reload();
       return;
