@@ -3,41 +3,41 @@
 Each annotator is a thread (as in ``streamlit run``, one server process serves every browser
 session from its own thread) that calls the same service functions as the annotation page,
 ``data.queue.next_unit`` / ``save_draft`` / ``submit_and_next`` / ``skip``, each in its own
-transaction, with no think time. A few submits are sent twice (a double click) and a few units
-are skipped, so the slot bookkeeping is exercised under churn.
+transaction. A few submits are sent twice (a double click) and a few units are skipped, so the
+slot bookkeeping is exercised under churn. With ``--processes P`` the annotators are spread over
+P OS processes, each with its own engine, as P ``critiquelab serve`` processes behind a reverse
+proxy would be. With ``--think LOW:HIGH`` every annotator works LOW to HIGH seconds on a unit
+(:class:`ThinkTime`: drafts saved meanwhile, arrivals spread); without it the calls follow each
+other at once (the stress run).
 
 After the run the database is checked against what the annotators saw acknowledged: no answer
-lost, no duplicate, overlap K never exceeded, unit counters equal to the rows they count. It
-prints one JSON object: the integrity figures, throughput, and p50 / p95 / p99 latency per
-operation, for the full load and for a single-annotator baseline measured first on the same
-database (the comparison the figures are read against).
+lost, no duplicate, overlap K never exceeded, unit counters equal to the rows they count
+(``load_records.py``). It prints one JSON object: the integrity figures, throughput, and
+p50 / p95 / p99 latency per operation, for the full load and for a single-annotator baseline
+measured first on the same database (the comparison the figures are read against).
 
     python bench/load_test.py --backend sqlite --duration 120 --annotators 50 --units 100000
-    python bench/load_test.py --backend postgresql --duration 120 --annotators 50 --units 100000
+    python bench/load_test.py --backend postgresql --duration 120 --annotators 200 \
+        --processes 4 --think 10:30 --units 100000
     python bench/load_test.py --url postgresql+psycopg://user@host/db ...   # an existing server
 
 With ``--backend postgresql`` and no ``--url`` a throw-away PostgreSQL 15 cluster is started on
-a free 127.0.0.1 port (as ``tests/conftest.py`` does) and removed afterwards.
+a free 127.0.0.1 port (``pg_cluster.py``) and removed afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
-import shutil
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,67 +45,30 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from system_binaries import postgres_bindir, postgres_missing  # noqa: E402
+from load_records import (  # noqa: E402,F401 - check_integrity and the records are used by tests
+    Acknowledgement,
+    Integrity,
+    WorkerLog,
+    check_integrity,
+    log_from_json,
+    log_to_json,
+    percentiles,
+    summarize,
+)
+from pg_cluster import PostgresCluster, free_port, throwaway_postgres  # noqa: E402,F401
+from system_binaries import postgres_bindir, postgres_missing  # noqa: E402,F401
 
-from data import queue
-from data.campaigns import CampaignSpec, create_campaign
-from data.storage import make_engine, session_scope, upgrade_database
-from schemas.tables import Annotation, Assignment, Campaign, Dataset, Item, Response, Unit, User
+from data import queue  # noqa: E402
+from data.campaigns import CampaignSpec, create_campaign  # noqa: E402
+from data.storage import make_engine, session_scope, upgrade_database  # noqa: E402
+from schemas.tables import Dataset, Item, Response, Unit, User  # noqa: E402
+
+LOAD_AVERAGE_BEFORE = os.getloadavg()
+_free_port = free_port  # the name the reliability tests use
 
 RESPONSES_PER_ITEM = 4
 T = TypeVar("T")
 RATIONALE = "Simulated annotator {annotator}: the count matches the picture, unit {unit}."
-
-
-@dataclass
-class Acknowledgement:
-    """A submit that returned without error: what the annotator was told is stored."""
-
-    unit_id: int
-    annotator_id: int
-    score: float
-    rationale: str
-
-
-@dataclass
-class WorkerLog:
-    """What one simulated annotator did, and how long each call took (seconds)."""
-
-    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    acknowledged: list[Acknowledgement] = field(default_factory=list)
-    errors: Counter = field(default_factory=Counter)
-    skipped: int = 0
-    double_submits: int = 0
-    finished: bool = False
-
-
-@dataclass
-class Integrity:
-    """The database after the run, held against the acknowledgements."""
-
-    acknowledged: int
-    live_annotations: int
-    lost: int
-    """acknowledged answers with no live annotation of that score and rationale"""
-    duplicates: int
-    """(unit, annotator) pairs with more than one live annotation, or a second assignment"""
-    unacknowledged_stored: int
-    """live annotations nobody was told about (a commit whose acknowledgement failed)"""
-    overlap: int
-    max_live_assignments_per_unit: int
-    max_annotations_per_unit: int
-    units_over_overlap: int
-    counter_mismatches: int
-    """units whose slots_taken / n_submitted differ from their assignment rows"""
-
-    @property
-    def ok(self) -> bool:
-        return (
-            self.lost == 0
-            and self.duplicates == 0
-            and self.units_over_overlap == 0
-            and self.counter_mismatches == 0
-        )
 
 
 def seed_campaign(
@@ -163,6 +126,37 @@ def _timed(log: WorkerLog, engine: Engine, operation: Callable[..., T], *args: A
     return result
 
 
+@dataclass(frozen=True)
+class ThinkTime:
+    """How long a simulated person works on one unit, in seconds: uniform on [low, high].
+
+    While working, the page saves the draft as the person types: one ``save_draft`` every
+    ``draft_every`` seconds (at least one per unit); then ``submit_and_next``. A person who
+    skips gives up after a third of the think time. Arrivals are spread uniformly over the first
+    ``low`` seconds of the run, as people do not all open the page in the same instant."""
+
+    low: float
+    high: float
+    draft_every: float = 5.0
+
+    @classmethod
+    def parse(cls, text: str) -> ThinkTime | None:
+        """``"10:30"`` -> ThinkTime(10, 30); ``"0"`` -> None (no think time: the stress run)."""
+        low, _, high = text.partition(":")
+        think = cls(float(low), float(high or low))
+        if think.low < 0 or think.high < think.low:
+            raise ValueError(
+                f"think time {text!r}: expected LOW:HIGH seconds with 0 <= LOW <= HIGH"
+            )
+        return None if think.high == 0 else think
+
+
+def _pause(seconds: float, stop_at: float) -> bool:
+    """Sleep ``seconds`` of simulated thinking, not past ``stop_at``; False when time is up."""
+    time.sleep(max(0.0, min(seconds, stop_at - time.monotonic())))
+    return time.monotonic() < stop_at
+
+
 def annotate(
     engine: Engine,
     campaign_id: int,
@@ -172,11 +166,17 @@ def annotate(
     seed: int,
     skip_rate: float = 0.03,
     double_submit_rate: float = 0.02,
+    think: ThinkTime | None = None,
 ) -> None:
     """One simulated annotator: draft, then submit and get the next unit in one transaction (or
-    skip and ask for the next), as the annotation page does, until ``stop_at``."""
+    skip and ask for the next), as the annotation page does, until ``stop_at``. With ``think``
+    the person works on each unit for a think time (drafts saved meanwhile); without, the calls
+    follow each other at once."""
     rng = random.Random(seed)
     view: queue.UnitView | None = None
+    if think is not None and not _pause(rng.uniform(0, think.low), stop_at):
+        log.finished = True
+        return
     while time.monotonic() < stop_at:
         try:
             if view is None:
@@ -186,9 +186,19 @@ def annotate(
             lease = view.assignment_id
             score = float(rng.randint(1, 10))
             rationale = RATIONALE.format(annotator=annotator_id, unit=view.unit_id)
-            _timed(log, engine, queue.save_draft, lease, annotator_id, score=score,
-                   rationale=rationale[:20], active_seconds=3.0)  # fmt: skip
-            if rng.random() < skip_rate:
+            skipping = rng.random() < skip_rate
+            working = 0.0 if think is None else rng.uniform(think.low, think.high)
+            if skipping:
+                working /= 3
+            drafts = 1 if think is None else max(1, int(working // think.draft_every))
+            for n in range(drafts):
+                if not _pause(working / (drafts + 1), stop_at):
+                    break
+                _timed(log, engine, queue.save_draft, lease, annotator_id, score=score,
+                       rationale=rationale[: 20 + n], active_seconds=3.0)  # fmt: skip
+            if not _pause(working / (drafts + 1), stop_at):
+                break
+            if skipping:
                 _timed(log, engine, queue.skip, lease, annotator_id, "load test skip")
                 log.skipped += 1
                 view = None
@@ -208,75 +218,6 @@ def annotate(
     log.finished = True
 
 
-def check_integrity(engine: Engine, campaign_id: int, logs: list[WorkerLog]) -> Integrity:
-    acknowledged = [ack for log in logs for ack in log.acknowledged]
-    with session_scope(engine) as session:
-        overlap = session.get(Campaign, campaign_id).overlap
-        live = session.execute(
-            select(Annotation.unit_id, Annotation.annotator_id, Annotation.score,
-                   Annotation.rationale)
-            .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
-        ).all()  # fmt: skip
-        assignments = session.execute(
-            select(Assignment.unit_id, Assignment.annotator_id, Assignment.status).where(
-                Assignment.campaign_id == campaign_id
-            )
-        ).all()
-        counters = session.execute(
-            select(Unit.id, Unit.slots_taken, Unit.n_submitted).where(
-                Unit.campaign_id == campaign_id, (Unit.slots_taken > 0) | (Unit.n_submitted > 0)
-            )
-        ).all()
-    stored = Counter((row.unit_id, row.annotator_id) for row in live)
-    by_key = {(row.unit_id, row.annotator_id): (row.score, row.rationale) for row in live}
-    acked_keys = {(a.unit_id, a.annotator_id) for a in acknowledged}
-    lost = sum(
-        1 for a in acknowledged if by_key.get((a.unit_id, a.annotator_id)) != (a.score, a.rationale)
-    )
-    assignment_pairs = Counter((row.unit_id, row.annotator_id) for row in assignments)
-    live_slots: Counter = Counter()
-    submitted: Counter = Counter()
-    for row in assignments:
-        if row.status in ("leased", "submitted"):
-            live_slots[row.unit_id] += 1
-        if row.status == "submitted":
-            submitted[row.unit_id] += 1
-    per_unit = Counter(unit for unit, _ in stored.elements())
-    mismatches = sum(
-        1 for unit_id, slots, n_submitted in counters
-        if slots != live_slots[unit_id] or n_submitted != submitted[unit_id]
-    ) + sum(1 for unit_id in live_slots if unit_id not in {c[0] for c in counters})  # fmt: skip
-    return Integrity(
-        acknowledged=len(acknowledged),
-        live_annotations=len(live),
-        lost=lost,
-        duplicates=sum(n - 1 for n in stored.values() if n > 1)
-        + sum(n - 1 for n in assignment_pairs.values() if n > 1)
-        + (len(acknowledged) - len(acked_keys)),
-        unacknowledged_stored=len(set(stored) - acked_keys),
-        overlap=overlap,
-        max_live_assignments_per_unit=max(live_slots.values(), default=0),
-        max_annotations_per_unit=max(per_unit.values(), default=0),
-        units_over_overlap=sum(1 for n in live_slots.values() if n > overlap)
-        + sum(1 for n in per_unit.values() if n > overlap),
-        counter_mismatches=mismatches,
-    )
-
-
-def percentiles(values: list[float]) -> dict[str, float]:
-    """Count, p50 / p95 / p99 and max of ``values`` in milliseconds (inclusive quantiles)."""
-    if len(values) < 2:
-        return {"count": len(values)}
-    cuts = statistics.quantiles(values, n=100, method="inclusive")
-    return {
-        "count": len(values),
-        "p50_ms": round(cuts[49] * 1000, 2),
-        "p95_ms": round(cuts[94] * 1000, 2),
-        "p99_ms": round(cuts[98] * 1000, 2),
-        "max_ms": round(max(values) * 1000, 2),
-    }
-
-
 def run_annotators(
     engine: Engine,
     campaign_id: int,
@@ -284,6 +225,7 @@ def run_annotators(
     duration: float,
     seed: int,
     skip_rate: float = 0.03,
+    think: ThinkTime | None = None,
 ) -> tuple[list[WorkerLog], float]:
     """One thread per annotator for ``duration`` seconds; return their logs and the wall time."""
     logs = [WorkerLog() for _ in annotator_ids]
@@ -291,15 +233,8 @@ def run_annotators(
     threads = [
         threading.Thread(
             target=annotate,
-            args=(
-                engine,
-                campaign_id,
-                annotator_id,
-                start + duration,
-                log,
-                seed * 1000 + n,
-                skip_rate,
-            ),
+            args=(engine, campaign_id, annotator_id, start + duration, log, seed * 1000 + n),
+            kwargs={"skip_rate": skip_rate, "think": think},
             name=f"annotator-{annotator_id}",
         )
         for n, (annotator_id, log) in enumerate(zip(annotator_ids, logs, strict=True))
@@ -311,25 +246,77 @@ def run_annotators(
     return logs, time.monotonic() - start
 
 
-def summarize(logs: list[WorkerLog], wall: float) -> dict[str, object]:
-    merged: dict[str, list[float]] = defaultdict(list)
-    errors: Counter = Counter()
-    for log in logs:
-        for name, values in log.latencies.items():
-            merged[name].extend(values)
-        errors.update(log.errors)
-    submits = sum(len(log.acknowledged) for log in logs)
-    return {
-        "annotators": len(logs),
-        "seconds": round(wall, 2),
-        "submits_acknowledged": submits,
-        "submits_per_second": round(submits / wall, 2),
-        "transactions_per_second": round(sum(len(v) for v in merged.values()) / wall, 2),
-        "skips": sum(log.skipped for log in logs),
-        "double_submits": sum(log.double_submits for log in logs),
-        "errors": dict(errors),
-        "latency": {name: percentiles(values) for name, values in sorted(merged.items())},
-    }
+def run_processes(
+    url: str,
+    campaign_id: int,
+    annotator_ids: list[int],
+    duration: float,
+    seed: int,
+    processes: int,
+    skip_rate: float = 0.03,
+    think: ThinkTime | None = None,
+) -> tuple[list[WorkerLog], float]:
+    """The annotators dealt round-robin over ``processes`` OS processes (as N ``critiquelab
+    serve`` processes behind a proxy), each with its own engine and one thread per annotator.
+
+    Each worker connects, says ``ready`` on stdout and waits for ``go`` on stdin, so the load
+    starts in every process at once; it writes its logs as JSON to a file for the parent."""
+    with tempfile.TemporaryDirectory(prefix="critiquelab-workers-") as folder:
+        workers = []
+        for n in range(processes):
+            spec = Path(folder) / f"worker-{n}.json"
+            spec.write_text(json.dumps({
+                "url": url, "campaign_id": campaign_id,
+                "annotator_ids": annotator_ids[n::processes],
+                "duration": duration, "seed": seed * 100 + n, "skip_rate": skip_rate,
+                "think": None if think is None else asdict(think), "out": str(spec) + ".out",
+            }))  # fmt: skip
+            workers.append((spec, subprocess.Popen(
+                [sys.executable, __file__, "--worker", str(spec)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            )))  # fmt: skip
+        try:
+            for spec, worker in workers:
+                assert worker.stdout is not None
+                if worker.stdout.readline().strip() != "ready":
+                    raise RuntimeError(f"load worker {spec.name} did not start: see its stderr")
+            start = time.monotonic()
+            for _, worker in workers:
+                assert worker.stdin is not None
+                worker.stdin.write("go\n")
+                worker.stdin.close()
+            for spec, worker in workers:
+                if worker.wait() != 0:
+                    raise RuntimeError(f"load worker {spec.name} exited with {worker.returncode}")
+            wall = time.monotonic() - start
+        finally:
+            for _, worker in workers:
+                if worker.poll() is None:
+                    worker.kill()
+                    worker.wait()
+        logs = [
+            log_from_json(data)
+            for spec, _ in workers
+            for data in json.loads(Path(str(spec) + ".out").read_text())
+        ]
+    return logs, wall
+
+
+def _worker(spec_path: str) -> int:
+    """One load process (``--worker SPEC``): see :func:`run_processes`."""
+    spec = json.loads(Path(spec_path).read_text())
+    engine = make_engine(spec["url"])
+    with session_scope(engine) as session:  # connected before the start, like a warm server
+        session.execute(select(func.count()).where(Unit.campaign_id == spec["campaign_id"]))
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        return 1
+    think = None if spec["think"] is None else ThinkTime(**spec["think"])
+    logs, _ = run_annotators(engine, spec["campaign_id"], spec["annotator_ids"], spec["duration"],
+                             spec["seed"], spec["skip_rate"], think)  # fmt: skip
+    engine.dispose()
+    Path(spec["out"]).write_text(json.dumps([log_to_json(log) for log in logs]))
+    return 0
 
 
 def run_load(
@@ -341,8 +328,12 @@ def run_load(
     overlap: int = 3,
     baseline_seconds: float = 10.0,
     seed: int = 0,
+    processes: int = 1,
+    think: ThinkTime | None = None,
 ) -> dict[str, object]:
-    """Seed a fresh database at ``url``, run the baseline and the load, check integrity."""
+    """Seed a fresh database at ``url``, run the baseline (one annotator, no think time, in this
+    process) and the load (in this process, or over ``processes`` worker processes), check
+    integrity."""
     engine = make_engine(url)
     try:
         upgrade_database(engine)
@@ -352,7 +343,14 @@ def run_load(
         baseline_logs, baseline_wall = run_annotators(
             engine, campaign_id, annotator_ids[-1:], baseline_seconds, seed + 1
         )
-        logs, wall = run_annotators(engine, campaign_id, annotator_ids[:-1], duration, seed)
+        if processes > 1:
+            logs, wall = run_processes(
+                url, campaign_id, annotator_ids[:-1], duration, seed, processes, think=think
+            )
+        else:
+            logs, wall = run_annotators(
+                engine, campaign_id, annotator_ids[:-1], duration, seed, think=think
+            )
         integrity = check_integrity(engine, campaign_id, [*baseline_logs, *logs])
         with session_scope(engine) as session:
             total_units = session.execute(
@@ -364,67 +362,16 @@ def run_load(
         "backend": engine.dialect.name,
         "units": total_units,
         "overlap": overlap,
+        "processes": processes,
+        "think_seconds": None if think is None else asdict(think),
         "seed_seconds": round(seed_seconds, 2),
         "integrity": asdict(integrity) | {"ok": integrity.ok},
         "load": summarize(logs, wall),
         "baseline_single_annotator": summarize(baseline_logs, baseline_wall),
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
+        "load_average_before_after": [LOAD_AVERAGE_BEFORE, os.getloadavg()],
     }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _as_postgres(command: str) -> None:
-    argv = ["su", "postgres", "-c", command] if os.geteuid() == 0 else ["sh", "-c", command]
-    subprocess.run(argv, check=True, capture_output=True)
-
-
-class PostgresCluster:
-    """A PostgreSQL cluster of its own in a temp folder, on a free 127.0.0.1 port."""
-
-    def __init__(self) -> None:
-        bindir = postgres_bindir()
-        if bindir is None:
-            raise RuntimeError(postgres_missing())
-        self.bin = bindir
-        self.folder = Path(tempfile.mkdtemp(prefix="critiquelab-pg-"))
-        if os.geteuid() == 0:
-            shutil.chown(self.folder, "postgres", "postgres")
-        self.data, self.port = self.folder / "data", _free_port()
-        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
-        _as_postgres(f"{self.bin}/initdb -A trust -U postgres -D {self.data} > /dev/null")
-
-    def start(self) -> None:
-        _as_postgres(
-            f"{self.bin}/pg_ctl -D {self.data} -l {self.folder}/log -w -o '-p {self.port} "
-            f"-k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=200' start"
-            " > /dev/null"
-        )
-
-    def stop(self, mode: str = "fast") -> None:
-        """Stop the server (``fast``: end sessions cleanly; ``immediate``: like a crash)."""
-        _as_postgres(f"{self.bin}/pg_ctl -D {self.data} -m {mode} -w stop > /dev/null")
-
-    def remove(self) -> None:
-        with contextlib.suppress(subprocess.CalledProcessError):
-            self.stop("immediate")
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def throwaway_postgres() -> Iterator[str]:
-    """A started :class:`PostgresCluster`, removed afterwards; yields its URL."""
-    cluster = PostgresCluster()
-    try:
-        cluster.start()
-        yield cluster.url
-    finally:
-        cluster.remove()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -433,14 +380,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--annotators", type=int, default=50)
     parser.add_argument("--units", type=int, default=100_000)
     parser.add_argument("--overlap", type=int, default=3)
+    parser.add_argument("--processes", type=int, default=1, help="OS processes of annotators")
+    parser.add_argument(
+        "--think", type=ThinkTime.parse, default=None, metavar="LOW:HIGH",
+        help="seconds a person works on one unit (uniform); 0 or absent: none (stress)",
+    )  # fmt: skip
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--url", help="use this database (emptied schema expected) instead")
     parser.add_argument("--baseline-seconds", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker:
+        return _worker(args.worker)
     options = dict(
         duration=args.duration, annotators=args.annotators, units=args.units,
         overlap=args.overlap, baseline_seconds=args.baseline_seconds, seed=args.seed,
+        processes=args.processes, think=args.think,
     )  # fmt: skip
     if args.url:
         report = run_load(args.url, **options)

@@ -1,12 +1,14 @@
 """Short CI variant of ``bench/load_test.py``: concurrent annotators lose nothing, duplicate
 nothing and never exceed the overlap, on SQLite and on PostgreSQL.
 
-The full run (50 annotators, 2 minutes, 100k units) is ``bench/load_test.py``; its figures are in
+The full runs (50 annotators in one process; 200 annotators over 4 processes with think time and
+without, 2 minutes, 100k units) are ``bench/load_test.py``; their figures are in
 docs/RELIABILITY.md.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
 
 from sqlalchemy import func, select
@@ -55,3 +57,40 @@ def test_queue_drained_to_exactly_overlap(load_test: ModuleType, backend_url: st
     assert all(log.finished for log in logs)
     assert {count for _, count in per_unit} == {3}, sorted({c for _, c in per_unit})
     assert integrity.ok and integrity.lost == 0 and integrity.max_annotations_per_unit == 3
+
+
+def test_annotators_over_two_processes(load_test: ModuleType, backend_url: str) -> None:
+    """The annotators split over two OS processes, each with its own engine (as two ``serve``
+    processes on one database): the same integrity holds across processes."""
+    report = load_test.run_load(
+        backend_url, duration=8, annotators=10, units=1000, baseline_seconds=1, processes=2
+    )
+    integrity, load = report["integrity"], report["load"]
+    assert report["processes"] == 2 and load["annotators"] == 10
+    assert load["errors"] == {}
+    assert load["submits_acknowledged"] > 50, load
+    assert load["double_submits"] > 0 and load["skips"] > 0, "the churn paths were not exercised"
+    assert integrity["acknowledged"] == integrity["live_annotations"]
+    assert integrity["lost"] == 0 and integrity["duplicates"] == 0
+    assert integrity["unacknowledged_stored"] == 0
+    assert integrity["units_over_overlap"] == 0 and integrity["counter_mismatches"] == 0
+
+
+def test_think_time_paces_each_annotator(load_test: ModuleType, tmp_path: Path) -> None:
+    """With a think time of 0.4-0.6 s per unit an annotator submits at most once per 0.4 s, saves
+    drafts while thinking, and the answers still all land."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'think.db'}")
+    upgrade_database(engine)
+    campaign_id, annotators = load_test.seed_campaign(engine, units=200, annotators=4, overlap=2)
+    think = load_test.ThinkTime(0.4, 0.6, draft_every=0.2)
+    logs, wall = load_test.run_annotators(
+        engine, campaign_id, annotators, duration=4, seed=3, skip_rate=0.0, think=think
+    )
+    integrity = load_test.check_integrity(engine, campaign_id, logs)
+    engine.dispose()
+    assert [log.errors for log in logs if log.errors] == []
+    for log in logs:
+        submits = len(log.latencies["submit_and_next"])
+        assert 1 <= submits <= 4 / 0.4 + 1, submits
+        assert len(log.latencies["save_draft"]) >= 2 * submits  # 0.4 s / 0.2 s: two per unit
+    assert integrity.ok and integrity.acknowledged == integrity.live_annotations > 0
