@@ -47,8 +47,10 @@ def test_a_revision_keeps_the_picker_for_the_next_answer(
     expect(
         page.get_by_role("heading", name="Edit ds-item-0, response 1 of 2 (revision 1)")
     ).to_be_visible()
+    expect(page.get_by_test_id("cl-rationale")).to_have_value(REASON)  # the panel is ready
     page.get_by_role("heading", name="Edit ds-item-0").click()  # focus out of the picker
     page.keyboard.press("5")
+    expect(page.get_by_test_id("cl-choice-5")).to_have_attribute("aria-checked", "true")
     page.keyboard.press("Control+Enter")
     expect(page.get_by_text("Saved as revision 2.")).to_be_visible()
     with seeded.session() as session:
@@ -56,6 +58,9 @@ def test_a_revision_keeps_the_picker_for_the_next_answer(
     assert (revised.score, revised.rationale) == (5, REASON)
     expect(page).to_have_url(f"{seeded.url}/my_work?campaign=b-latest&annotation={revised.id}")
     # the picker is still there, on the new revision, and the other answer can be opened
+    edited = page.get_by_role("heading", name="Edit ds-item-0, response 1 of 2 (revision 2)")
+    expect(edited).to_be_visible()
+    expect(page.get_by_test_id("cl-rationale")).to_have_value(REASON)  # the new panel is ready
     expect(picker).to_have_value(re.compile(r"response 1 of 2 · b-latest · .* · revision 2$"))
     picker.click()
     page.get_by_role("option").filter(has_text="response 2 of 2").click()
