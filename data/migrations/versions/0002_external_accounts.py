@@ -15,10 +15,12 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("user_account", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("external", sa.Boolean(), nullable=False, server_default=sa.false())
-        )
+    # A plain ADD COLUMN: batch mode would rebuild user_account, which SQLite refuses while
+    # sessions and login tries refer to it.
+    op.add_column(
+        "user_account",
+        sa.Column("external", sa.Boolean(), nullable=False, server_default=sa.false()),
+    )
 
 
 def downgrade() -> None:
