@@ -13,6 +13,7 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
+from annotate_app.audit_views import render_audits
 from annotate_app.auth import require_role
 from annotate_app.charts import (
     agreement_scatter,
@@ -229,6 +230,7 @@ def _dashboard() -> None:
     render_comparison(
         frame, overrides, protocol, judges, unparsed=unparsed, bootstrap=int(bootstrap)
     )
+    render_audits(engine, campaign, frame, overrides, protocol, judges, bootstrap=int(bootstrap))
 
     for judge in judges:
         details = report.details[judge]
