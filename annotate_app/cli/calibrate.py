@@ -106,7 +106,9 @@ def calibrate_command(
 ) -> None:
     """Agreement of each judge with the humans, human ceiling, intervals (METRICS.md)."""
     cli = state(ctx)
-    audit_inputs = read_audit_inputs(consistency, delta, price_in, price_out, prices, families)
+    audit_inputs = read_audit_inputs(
+        consistency, delta, price_in, price_out, prices, families, file_mode=bool(judgments)
+    )
     if consistency is not None and campaign is None and not judgments:
         outputs = consistency_only(
             cli, audit_inputs, judges=judge or None, no_majority=no_majority,

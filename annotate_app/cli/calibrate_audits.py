@@ -75,8 +75,19 @@ def read_audit_inputs(
     price_out: float | None,
     prices_file: Path | None,
     families_file: Path | None,
+    *,
+    file_mode: bool,
 ) -> AuditInputs:
-    """Check the audit options and read the price and family files."""
+    """Check the audit options and read the price and family files (``file_mode``: the command
+    reads judgement files, where there are no responses, usage or campaigns to audit)."""
+    given = [name for name, value in (("--consistency", consistency), ("--price-in", price_in),
+             ("--price-out", price_out), ("--prices", prices_file),
+             ("--families", families_file)) if value is not None]  # fmt: skip
+    if file_mode and given:
+        raise CalibrationInputError(
+            f"{', '.join(given)} audit campaigns in the database (responses, token usage); "
+            "use them with --campaign, not with --judgments"
+        )
     prices: dict[str, Prices] | Prices | None = None
     if (price_in is None) != (price_out is None):
         raise CalibrationInputError(

@@ -110,6 +110,10 @@ def test_campaign_with_audits_prices_and_families(sample, tmp_path):
         (["--consistency", POINTWISE, "demo-mmie-finished"], "different datasets"),
         (["--campaign", PAIRWISE, "--price-in", "1"], "give both --price-in and --price-out"),
         (["--consistency", POINTWISE, PAIRWISE, "--delta", "-1"], "--delta must be ≥ 0"),
+        (
+            ["--judgments", "x.jsonl", "--protocol", "pairwise", "--families", "f.json"],
+            "--families audit campaigns in the database",
+        ),
     ],
 )
 def test_bad_audit_options_exit_2_naming_the_fix(sample, args, message):
