@@ -262,31 +262,31 @@ def _pairwise_bias(data, judge, facts, families, boot, seed) -> JudgeBias:
 
 
 def _pairwise_lc(table: pd.DataFrame, delta: np.ndarray, boot: int, seed: int):
-    """Checks: decisive verdicts on pairs with a decisive reference, each pair weighing 1."""
-    pair, y, ref_a, dl, w = [], [], [], [], []
+    """Checks: decisive verdicts on the m pairs with a decisive reference, each pair weighing 1;
+    z = tanh(ΔL / sd) with sd over those pairs; the interval resamples those pairs."""
+    pair, y, ref_a, w, kept = [], [], [], [], []
     for i, (codes, reference) in enumerate(zip(table["verdicts"], table["reference"], strict=True)):
         decisive = codes[codes < 2]
         if reference not in (0.0, 1.0) or decisive.size == 0:
             continue
         for code in decisive:
-            pair.append(i), y.append(code == 0), ref_a.append(reference == 0.0)
-            dl.append(delta[i]), w.append(1.0 / decisive.size)
+            pair.append(len(kept)), y.append(code == 0), ref_a.append(reference == 0.0)
+            w.append(1.0 / decisive.size)
+        kept.append(i)
     pair, y, ref_a, w = np.array(pair, int), np.array(y), np.array(ref_a), np.array(w)
-    z = bias.length_term_pairwise(np.array(dl, float), np.zeros(len(dl)))
+    z = bias.length_term_pairwise(delta[kept], np.zeros(len(kept)))[pair]
     result = bias.length_controlled_agreement(y, ref_a, z, w)
 
     def resample(idx: np.ndarray) -> float:
-        counts = counts_from_indices(idx[None, :], len(table))[0]
+        counts = counts_from_indices(idx[None, :], len(kept))[0]
         return bias.length_controlled_agreement(y, ref_a, z, w * counts[pair]).length_controlled
 
     return LengthControlledAgreement(
         metric="acc_decisive",
-        n=len(set(pair.tolist())),
+        n=len(kept),
         agreement=finite_or_none(result.agreement),
         length_controlled=finite_or_none(result.length_controlled),
-        length_controlled_ci=statistic_interval(resample, len(table), boot, seed)
-        if pair.size
-        else None,
+        length_controlled_ci=statistic_interval(resample, len(kept), boot, seed),
         length_coefficient=finite_or_none(result.length_coefficient),
     )
 

@@ -146,3 +146,41 @@ def test_pointwise_audit_hand_worked_self_preference():
     length = audit.biases[0].length  # lengths 10, 20, 30, 40
     assert length.judge == pytest.approx(spearmanr([9, 9, 5, 6], [10, 20, 30, 40]).statistic)
     assert length.humans == pytest.approx(spearmanr([7, 8, 5, 6], [10, 20, 30, 40]).statistic)
+
+
+@pytest.mark.filterwarnings("ignore:Setting penalty=None")
+def test_pairwise_length_controlled_agreement_matches_scikit_learn():
+    """The audit's pipeline against an independent fit: one verdict per pair, one annotator, a
+    judge that leans to the longer response; scikit-learn's unpenalised logistic regression on
+    (h, tanh(ΔL / sd ΔL)) over the decisive pairs, then the agreement at ΔL = 0."""
+    rng = np.random.default_rng(5)
+    n = 80
+    lengths = rng.integers(20, 400, size=(n, 2))
+    human_a = rng.random(n) < 0.5
+    longer_a = lengths[:, 0] > lengths[:, 1]
+    judge = np.where(rng.random(n) < 0.7, human_a, longer_a)
+    ties = rng.random(n) < 0.1  # some judge ties: not decisive, left out of the fit
+    facts, rows = [], []
+    for i in range(n):
+        a, b = f"a{i}", f"b{i}"
+        facts += [ResponseFacts(a, "m", int(lengths[i, 0]), False),
+                  ResponseFacts(b, "m", int(lengths[i, 1]), False)]  # fmt: skip
+        unit = f"p:{a}|{b}"
+        rows.append((unit, "annotator:x", "human", "A" if human_a[i] else "B"))
+        rows.append((unit, "J", "model", "tie" if ties[i] else ("A" if judge[i] else "B")))
+    frame = pd.DataFrame(rows, columns=["unit", "rater", "kind", "value"])
+    audit = audit_judges(frame, get_protocol("pairwise"), facts, [], bootstrap=0)
+    keep = ~ties
+    delta = (lengths[:, 0] - lengths[:, 1])[keep].astype(float)
+    z = np.tanh(delta / delta.std(ddof=1))
+    h = np.where(human_a[keep], 1.0, -1.0)
+    model = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000)
+    model.fit(np.column_stack([h, z]), judge[keep])
+    p_a = 1 / (1 + np.exp(-(model.intercept_[0] + model.coef_[0][0] * h)))
+    expected = np.where(h > 0, p_a, 1 - p_a).mean()
+    result = audit.biases[0].length_controlled
+    assert result.n == keep.sum()
+    assert result.agreement == pytest.approx((judge[keep] == human_a[keep]).mean())
+    assert result.length_controlled == pytest.approx(expected, abs=1e-6)
+    assert result.length_coefficient == pytest.approx(model.coef_[0][1], rel=1e-5)  # 1e-6 ridge
+    assert result.length_coefficient > 0  # the judge does lean to the longer response
