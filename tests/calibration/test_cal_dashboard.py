@@ -9,7 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
-from data.frames import campaign_judgement_frame, find_campaign, unit_content
+from data.campaigns import get_campaign
+from data.frames import campaign_judgement_frame, unit_content
 from data.storage import session_scope
 from data.users import create_user
 
@@ -67,7 +68,8 @@ def test_dashboard_works_on_the_sample_project(sample, monkeypatch, role):
     assert not at.exception, at.exception
     assert [c for c in summary.campaigns]  # the sample has campaigns
     assert at.selectbox[0].label == "Campaign"
-    assert len(at.get("download_button")) == 2
+    labels = [button.label for button in at.get("download_button")]
+    assert labels[:2] == ["Download the HTML report", "Download the JSON"]
     assert any(s.value == "Judges against the reference" for s in at.subheader)
     # every campaign of the sample renders, with a grouping and a smaller bootstrap
     for option in at.selectbox[0].options:
@@ -81,7 +83,7 @@ def test_dashboard_works_on_the_sample_project(sample, monkeypatch, role):
 def test_disagreement_item_lookup(sample):
     _, engine, summary, _, _ = sample
     with session_scope(engine) as session:
-        campaign = find_campaign(session, summary.campaigns[0])
+        campaign = get_campaign(session, summary.campaigns[0])
         frame = campaign_judgement_frame(session, campaign.id)
         content = unit_content(session, campaign.id, frame["unit"].iloc[0])
     assert content.item.item_id == frame["item_id"].iloc[0]
