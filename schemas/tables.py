@@ -423,3 +423,39 @@ class JudgeCache(SQLModel, table=True):
     output: str
     usage: dict = _json(default_factory=dict)
     created_at: datetime = _time(nullable=False, default_factory=utcnow)
+
+
+class DisagreementTag(SQLModel, table=True):
+    """A reviewer's cause for a judge's disagreement with the human reference on one unit.
+
+    Append-only like adjudications: a new tag for the same unit and judge retires the live one
+    (``is_live`` false) and both stay. ``judge_value`` and ``reference_value`` keep what the
+    reviewer saw when tagging (a score as ``%g``, or A / B / tie; a split pairwise verdict as
+    e.g. ``A×1 B×1``).
+    """
+
+    __tablename__ = "disagreement_tag"
+    __table_args__ = (
+        Index(
+            "uq_disagreement_tag_live",
+            "unit_id",
+            "judge",
+            unique=True,
+            sqlite_where=text("is_live"),
+            postgresql_where=text("is_live"),
+        ),
+        Index("ix_disagreement_tag_campaign", "campaign_id", "judge", "is_live"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id")
+    unit_id: int = Field(foreign_key="unit.id", index=True)
+    judge: str = Field(description="the model judge whose verdict was reviewed")
+    reviewer_id: int = Field(foreign_key="user_account.id")
+    cause: str = Field(description="one label of the campaign's disagreement taxonomy")
+    note: str = ""
+    judge_value: str = Field(default="", description="the judge's verdict as shown")
+    reference_value: str = Field(default="", description="the human reference as shown")
+    gap: float = Field(default=0.0, description="|judge − reference|, or share of verdicts off")
+    is_live: bool = True
+    created_at: datetime = _time(nullable=False, default_factory=utcnow)
