@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,19 +31,59 @@ def write_judgement_records(
         raise ValueError(
             f"export format {export_format!r} is not one of: " + ", ".join(EXPORT_FORMATS)
         )
+    if export_format == "jsonl":
+        _atomic_write(path, lambda temporary: _write_jsonl(records, temporary))
+    else:
+        _atomic_write(path, lambda temporary: _write_table(records, temporary, export_format))
+    return len(records)
+
+
+def write_rows(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str], path: Path, export_format: str
+) -> int:
+    """Write flat ``rows`` (JSON scalars only) with ``columns`` in ``export_format``, atomically.
+
+    The same files as :func:`write_judgement_records`: JSON Lines keep every field, CSV has
+    CRLF line ends and neutralised text cells (:func:`schemas.csv_cells.neutralised`).
+    """
+    if export_format not in EXPORT_FORMATS:
+        raise ValueError(
+            f"export format {export_format!r} is not one of: " + ", ".join(EXPORT_FORMATS)
+        )
+    _atomic_write(path, lambda temporary: _write_rows(rows, columns, temporary, export_format))
+    return len(rows)
+
+
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Run ``write`` on a temporary file beside ``path``, then rename it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     os.close(handle)
     try:
-        if export_format == "jsonl":
-            _write_jsonl(records, Path(temporary))
-        else:
-            _write_table(records, Path(temporary), export_format)
+        write(Path(temporary))
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return len(records)
+
+
+def _write_rows(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str], path: Path, export_format: str
+) -> None:
+    import pandas as pd
+
+    if export_format == "jsonl":
+        with path.open("w", encoding="utf-8") as handle:
+            for row in rows:
+                line = {column: row[column] for column in columns}
+                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+        return
+    frame = pd.DataFrame(list(rows), columns=list(columns))
+    if export_format == "csv":
+        frame = frame.map(neutralised)
+        frame.to_csv(path, index=False, lineterminator="\r\n")
+    else:
+        frame.to_parquet(path, index=False)
 
 
 def _write_jsonl(records: Sequence[JudgementRecord], path: Path) -> None:
