@@ -109,3 +109,26 @@ def test_audits_show_the_library_tables(sample, monkeypatch):
     assert shown.equals(cost_table(audit)) and (shown["price / 1k units"] != "—").all()
     shown = next(f for f in frames if "judge − humans" in f.columns)
     assert "prefers own family" in shown["bias"].tolist() and shown.equals(bias_table(audit))
+
+
+def test_a_pointwise_campaign_is_checked_against_its_pairwise_partner(sample, monkeypatch):
+    url, engine, reviewer = sample
+    monkeypatch.setenv("CRITIQUELAB_DB", url)
+    at = AppTest.from_file(str(APP_DIR / "app.py"), default_timeout=TIMEOUT)
+    at.session_state[USER_KEY] = reviewer
+    at.run()
+    at = at.switch_page("pages/calibration_dashboard.py")
+    at.run()
+    campaigns = at.selectbox[0]
+    (pointwise,) = [c for c in campaigns.options if c.startswith(POINTWISE)]
+    campaigns.select(campaigns.options[campaigns.options.index(pointwise)])
+    at.run()
+    at.number_input[0].set_value(20)
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="consistency-partner").value.name == PAIRWISE
+    _, report = _library(engine, 20)
+    shown = next(f for f in _frames(at) if "inconsistent pairs" in f.columns)
+    assert shown.equals(consistency_table(report))
+    shown = next(f for f in _frames(at) if "judge − humans" in f.columns)
+    assert "Spearman(score, length)" in shown["bias"].tolist()
