@@ -1,0 +1,145 @@
+"""Why judges disagree with the humans: the reference per unit, and the reviewers' tags summarised.
+
+* :func:`unit_references` — the reference label of every unit (adjudication, else the humans'
+  consensus; METRICS.md "Reference label"), keyed by unit, for the disagreement queue of
+  :mod:`data.disagreements`.
+* :func:`summarise_tags` — per judge, how many tagged disagreements each cause explains, its
+  share with a Wilson score interval, and a few examples (METRICS.md "Disagreement causes").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+from scipy.stats import norm
+
+from calibration.pairwise import LABELS
+from calibration.reference import ConsensusRule, NoMajorityRule
+from calibration.units import prepare_units
+from schemas.disagreements import TagRecord
+from schemas.protocols import Protocol
+
+
+def unit_references(
+    frame: pd.DataFrame,
+    protocol: Protocol,
+    *,
+    overrides: dict[str, object] | None = None,
+    consensus: ConsensusRule | None = None,
+    no_majority: NoMajorityRule = "tie",
+) -> dict[str, float | str]:
+    """Unit key → reference (a score, or ``A`` / ``B`` / ``tie``) for the units that have one.
+
+    The same reference :func:`calibration.calibrate` compares judges with: the live adjudication
+    where one exists, else the consensus (default ``mean`` of scores, ``majority`` of
+    preferences, a split pairwise vote counted as ``tie``).
+    """
+    rule = consensus or ("mean" if protocol.is_pointwise else "majority")
+    data = prepare_units(frame, protocol, rule=rule, no_majority=no_majority, overrides=overrides)
+    result: dict[str, float | str] = {}
+    for key, value in zip(data.units.tolist(), data.reference.tolist(), strict=True):
+        if not math.isnan(value):
+            result[str(key)] = float(value) if protocol.is_pointwise else LABELS[int(value)]
+    return result
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion ``successes / trials``.
+
+    ``(p̂ + z²/2n ± z·√(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n)`` with ``z`` the ``(1+confidence)/2``
+    normal quantile (Wilson 1927; Newcombe 1998, method 3; recommended for small n by Brown, Cai
+    & DasGupta 2001). ``(nan, nan)`` without trials.
+
+    >>> [round(x, 4) for x in wilson_interval(81, 263)]  # Newcombe 1998, Table I
+    [0.2553, 0.3662]
+    """
+    if trials <= 0:
+        return float("nan"), float("nan")
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes {successes} must lie between 0 and trials {trials}")
+    z = float(norm.ppf(0.5 + confidence / 2))
+    p = successes / trials
+    scale = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / scale
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / scale
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class CauseCount:
+    """One cause of one judge's tagged disagreements."""
+
+    cause: str
+    count: int
+    share: float
+    """``count / tagged``; nan without tags."""
+    low: float
+    """Lower end of the Wilson interval of ``share``."""
+    high: float
+    examples: tuple[TagRecord, ...]
+    """Up to ``examples`` tags of this cause, largest gap first."""
+
+
+@dataclass(frozen=True)
+class JudgeTags:
+    """The tagged disagreements of one judge, by cause (the taxonomy's order, then others)."""
+
+    judge: str
+    tagged: int
+    causes: tuple[CauseCount, ...]
+    confidence: float
+
+
+def summarise_tags(
+    tags: Sequence[TagRecord],
+    taxonomy: Sequence[str],
+    *,
+    examples: int = 2,
+    confidence: float = 0.95,
+) -> list[JudgeTags]:
+    """Per judge (by name): each cause's count and share of the judge's live tags, with a Wilson
+    interval over units (one live tag per unit and judge, so units are the trials).
+
+    Causes outside ``taxonomy`` (the taxonomy changed after tagging) follow it, by name.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence {confidence} must lie strictly between 0 and 1")
+    result = []
+    for judge in sorted({tag.judge for tag in tags}):
+        mine = [tag for tag in tags if tag.judge == judge]
+        extra = sorted({tag.cause for tag in mine} - set(taxonomy))
+        causes = []
+        for cause in [*taxonomy, *extra]:
+            chosen = sorted(
+                (tag for tag in mine if tag.cause == cause), key=lambda t: (-t.gap, t.unit_key)
+            )
+            low, high = wilson_interval(len(chosen), len(mine), confidence)
+            causes.append(
+                CauseCount(
+                    cause,
+                    len(chosen),
+                    len(chosen) / len(mine),
+                    low,
+                    high,
+                    tuple(chosen[:examples]),
+                )  # fmt: skip
+            )
+        result.append(JudgeTags(judge, len(mine), tuple(causes), confidence))
+    return result
+
+
+def tags_table(summary: JudgeTags) -> pd.DataFrame:
+    """One judge's causes as a display table: count, share and its interval (percent)."""
+    return pd.DataFrame(
+        {
+            "cause": [c.cause for c in summary.causes],
+            "tagged": [c.count for c in summary.causes],
+            "share %": [round(100 * c.share, 1) for c in summary.causes],
+            f"{summary.confidence:.0%} interval %": [
+                f"{100 * c.low:.1f}–{100 * c.high:.1f}" for c in summary.causes
+            ],
+        }
+    ).set_index("cause")
