@@ -44,6 +44,10 @@ class CampaignError(ValueError):
     """A campaign that cannot be created or found as asked, with what to do instead."""
 
 
+class CampaignNotFound(CampaignError):
+    """No campaign with that name or id."""
+
+
 @dataclass(frozen=True)
 class CampaignSpec:
     """Everything that defines a campaign; the fields feed :class:`schemas.tables.Campaign`."""
@@ -74,6 +78,19 @@ class CampaignSpec:
     """Seed of the pair sample."""
     synthetic: bool = False
     """A demo campaign with synthetic labels."""
+    disagreement_threshold: float | None = None
+    """Disagreement review: the smallest |judge − reference| reviewers see (default 20% of the
+    scale's width); pairwise campaigns have none (:mod:`data.disagreements`)."""
+    taxonomy: tuple[str, ...] | None = None
+    """Disagreement review: the causes reviewers tag (default
+    :data:`schemas.disagreements.DEFAULT_TAXONOMY`)."""
+    routing: str = "least-annotated"
+    """Which units are served first: least-annotated | judge-disagreement | judge-uncertainty |
+    stratified (:mod:`data.queue.priority`)."""
+    routing_judges: tuple[str, ...] | None = None
+    """The judges whose outputs order the queue (judge-guided routings only)."""
+    routing_share: float | None = None
+    """Stratified routing: the share of units served in random order (default 0.2)."""
 
 
 @dataclass(frozen=True)
@@ -132,12 +149,22 @@ def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None =
     setting is out of range, or no unit would result.
     """
     _check_settings(spec)
+    # Imported here: the queue package imports this module.
+    from data.queue.routing import apply_routing, check_routing
+
+    routing, routing_judges, routing_share = check_routing(
+        spec.routing, spec.routing_judges, spec.routing_share
+    )
     protocol = get_protocol(
         spec.protocol,
         scale_min=spec.scale[0] if spec.scale else None,
         scale_max=spec.scale[1] if spec.scale else None,
         step=spec.scale[2] if spec.scale else None,
     )
+    # Imported here: data.disagreements imports this module.
+    from data.disagreements import OPTIONS_KEY, check_review_settings, settings_options
+
+    review = check_review_settings(protocol, spec.disagreement_threshold, spec.taxonomy)
     if session.exec(select(Campaign).where(Campaign.name == spec.name)).first() is not None:
         raise CampaignError(f"campaign {spec.name!r} already exists: choose another name")
     dataset = session.exec(select(Dataset).where(Dataset.name == spec.dataset)).first()
@@ -162,11 +189,15 @@ def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None =
         instructions=spec.instructions,
         synthetic=spec.synthetic,
         created_by=actor_id,
+        routing=routing,
+        routing_judges=routing_judges,
+        routing_share=routing_share,
         options={
             "models": list(spec.models) if spec.models else None,
             "pairs": {"mode": spec.pairs, "k": spec.pairs_per_item, "seed": spec.seed}
             if protocol.kind == "pairwise"
             else None,
+            OPTIONS_KEY: settings_options(review),
         },
     )
     session.add(campaign)
@@ -183,11 +214,14 @@ def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None =
     if not units:
         raise CampaignError(_no_units_message(spec))
     _bulk_insert(session, Unit, units)
+    routed = apply_routing(session, campaign) if routing != "least-annotated" else None
     record_event(
         session, actor_id=actor_id, action="campaign.create", entity="campaign",
         entity_id=campaign.id,
         detail={"name": spec.name, "dataset": spec.dataset, "protocol": protocol.name,
-                "overlap": spec.overlap, "units": len(units), "options": campaign.options},
+                "overlap": spec.overlap, "units": len(units), "options": campaign.options,
+                "routing": {"routing": routing, "judges": routing_judges, "share": routing_share,
+                            "note": routed.note if routed else None}},
     )  # fmt: skip
     return campaign
 
@@ -202,16 +236,22 @@ def campaign_protocol(campaign: Campaign) -> Protocol:
     )
 
 
-def get_campaign(session: Session, name: str) -> Campaign:
-    """The campaign called ``name``; :class:`CampaignError` naming the known ones if absent."""
-    campaign = session.exec(select(Campaign).where(Campaign.name == name)).first()
-    if campaign is None:
+def get_campaign(session: Session, campaign: str | int) -> Campaign:
+    """The one campaign look-up: by name, or by id (an ``int``, or a string of digits that is no
+    campaign's name). :class:`CampaignNotFound` naming the known campaigns if there is none."""
+    found = None
+    if isinstance(campaign, str):
+        found = session.exec(select(Campaign).where(Campaign.name == campaign)).first()
+    if found is None and str(campaign).isdigit():
+        found = session.get(Campaign, int(campaign))
+    if found is None:
         known = list(session.exec(select(Campaign.name).order_by(Campaign.name).limit(20)))
         hint = "known campaigns: " + ", ".join(known) if known else "there are no campaigns yet"
-        raise CampaignError(
-            f"no campaign called {name!r} ({hint}); create one with critiquelab campaign create"
+        what = f"called {campaign!r}" if isinstance(campaign, str) else f"with id {campaign}"
+        raise CampaignNotFound(
+            f"no campaign {what} ({hint}); create one with critiquelab campaign create"
         )
-    return campaign
+    return found
 
 
 def list_campaigns(session: Session) -> list[Campaign]:
@@ -220,9 +260,7 @@ def list_campaigns(session: Session) -> list[Campaign]:
 
 def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
     """Progress per annotator and per unit, with the active time spent per unit."""
-    campaign = session.get(Campaign, campaign_id)
-    if campaign is None:
-        raise CampaignError(f"no campaign with id {campaign_id}")
+    campaign = get_campaign(session, campaign_id)
     seconds_by_unit: dict[int, list[float]] = defaultdict(list)
     seconds_by_annotator: dict[str, list[float]] = defaultdict(list)
     live = session.exec(

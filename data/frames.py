@@ -15,7 +15,7 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
-from data.campaigns import unit_key_map
+from data.campaigns import get_campaign, unit_key_map
 from schemas.ids import pair_unit_key, parse_unit_key, response_unit_key
 from schemas.items import ItemContent, ResponseContent, UnitContent
 from schemas.records import JUDGEMENT_FRAME_COLUMNS
@@ -32,28 +32,10 @@ from schemas.tables import (
 )
 
 
-class CampaignNotFound(ValueError):
-    """No campaign with that id or name."""
-
-
-def find_campaign(session: Session, name_or_id: str | int) -> Campaign:
-    """The campaign called ``name_or_id`` (or with that id)."""
-    statement = select(Campaign).where(Campaign.name == str(name_or_id))
-    campaign = session.execute(statement).scalars().first()
-    if campaign is None and str(name_or_id).isdigit():
-        campaign = session.get(Campaign, int(name_or_id))
-    if campaign is None:
-        names = session.execute(select(Campaign.name).order_by(Campaign.name)).scalars().all()
-        raise CampaignNotFound(
-            f"campaign {name_or_id!r} not found; existing: " + (", ".join(names) or "none")
-        )
-    return campaign
-
-
 def campaign_judges(session: Session, campaign_id: int) -> list[str]:
     """Names of the model judges that scored units of the campaign under its protocol (the
     judgements :func:`campaign_judgement_frame` reads)."""
-    campaign = session.get(Campaign, campaign_id)
+    campaign = get_campaign(session, campaign_id)
     judges = campaign_judgements(campaign, Judgement.judge).distinct()
     return list(session.execute(judges.order_by(Judgement.judge)).scalars())
 
@@ -62,9 +44,7 @@ def campaign_judgement_frame(
     session: Session, campaign_id: int, judges: list[str] | None = None
 ) -> pd.DataFrame:
     """One row per live annotation and per model judgement of the campaign's units."""
-    campaign = session.get(Campaign, campaign_id)
-    if campaign is None:
-        raise CampaignNotFound(f"campaign id {campaign_id} not found")
+    campaign = get_campaign(session, campaign_id)
     units = _unit_table(session, campaign)
     humans = _annotations(session, campaign)
     models = _judgements(session, campaign, judges)

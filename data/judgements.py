@@ -11,6 +11,7 @@ from sqlalchemy import Table, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
+from data.queue.routing import refresh_routing_for_judges
 from schemas.tables import Judgement
 
 _JUDGEMENT_TABLE: Table = Judgement.__table__  # type: ignore[attr-defined]
@@ -21,8 +22,9 @@ def insert_judgements(session: Session, rows: list[Judgement]) -> int:
     """Insert ``rows`` in bulk, skipping any whose judgement key already exists; return how many
     were inserted.
 
-    Duplicates inside ``rows`` are skipped the same way (the first one wins). Runs inside the
-    caller's transaction: nothing is committed here.
+    Duplicates inside ``rows`` are skipped the same way (the first one wins). Campaigns routed
+    by one of the judges are re-ranked (:func:`data.queue.routing.refresh_routing_for_judges`).
+    Runs inside the caller's transaction: nothing is committed here.
     """
     if not rows:
         return 0
@@ -39,7 +41,10 @@ def insert_judgements(session: Session, rows: list[Judgement]) -> int:
     else:
         raise RuntimeError(f"unsupported database dialect {dialect!r}: use SQLite or PostgreSQL")
     result = session.connection().execute(statement.returning(_JUDGEMENT_TABLE.c.id), values)
-    return len(result.all())
+    added = len(result.all())
+    if added:  # judge-routed campaigns re-rank their units on their judges' new outputs
+        refresh_routing_for_judges(session, {row.judge for row in rows})
+    return added
 
 
 def count_judgements(session: Session, judge: str | None = None) -> int:

@@ -194,6 +194,17 @@ class Campaign(SQLModel, table=True):
         default_factory=dict,
         description="models, pair sampling {mode, k, seed}, other settings that shaped the units",
     )
+    routing: str = Field(
+        default="least-annotated",
+        sa_column_kwargs={"server_default": "least-annotated"},
+        description="least-annotated | judge-disagreement | judge-uncertainty | stratified",
+    )
+    routing_judges: list | None = _json(
+        nullable=True, default=None, description="the judges whose outputs order the queue"
+    )
+    routing_share: float | None = Field(
+        default=None, description="stratified: the share of units served in random order"
+    )
 
 
 class Unit(SQLModel, table=True):
@@ -210,6 +221,7 @@ class Unit(SQLModel, table=True):
             "(response_pk IS NULL) <> (pair_pk IS NULL)", name="ck_unit_response_xor_pair"
         ),
         Index("ix_unit_queue", "campaign_id", "slots_taken", "id"),
+        Index("ix_unit_route", "campaign_id", "slots_taken", "priority", "id"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -220,6 +232,9 @@ class Unit(SQLModel, table=True):
     slots_taken: int = Field(default=0, description="live assignments (leased + submitted)")
     n_submitted: int = Field(default=0, description="annotators who submitted")
     flagged: bool = Field(default=False, description="reported broken; out of the queue")
+    priority: int | None = Field(
+        default=None, description="routed campaigns: serving rank, lowest first; null otherwise"
+    )
 
 
 class Assignment(SQLModel, table=True):

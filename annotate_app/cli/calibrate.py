@@ -20,7 +20,8 @@ from calibration.compare import JudgeComparison, compare_judges
 from calibration.io import judgement_frame, with_response_metadata
 from calibration.report_compare import comparison_text
 from calibration.report_html import audit_report_html, write_html
-from data.frames import campaign_judgement_frame, campaign_reference_overrides, find_campaign
+from data.campaigns import get_campaign
+from data.frames import campaign_judgement_frame, campaign_reference_overrides
 from data.importers.reader import dataset_metadata, files_sha256, read_judgement_files
 from data.queue import campaign_protocol
 from data.storage import session_scope
@@ -124,7 +125,7 @@ def calibrate_command(
     overrides: dict[str, object] = {}
     if campaign is not None:
         with session_scope(cli.engine()) as session:
-            found = find_campaign(session, campaign)
+            found = get_campaign(session, campaign)
             chosen = (
                 campaign_protocol(found)
                 if protocol is None and scale is None

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import typer
 
 from annotate_app.cli.context import state, to_jsonable
+from annotate_app.cli.disagreements import review_flags
 from data.campaigns import (
     CampaignError,
     CampaignSpec,
@@ -15,9 +18,14 @@ from data.campaigns import (
     create_campaign,
     get_campaign,
 )
+from data.queue.routing import routing_plan, set_routing
 from data.storage import session_scope
 from schemas.protocols import parse_scale
 
+T = TypeVar("T")
+_ROUTING_HELP = (
+    "least-annotated | judge-disagreement | judge-uncertainty | stratified (see PROTOCOLS.md)."
+)
 campaign_app = typer.Typer(help="Annotation campaigns: create them, follow their progress.")
 
 
@@ -51,6 +59,23 @@ def create(
         "dataset", "--pairs", help="pairwise: 'dataset' (imported pairs), 'all', or K per item."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the pair sample (--pairs K)."),
+    disagreement_threshold: float = typer.Option(
+        None,
+        "--disagreement-threshold",
+        help="Disagreement review: smallest |judge − reference| shown (default 20% of the scale).",
+    ),
+    taxonomy: str = typer.Option(
+        None, "--taxonomy", help='Disagreement review: the causes to tag, e.g. "a,b,c".'
+    ),
+    routing: str = typer.Option(
+        "least-annotated", "--routing", help=_ROUTING_HELP, show_default=True
+    ),
+    routing_judges: str = typer.Option(
+        None, "--routing-judges", help="Judges whose outputs order the queue: J1,J2."
+    ),
+    stratified_share: float = typer.Option(
+        None, "--stratified-share", help="stratified: share of units served at random (0.2)."
+    ),
 ) -> None:
     """Create a campaign with one unit per response (pointwise) or per pair (pairwise)."""
     pair_mode, pairs_per_item = _pair_sampling(pairs)
@@ -69,17 +94,76 @@ def create(
         pairs=pair_mode,
         pairs_per_item=pairs_per_item,
         seed=seed,
+        disagreement_threshold=disagreement_threshold,
+        taxonomy=tuple(taxonomy.split(",")) if taxonomy is not None else None,
+        routing=routing,
+        routing_judges=_judges(routing_judges),
+        routing_share=stratified_share,
     )
     cli = state(ctx)
     with session_scope(cli.engine()) as session:
-        campaign = create_campaign(session, spec)
+        campaign = _routing_errors(lambda: create_campaign(session, spec))
         progress = campaign_progress(session, campaign.id)  # type: ignore[arg-type]
+        plan = routing_plan(session, campaign)
     cli.emit(
         {"campaign": campaign.name, "id": campaign.id, "protocol": campaign.protocol,
-         "units": progress.units, "overlap": campaign.overlap},
+         "units": progress.units, "overlap": campaign.overlap, "routing": campaign.routing,
+         "routing_note": plan.note},
         text=f"created campaign {campaign.name!r}: {progress.units} units, "
-        f"{campaign.overlap} annotators each ({campaign.protocol})",
+        f"{campaign.overlap} annotators each ({campaign.protocol}); routing "
+        f"{campaign.routing}: {plan.note}",
     )  # fmt: skip
+
+
+@campaign_app.command("set-routing")
+def set_routing_command(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Campaign name."),
+    routing: str = typer.Option(..., "--routing", help=_ROUTING_HELP),
+    routing_judges: str = typer.Option(
+        None, "--routing-judges", help="Judges whose outputs order the queue: J1,J2."
+    ),
+    stratified_share: float = typer.Option(
+        None, "--stratified-share", help="stratified: share of units served at random (0.2)."
+    ),
+) -> None:
+    """Change which units a campaign serves first, and re-rank its units now."""
+    cli = state(ctx)
+    with session_scope(cli.engine()) as session:
+        plan = _routing_errors(
+            lambda: set_routing(session, name, routing, _judges(routing_judges), stratified_share)
+        )
+    cli.emit(
+        {"campaign": name, "routing": plan.routing, "guide": plan.guide,
+         "units_with_signal": plan.units_with_signal, "fell_back": plan.fell_back,
+         "note": plan.note},
+        text=f"campaign {name!r}: routing {plan.routing}: {plan.note}",
+    )  # fmt: skip
+
+
+def _judges(text: str | None) -> tuple[str, ...] | None:
+    return tuple(name.strip() for name in text.split(",")) if text else None
+
+
+def _routing_errors(action: Callable[[], T]) -> T:
+    """Run ``action``; a routing error gets the flag to change added to its message."""
+    try:
+        return action()
+    except CampaignError as error:
+        message = str(error)
+        flags = [flag for word, flag in _ROUTING_FLAGS if word in message][:1]
+        if not flags:
+            raise
+        raise CampaignError(f"{message} ({flags[0]})") from None
+
+
+_ROUTING_FLAGS = (
+    ("unknown routing", "--routing"),
+    ("share", "--stratified-share"),
+    ("judge", "--routing-judges"),
+    ("routing", "--routing"),
+)
+"""The flag to name for a routing error, by the first of these words its message holds."""
 
 
 @campaign_app.command("status")

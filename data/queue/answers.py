@@ -13,12 +13,12 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from data.audit import record_event
+from data.campaigns import get_campaign
 from data.queue.common import (
     _ANNOTATIONS,
     _ASSIGNMENTS,
     _DRAFTS,
     _UNITS,
-    _campaign,
     _campaign_row,
     _change_slots,
     _check_answer,
@@ -63,7 +63,7 @@ def save_draft(
     assignment = _own_assignment(session, assignment_id, annotator_id)
     if assignment.status not in ("leased", "expired"):
         return None
-    protocol = campaign_protocol(_campaign(session, assignment.campaign_id))
+    protocol = campaign_protocol(get_campaign(session, assignment.campaign_id))
     if score is not None:
         score = _validated(protocol.validate_score, score)
     if preference is not None:
@@ -192,7 +192,7 @@ def _submit_otherwise(
         )
     if assignment.status in ("skipped", "released"):
         raise AssignmentNotFound("you gave this unit back (skipped or reported): open the next one")
-    campaign = _campaign(session, assignment.campaign_id)
+    campaign = get_campaign(session, assignment.campaign_id)
     if campaign.status == "closed":
         raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers are not accepted")
     score, canonical = _check_answer(campaign, assignment.shown_order, score, preference, rationale)
@@ -231,7 +231,7 @@ def _submit_again(
     kept and audited, and the caller can tell from ``revision`` that it was not the first.
     """
     live = _live_annotation(session, assignment.unit_id, annotator_id)
-    campaign = _campaign(session, assignment.campaign_id)
+    campaign = get_campaign(session, assignment.campaign_id)
     score, canonical = _check_answer(campaign, assignment.shown_order, score, preference, rationale)
     if (live.score, live.preference, live.rationale) == (score, canonical, rationale):
         return live
@@ -398,7 +398,7 @@ def revise(
     ).first()
     if old is None:
         raise AssignmentNotFound(f"you have no current answer with id {annotation_id}")
-    campaign = _campaign(session, old.campaign_id)
+    campaign = get_campaign(session, old.campaign_id)
     if campaign.status == "closed":
         raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers cannot be edited")
     shown_order = old.shown_order or "AB"

@@ -8,8 +8,8 @@ from sqlalchemy import bindparam, update
 from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
-from data.campaigns import campaign_protocol
-from data.queue.records import AnswerInvalid, AssignmentNotFound, QueueError
+from data.campaigns import campaign_protocol, get_campaign
+from data.queue.records import AnswerInvalid, AssignmentNotFound
 from schemas.protocols import to_canonical, to_shown
 from schemas.tables import Annotation, Assignment, Campaign, Draft, Item, Pair, Response, Unit
 
@@ -24,29 +24,20 @@ _RESPONSES = Response.__table__  # type: ignore[attr-defined]
 _UNITS = Unit.__table__  # type: ignore[attr-defined]
 
 
-def _campaign(session: Session, campaign_id: int) -> Campaign:
-    campaign = session.get(Campaign, campaign_id)
-    if campaign is None:
-        raise QueueError(f"no campaign with id {campaign_id}")
-    return campaign
-
-
 _CAMPAIGN_ROW = core_select(_CAMPAIGNS).where(_CAMPAIGNS.c.id == bindparam("campaign_id"))
 
 
 def _campaign_row(session: Session, campaign_id: int) -> Any:
     """The campaign for reading: the session's object if it has one, else a Core row.
 
-    Same answer as :func:`_campaign` (which returns the identity map's object without a query
-    when there is one), without the cost of loading an ORM object on the hot path.
+    Same answer as :func:`data.campaigns.get_campaign` (which returns the identity map's object
+    without a query when there is one), without the cost of loading an ORM object on the hot path.
     """
     loaded = session.identity_map.get((Campaign, (campaign_id,), None))
     if loaded is not None:
         return loaded
     row = session.connection().execute(_CAMPAIGN_ROW, {"campaign_id": campaign_id}).first()
-    if row is None:
-        raise QueueError(f"no campaign with id {campaign_id}")
-    return row
+    return get_campaign(session, campaign_id) if row is None else row  # None: its error
 
 
 def _own_assignment(

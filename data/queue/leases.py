@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -12,6 +13,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from data.campaigns import get_campaign
 from data.queue.common import (
     _ASSIGNMENTS,
     _DRAFTS,
@@ -19,7 +21,6 @@ from data.queue.common import (
     _PAIRS,
     _RESPONSES,
     _UNITS,
-    _campaign,
     _campaign_row,
     _change_slots,
     campaign_protocol,
@@ -161,7 +162,7 @@ def _lock_unit(session: Session, unit_id: int) -> Unit | None:
 
 def _retake(session: Session, assignment: Assignment) -> bool:
     """Put an expired or released own assignment back on a free slot of its unit, if any."""
-    campaign = _campaign(session, assignment.campaign_id)
+    campaign = get_campaign(session, assignment.campaign_id)
     unit = _lock_unit(session, assignment.unit_id)
     if unit is None or unit.flagged or campaign.status == "closed":
         return False
@@ -203,9 +204,79 @@ _CORE_CANDIDATE = (
 
 def _candidate(session: Session, campaign: Any, annotator_id: int, tried: set[int]) -> Any:
     """The next unit to try (``id``, ``slots_taken``), or None when none is left."""
+    if campaign.routing != "least-annotated":
+        return _routed_candidate(session, campaign, annotator_id, tried)
     query = _CORE_CANDIDATE.where(_UNITS.c.id.not_in(tried)) if tried else _CORE_CANDIDATE
     params = {"campaign_id": campaign.id, "overlap": campaign.overlap, "annotator_id": annotator_id}
     return session.connection().execute(query, params).first()
+
+
+def _routed_level(slots_taken: int, tried: bool) -> Any:
+    """The best-ranked unit with ``slots_taken`` live slots that the annotator never had."""
+    query = (
+        core_select(_UNITS.c.id, _UNITS.c.slots_taken, _UNITS.c.priority)
+        .where(_UNITS.c.campaign_id == bindparam("campaign_id"))
+        .where(_UNITS.c.slots_taken == slots_taken, ~_UNITS.c.flagged)
+        .where(
+            ~exists().where(
+                _ASSIGNMENTS.c.unit_id == _UNITS.c.id,
+                _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
+            )
+        )
+    )
+    if tried:
+        query = query.where(_UNITS.c.id.not_in(bindparam("tried", expanding=True)))
+    return query.order_by(_UNITS.c.priority, _UNITS.c.id).limit(1).subquery()
+
+
+@functools.cache
+def _routed_statement(overlap: int, tried: bool) -> Any:
+    """The best-ranked free unit of a routed campaign: one index seek per fill level.
+
+    ``ix_unit_route`` (campaign, slots_taken, priority, id) gives each level's best unit
+    without a sort; the best of those K is the unit of lowest ``Unit.priority`` with a free slot,
+    however many units are already full. Ranks are all set or all null (:mod:`data.queue.
+    routing`); all null orders as least-annotated first. Built once per (K, tried?).
+    """
+    levels = [core_select(_routed_level(level, tried)) for level in range(overlap)]
+    union = levels[0].union_all(*levels[1:]).subquery()
+    return (
+        core_select(union.c.id, union.c.slots_taken)
+        .order_by(union.c.priority, union.c.slots_taken, union.c.id)
+        .limit(1)
+    )
+
+
+_LOCK_UNIT = (
+    core_select(_UNITS.c.id, _UNITS.c.slots_taken)
+    .where(_UNITS.c.id == bindparam("unit_id"), _UNITS.c.slots_taken < bindparam("overlap"))
+    .with_for_update(skip_locked=True)
+)
+"""Lock a routed candidate and read its live-slot count again: the pick was read without a
+lock, and a lease that committed since would make its count stale (a stale count would try a
+slot whose holder may be submitting right now, and wait on that holder while holding the
+unit: a deadlock)."""
+
+
+def _routed_candidate(session: Session, campaign: Any, annotator_id: int, tried: set[int]) -> Any:
+    """:func:`_candidate` for a judge-routed campaign: the free unit of best rank. On PostgreSQL
+    it is then locked with ``SKIP LOCKED`` as the least-annotated query locks its pick (a locked
+    unit is skipped for the next one), so concurrent annotators spread as they do there."""
+    connection = session.connection()
+    params: dict[str, Any] = {"campaign_id": campaign.id, "annotator_id": annotator_id}
+    skipped = set(tried)
+    while True:
+        if skipped:
+            params["tried"] = sorted(skipped)
+        statement = _routed_statement(campaign.overlap, bool(skipped))
+        candidate = connection.execute(statement, params).first()
+        if candidate is None or connection.dialect.name != "postgresql":
+            return candidate
+        lock = {"unit_id": candidate.id, "overlap": campaign.overlap}
+        locked = connection.execute(_LOCK_UNIT, lock).first()
+        if locked is not None:
+            return locked
+        skipped.add(candidate.id)
 
 
 _LEASE_COLUMNS = (

@@ -7,7 +7,8 @@ from typing import Any, Literal
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from data.queue.common import _campaign, _shown
+from data.campaigns import get_campaign
+from data.queue.common import _shown
 from data.queue.leases import _Leased, _unit_view
 from data.queue.records import (
     AnnotatorProgress,
@@ -72,7 +73,7 @@ def _my_records(
     blind. Two queries over the listed items (a page holds at most a page of them), never the
     whole campaign.
     """
-    campaign = _campaign(session, campaign_id)
+    campaign = get_campaign(session, campaign_id)
     unit_ids = {a.unit_id for a in annotations}
     item_of = dict(
         session.exec(select(Unit.id, Unit.item_pk).where(col(Unit.id).in_(unit_ids))).all()
@@ -140,7 +141,7 @@ def my_annotation_view(
     assignment = session.get(Assignment, annotation.assignment_id)
     if assignment is None:
         raise AssignmentNotFound(f"answer {annotation_id} has no assignment")
-    campaign = _campaign(session, annotation.campaign_id)
+    campaign = get_campaign(session, annotation.campaign_id)
     [mine] = _my_records(session, campaign.id, [annotation])  # type: ignore[arg-type]
     return _unit_view(session, campaign, _Leased.of(assignment), None), mine
 
@@ -151,7 +152,7 @@ def others_answers(session: Session, unit_id: int, annotator_id: int) -> list[Ot
     Empty unless the campaign allows it and the annotator has submitted their own answer.
     """
     unit = session.get(Unit, unit_id)
-    if unit is None or not _campaign(session, unit.campaign_id).show_others_after_submit:
+    if unit is None or not get_campaign(session, unit.campaign_id).show_others_after_submit:
         return []
     own = session.exec(
         select(Annotation).where(
@@ -196,7 +197,7 @@ def submitted_count(session: Session, campaign_id: int, annotator_id: int) -> in
 
 def annotator_progress(session: Session, campaign_id: int, annotator_id: int) -> AnnotatorProgress:
     """Counts for the progress bar: own answers and skips, the campaign's units."""
-    campaign = _campaign(session, campaign_id)
+    campaign = get_campaign(session, campaign_id)
 
     def count(query: Any) -> int:
         return int(session.exec(query).one())

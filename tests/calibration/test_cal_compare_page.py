@@ -10,7 +10,8 @@ from annotate_app.navigation import APP_DIR
 from calibration import CalibrationOptions
 from calibration.compare import HUMAN, compare_judges
 from calibration.report_compare import comparison_table
-from data.frames import campaign_judgement_frame, campaign_reference_overrides, find_campaign
+from data.campaigns import get_campaign
+from data.frames import campaign_judgement_frame, campaign_reference_overrides
 from data.queue import campaign_protocol
 from data.storage import session_scope
 from data.users import create_user
@@ -55,7 +56,7 @@ def test_picker_shows_the_library_comparison(sample, monkeypatch):
     at.run()
     assert not at.exception, at.exception
     with session_scope(engine) as session:
-        found = find_campaign(session, campaign.name)
+        found = get_campaign(session, campaign.name)
         frame = campaign_judgement_frame(session, found.id)
         overrides = campaign_reference_overrides(session, found.id)
         protocol = campaign_protocol(found)

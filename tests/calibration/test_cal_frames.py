@@ -11,14 +11,9 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from calibration import CalibrationOptions, calibrate
+from data.campaigns import CampaignNotFound, get_campaign
 from data.exporters import model_judgement_records
-from data.frames import (
-    CampaignNotFound,
-    campaign_judgement_frame,
-    campaign_judges,
-    campaign_reference_overrides,
-    find_campaign,
-)
+from data.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
 from data.storage import session_scope
 from schemas.protocols import ALIGNMMBENCH, PAIRWISE
 from schemas.records import JUDGEMENT_FRAME_COLUMNS
@@ -176,9 +171,13 @@ def test_pointwise_campaign_frame(any_engine):
         frame = campaign_judgement_frame(s, ids["points"])
         overrides = campaign_reference_overrides(s, ids["points"])
         assert campaign_judges(s, ids["points"]) == ["critic", "gpt-4"]
-        assert find_campaign(s, "points").id == ids["points"]
-        with pytest.raises(CampaignNotFound, match="existing: pairs, points"):
-            find_campaign(s, "nope")
+        assert get_campaign(s, "points").id == ids["points"]
+        assert get_campaign(s, ids["pairs"]).name == "pairs"
+        assert get_campaign(s, str(ids["pairs"])).name == "pairs"  # --campaign 2 from the CLI
+        with pytest.raises(CampaignNotFound, match="known campaigns: pairs, points"):
+            get_campaign(s, "nope")
+        with pytest.raises(CampaignNotFound, match="no campaign with id 99 "):
+            get_campaign(s, 99)
     assert list(frame.columns[: len(JUDGEMENT_FRAME_COLUMNS)]) == list(JUDGEMENT_FRAME_COLUMNS)
     humans = frame[frame["kind"] == "human"]
     assert len(humans) == 8  # the retired revision is not there
@@ -234,7 +233,7 @@ def test_cli_database_mode(engine, db_url, tmp_path):
     assert set(summary["judges"]) == {"critic", "gpt-4"}
     assert set(summary["judges"]["gpt-4"]["by"]["task"]) == {"OCR", "Chart"}
     result = CliRunner().invoke(app, ["--db", db_url, "calibrate", "--campaign", "nope"])
-    assert result.exit_code == 2 and "campaign 'nope' not found" in result.output
+    assert result.exit_code == 2 and "no campaign called 'nope' (known" in result.output
 
 
 def test_a_judge_of_another_protocol_is_neither_offered_nor_read(any_engine):

@@ -1,0 +1,205 @@
+"""A campaign's routing setting, stored as a serving rank on each unit.
+
+:func:`apply_routing` reads the chosen judges' judgements on the campaign's units, orders the
+units with :func:`data.queue.priority.plan_routing` and writes the order to ``Unit.priority``
+(lowest first; null for ``least-annotated`` or when no judge gave a signal), so that the lease
+query stays an index-ordered pick (:mod:`data.queue.leases`). It runs when a campaign is created,
+when its routing is set (:func:`set_routing`) and when judgements of a routing judge are stored
+(:func:`refresh_routing_for_judges`). Overlap, leases and blindness are untouched: the order only
+decides which free slot is offered first.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from sqlalchemy import bindparam, update
+from sqlmodel import Session, col, select
+
+from data.audit import record_event
+from data.campaigns import CampaignError, campaign_protocol, get_campaign
+from data.frames import campaign_judgements
+from data.queue.priority import (
+    DEFAULT_STRATIFIED_SHARE,
+    PREFERENCE_AXIS,
+    ROUTING_MODES,
+    JudgeReading,
+    RoutingPlan,
+    estimation_sample,
+    expected_score_spread,
+    plan_routing,
+    probability_spread,
+)
+from schemas.tables import Campaign, Judgement, Unit
+
+_UNITS = Unit.__table__  # type: ignore[attr-defined]
+_SET_PRIORITY = (
+    update(_UNITS).where(_UNITS.c.id == bindparam("b_id")).values(priority=bindparam("b_rank"))
+)
+
+
+def check_routing(
+    routing: str, judges: Sequence[str] | None, share: float | None
+) -> tuple[str, list[str] | None, float | None]:
+    """The routing setting as stored: ``(routing, judges, share)``; :class:`CampaignError` when
+    the combination makes no sense (nothing is guessed or clamped)."""
+    if routing not in ROUTING_MODES:
+        raise CampaignError(
+            f"unknown routing {routing!r}: choose one of {', '.join(ROUTING_MODES)}"
+        )
+    names = [name.strip() for name in judges or () if name.strip()]
+    if len(set(names)) != len(names):
+        raise CampaignError(f"routing judges name a judge twice: {', '.join(names)}")
+    if routing == "least-annotated":
+        if names or share is not None:
+            raise CampaignError(
+                "least-annotated routing uses no judges and no stratified share: leave them out"
+            )
+        return routing, None, None
+    if not names:
+        raise CampaignError(f"{routing} routing needs the judges whose outputs order the queue")
+    if routing == "judge-disagreement" and len(names) < 2:
+        raise CampaignError("judge-disagreement routing needs at least two judges to compare")
+    if routing != "stratified":
+        if share is not None:
+            raise CampaignError("a stratified share applies only to stratified routing")
+        return routing, names, None
+    share = DEFAULT_STRATIFIED_SHARE if share is None else float(share)
+    if not 0 < share < 1:
+        raise CampaignError(
+            f"the stratified share is {share}, but it must be between 0 and 1 (exclusive), "
+            "e.g. 0.2 for one unit in five served in random order"
+        )
+    return routing, names, share
+
+
+def set_routing(
+    session: Session,
+    campaign: str | int,
+    routing: str,
+    judges: Sequence[str] | None = None,
+    share: float | None = None,
+    actor_id: int | None = None,
+) -> RoutingPlan:
+    """Change a campaign's routing and re-rank its units; the plan says what ordered them."""
+    found = get_campaign(session, campaign)
+    routing, names, share = check_routing(routing, judges, share)
+    before = {
+        "routing": found.routing,
+        "judges": found.routing_judges,
+        "share": found.routing_share,
+    }
+    found.routing, found.routing_judges, found.routing_share = routing, names, share
+    session.add(found)
+    plan = apply_routing(session, found)
+    record_event(
+        session, actor_id=actor_id, action="campaign.routing", entity="campaign",
+        entity_id=found.id,  # type: ignore[arg-type]
+        detail={"before": before, "after": {"routing": routing, "judges": names, "share": share},
+                "note": plan.note},
+    )  # fmt: skip
+    return plan
+
+
+def routing_plan(session: Session, campaign: Campaign) -> RoutingPlan:
+    """The serving order of the campaign's units under its routing setting (nothing written)."""
+    session.flush()
+    units = list(session.exec(select(Unit.id).where(Unit.campaign_id == campaign.id)))
+    judges = list(campaign.routing_judges or ())
+    readings = judge_readings(session, campaign, judges) if judges else {}
+    return plan_routing(
+        campaign.routing, units, readings,  # type: ignore[arg-type]
+        judges=judges, share=campaign.routing_share, seed=campaign.id,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def apply_routing(session: Session, campaign: Campaign) -> RoutingPlan:
+    """Rank the campaign's units under its routing setting and store the ranks."""
+    plan = routing_plan(session, campaign)
+    connection = session.connection()
+    connection.execute(
+        update(_UNITS).where(_UNITS.c.campaign_id == campaign.id).values(priority=None)
+    )
+    if plan.order:
+        ranks = [{"b_id": unit, "b_rank": rank} for rank, unit in enumerate(plan.order)]
+        connection.execute(_SET_PRIORITY, ranks)
+    return plan
+
+
+def refresh_routing_for_judges(session: Session, judges: Iterable[str]) -> list[RoutingPlan]:
+    """Re-rank the units of every judge-routed campaign that routes by one of ``judges`` (called
+    when their judgements change)."""
+    names = set(judges)
+    routed = session.exec(select(Campaign).where(col(Campaign.routing) != "least-annotated"))
+    return [
+        apply_routing(session, campaign)
+        for campaign in routed
+        if names & set(campaign.routing_judges or ())
+    ]
+
+
+def judge_readings(
+    session: Session, campaign: Campaign, judges: Sequence[str]
+) -> dict[int, dict[str, JudgeReading]]:
+    """unit id → judge → what that judge stored about the unit (verdicts on the 0–1 axis, and
+    its stored spread where it kept probabilities or an expected score)."""
+    protocol = campaign_protocol(campaign)
+    pairwise = not protocol.is_pointwise
+    scale = (0.0, 1.0) if pairwise else (float(protocol.scale_min), float(protocol.scale_max))  # type: ignore[arg-type]
+    query = campaign_judgements(
+        campaign, Judgement.judge, Judgement.score, Judgement.preference,
+        Judgement.expected_score, Judgement.meta, unit_id=True,
+    ).where(col(Judgement.judge).in_(judges))  # fmt: skip
+    verdicts: dict[tuple[int, str], list[float]] = defaultdict(list)
+    spreads: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for unit_id, judge, score, preference, expected, meta in session.execute(query):
+        key = (unit_id, judge)
+        if pairwise and preference in PREFERENCE_AXIS:
+            verdicts[key].append(PREFERENCE_AXIS[preference])
+        elif not pairwise and score is not None:
+            verdicts[key].append((float(score) - scale[0]) / (scale[1] - scale[0]))
+        spread = _stored_spread(meta, score, expected, pairwise, scale)
+        if spread is not None:
+            spreads[key].append(spread)
+    readings: dict[int, dict[str, JudgeReading]] = defaultdict(dict)
+    for unit_id, judge in set(verdicts) | set(spreads):
+        stored = spreads.get((unit_id, judge))
+        readings[unit_id][judge] = JudgeReading(
+            tuple(verdicts.get((unit_id, judge), ())),
+            sum(stored) / len(stored) if stored else None,
+        )
+    return dict(readings)
+
+
+def _stored_spread(
+    meta: dict | None,
+    score: float | None,
+    expected: float | None,
+    pairwise: bool,
+    scale: tuple[float, float],
+) -> float | None:
+    probs = (meta or {}).get("probs")
+    if isinstance(probs, dict):
+        spread = probability_spread(probs, pairwise, scale)
+        if spread is not None:
+            return spread
+    if not pairwise and score is not None and expected is not None:
+        return expected_score_spread(float(score), float(expected), scale)
+    return None
+
+
+def campaign_estimation_sample(session: Session, campaign: str | int) -> list[int]:
+    """Unit ids of a stratified campaign's estimation sample (:func:`~data.queue.priority.
+    estimation_sample`): complete units, a simple random sample of the campaign's units."""
+    found = get_campaign(session, campaign)
+    if found.routing != "stratified":
+        raise CampaignError(
+            f"campaign {found.name!r} is routed {found.routing}, not stratified: every complete "
+            "unit is part of its estimate"
+        )
+    rows = session.exec(
+        select(Unit.id, Unit.n_submitted).where(Unit.campaign_id == found.id, ~col(Unit.flagged))
+    ).all()
+    complete = {unit for unit, submitted in rows if submitted >= found.overlap}
+    return estimation_sample([unit for unit, _ in rows], complete, found.id)  # type: ignore[arg-type]

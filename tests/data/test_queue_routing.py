@@ -1,0 +1,302 @@
+"""Judge-guided routing: the serving order per mode, stored ranks, overlap under concurrency."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+from typer.testing import CliRunner
+
+from annotate_app.cli.main import app
+from data import queue
+from data.campaigns import CampaignError, get_campaign
+from data.judgements import insert_judgements
+from data.queue.priority import (
+    JudgeReading,
+    estimation_sample,
+    is_random_position,
+    plan_routing,
+    probability_spread,
+    random_key,
+    random_order,
+)
+from data.queue.routing import campaign_estimation_sample, set_routing
+from data.storage import session_scope
+from schemas.tables import Annotation, Item, Judgement, Pair, Response, Unit
+from tests.data.test_queue import _check_counters, _lease, _submit, build_campaign
+
+# --- the priority function, by hand -------------------------------------------------------------
+
+
+def _pairwise(*verdicts: str) -> JudgeReading:
+    axis = {"A": 1.0, "tie": 0.5, "B": 0.0}
+    return JudgeReading(tuple(axis[v] for v in verdicts))
+
+
+def test_disagreement_orders_by_the_spread_of_the_judges_then_a_seeded_key() -> None:
+    readings = {
+        10: {"j1": _pairwise("A"), "j2": _pairwise("B")},  # spread 1
+        11: {"j1": _pairwise("A"), "j2": _pairwise("tie")},  # 0.5
+        12: {"j1": _pairwise("A"), "j2": _pairwise("A")},  # 0
+        13: {"j1": _pairwise("B"), "j2": _pairwise("tie"), "other": _pairwise("A")},  # 0.5
+        14: {"j1": _pairwise("A")},  # one judge: no signal
+    }
+    plan = plan_routing("judge-disagreement", [10, 11, 12, 13, 14], readings, judges=["j1", "j2"])
+    middle = sorted([11, 13], key=lambda unit: random_key(0, unit))  # tie broken by the key
+    assert plan.order == (10, *middle, 12, 14)
+    assert (plan.guide, plan.units_with_signal) == ("disagreement", 4)
+    assert plan.note == "4 of 5 units ordered by judge disagreement (j1, j2)"
+
+
+def test_uncertainty_from_probabilities_repeated_verdicts_or_nothing() -> None:
+    # (1 - 0.5) / (2/3) = 0.75; a flip between the two shown orders: range 1 - 0 = 1.
+    assert probability_spread({"A": 0.5, "B": 0.3, "tie": 0.2, "_mass": 0.9}, True, (0, 1)) == (
+        pytest.approx(0.75)
+    )
+    # Scores 1 and 5 with p = 1/2 each on a 1-5 scale: sd 2 over half range 2 = 1.
+    assert probability_spread({"1": 0.5, "5": 0.5}, False, (1, 5)) == pytest.approx(1.0)
+    readings = {
+        1: {"j": JudgeReading((1.0,), stored_spread=0.75)},
+        2: {"j": _pairwise("A", "B")},  # both orders disagree: 1.0
+        3: {"j": _pairwise("A", "A")},  # 0
+        4: {"j": _pairwise("A")},  # nothing usable
+    }
+    plan = plan_routing("judge-uncertainty", [1, 2, 3, 4], readings, judges=["j"])
+    assert plan.order == (2, 1, 3, 4)
+    nothing = plan_routing("judge-uncertainty", [4], {4: readings[4]}, judges=["j"])
+    assert nothing.order == () and nothing.fell_back
+    assert "served least-annotated first instead" in nothing.note
+
+
+def test_stratified_keeps_a_fixed_share_and_its_random_prefix_is_always_served() -> None:
+    units = list(range(100, 140))
+    readings = {u: {"a": _pairwise("A"), "b": _pairwise("B" if u % 3 else "A")} for u in units}
+    plan = plan_routing("stratified", units, readings, judges=["a", "b"], share=0.25, seed=5)
+    assert sorted(plan.order) == units
+    assert [t for t in range(8) if is_random_position(t, 0.25)] == [3, 7]
+    randomised = random_order(units, 5)
+    for m in range(1, len(units) + 1):
+        served = set(plan.order[:m])
+        assert set(randomised[: m // 4]) <= served  # floor(0.25 m) random units among the first m
+    # The estimation sample is the random order's prefix of complete units, nothing else.
+    complete = set(randomised[:6]) | set(plan.order[:20])
+    assert estimation_sample(units, complete, 5) == randomised[: _prefix(randomised, complete)]
+
+
+def _prefix(order: list[int], complete: set[int]) -> int:
+    return next(i for i, unit in enumerate(order) if unit not in complete)
+
+
+# --- the queue ----------------------------------------------------------------------------------
+
+
+def _unit_of_item(session: Session, campaign_id: int) -> dict[str, int]:
+    rows = session.exec(
+        select(Item.item_id, Unit.id)
+        .join(Unit, col(Unit.item_pk) == Item.id)
+        .where(Unit.campaign_id == campaign_id)
+    )
+    return dict(rows.all())
+
+
+def _judge_pairs(engine: Engine, verdicts: dict[str, dict[int, str]]) -> None:
+    """Store pairwise judgements: judge → item number → canonical preference."""
+    with session_scope(engine) as session:
+        pairs = session.exec(select(Pair, Item.item_id).join(Item, col(Item.id) == Pair.item_pk))
+        pair_of = {int(item_id.split("-")[1]): pair for pair, item_id in pairs}
+        rows = [
+            Judgement(
+                judge=judge,
+                protocol="pairwise",
+                unit_key=f"p:item-{n}/left|item-{n}/right",
+                pair_pk=pair_of[n].id,
+                preference=preference,
+            )
+            for judge, by_item in verdicts.items()
+            for n, preference in by_item.items()
+            if n in pair_of  # a smaller campaign has fewer items
+        ]
+        insert_judgements(session, rows)
+
+
+VERDICTS = {"j1": {0: "A", 1: "A", 2: "A", 3: "B"}, "j2": {0: "A", 1: "tie", 2: "B", 3: "B"}}
+"""Item 2: the judges disagree fully; item 1: half; items 0 and 3: agree; item 4: not judged."""
+
+
+def test_judge_disagreement_serves_the_most_disputed_unit_first_to_every_annotator(
+    engine: Engine,
+) -> None:
+    campaign_id, (alice, bob) = build_campaign(engine, items=5, protocol="pairwise", overlap=2)
+    _judge_pairs(engine, VERDICTS)
+    with session_scope(engine) as session:
+        plan = set_routing(session, campaign_id, "judge-disagreement", ["j1", "j2"])
+        unit = _unit_of_item(session, campaign_id)
+    assert plan.order[:2] == (unit["item-2"], unit["item-1"])
+    assert set(plan.order[2:4]) == {unit["item-0"], unit["item-3"]}
+    assert plan.order[4] == unit["item-4"]
+    first = _lease(engine, campaign_id, alice)
+    assert first.unit_id == unit["item-2"]
+    assert _lease(engine, campaign_id, bob).unit_id == unit["item-2"]  # depth first: K slots
+    served = [first.unit_id]
+    view = first
+    while (view := _submit_next(engine, view, alice)) is not None:
+        served.append(view.unit_id)
+    assert tuple(served) == plan.order
+    with Session(engine) as session:
+        _check_counters(session, campaign_id)
+
+
+def _submit_next(engine: Engine, view: queue.UnitView, annotator: int) -> queue.UnitView | None:
+    _submit(engine, view, annotator)
+    return _lease(engine, campaign_id=view.campaign_id, annotator_id=annotator)
+
+
+def test_least_annotated_is_unchanged_and_ranks_are_cleared(engine: Engine) -> None:
+    campaign_id, (alice, bob) = build_campaign(engine, items=3, protocol="pairwise", overlap=2)
+    _judge_pairs(engine, VERDICTS)
+    with session_scope(engine) as session:
+        set_routing(session, campaign_id, "judge-disagreement", ["j1", "j2"])
+        plan = set_routing(session, campaign_id, "least-annotated")
+        assert plan.order == () and plan.note.startswith("least-annotated first")
+        ranks = session.exec(select(Unit.priority).where(Unit.campaign_id == campaign_id)).all()
+        assert set(ranks) == {None}
+        units = sorted(session.exec(select(Unit.id).where(Unit.campaign_id == campaign_id)))
+    assert _lease(engine, campaign_id, alice).unit_id == units[0]
+    assert _lease(engine, campaign_id, bob).unit_id == units[1]  # breadth first, as before
+
+
+def test_new_judgements_re_rank_a_routed_campaign(engine: Engine) -> None:
+    campaign_id, (alice, _) = build_campaign(engine, items=5, protocol="pairwise", overlap=1)
+    with session_scope(engine) as session:
+        plan = set_routing(session, campaign_id, "judge-disagreement", ["j1", "j2"])
+        unit = _unit_of_item(session, campaign_id)
+    assert plan.fell_back and "no unit was judged by two of the chosen judges" in plan.note
+    _judge_pairs(engine, VERDICTS)  # judgements arrive after the routing was set
+    assert _lease(engine, campaign_id, alice).unit_id == unit["item-2"]
+
+
+def test_routing_settings_are_checked() -> None:
+    from data.queue.routing import check_routing
+
+    assert check_routing("stratified", ["j"], None) == ("stratified", ["j"], 0.2)
+    for routing, judges, share, message in [
+        ("random", None, None, "unknown routing 'random': choose one of least-annotated"),
+        ("judge-disagreement", ["j"], None, "needs at least two judges"),
+        ("judge-uncertainty", None, None, "needs the judges whose outputs order the queue"),
+        ("judge-uncertainty", ["j"], 0.2, "applies only to stratified routing"),
+        ("stratified", ["j"], 1.0, "the stratified share is 1.0, but it must be between 0 and 1"),
+        ("least-annotated", ["j"], None, "uses no judges"),
+    ]:
+        with pytest.raises(CampaignError, match=message):
+            check_routing(routing, judges, share)
+
+
+@pytest.mark.parametrize("routing", ["least-annotated", "judge-disagreement", "stratified"])
+def test_concurrent_leasing_with_routing_never_exceeds_overlap(
+    any_engine: Engine, routing: str
+) -> None:
+    campaign_id, annotators = build_campaign(
+        any_engine, items=15, protocol="pairwise", overlap=3, annotators=12
+    )
+    verdicts = {
+        "j1": dict.fromkeys(range(15), "A"),
+        "j2": {n: ("A", "B", "tie")[n % 3] for n in range(15)},
+    }
+    _judge_pairs(any_engine, verdicts)
+    with session_scope(any_engine) as session:
+        judges = None if routing == "least-annotated" else ["j1", "j2"]
+        set_routing(session, campaign_id, routing, judges)
+    submitted: list[tuple[int, int]] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    start = threading.Barrier(len(annotators))
+
+    def work(annotator: int) -> None:
+        try:
+            start.wait()
+            view = _lease(any_engine, campaign_id, annotator)
+            while view is not None:
+                following = _submit_next(any_engine, view, annotator)
+                with lock:
+                    submitted.append((view.unit_id, annotator))
+                view = following
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in annotators]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(submitted) == len(set(submitted))
+    per_unit = Counter(unit for unit, _ in submitted)
+    assert len(per_unit) == 15 and set(per_unit.values()) == {3}
+    with Session(any_engine) as session:
+        stored = session.exec(select(Annotation.unit_id, Annotation.annotator_id)).all()
+        assert sorted(stored) == sorted(submitted)
+        _check_counters(session, campaign_id)
+
+
+def test_stratified_estimation_sample_is_the_complete_random_prefix(engine: Engine) -> None:
+    campaign_id, (alice,) = build_campaign(
+        engine, items=8, protocol="pairwise", overlap=1, annotators=1
+    )
+    _judge_pairs(engine, VERDICTS)
+    with session_scope(engine) as session:
+        plan = set_routing(session, campaign_id, "stratified", ["j1", "j2"], share=0.5)
+        units = sorted(plan.order)
+    view = _lease(engine, campaign_id, alice)
+    for _ in range(4):  # four units served and answered: positions 1 and 3 were random
+        view = _submit_next(engine, view, alice)
+    randomised = random_order(units, campaign_id)
+    with session_scope(engine) as session:
+        sample = campaign_estimation_sample(session, campaign_id)
+    assert sample[:2] == randomised[:2] and set(sample) <= set(plan.order[:4])
+
+
+def test_cli_create_with_routing_and_set_routing(engine: Engine, db_url: str) -> None:
+    build_campaign(engine, items=3, protocol="pairwise", overlap=1)
+    _judge_pairs(engine, VERDICTS)
+    runner = CliRunner()
+    created = runner.invoke(app, [
+        "--db", db_url, "campaign", "create", "routed", "--dataset", "ds-pairwise",
+        "--protocol", "pairwise", "--routing", "judge-disagreement", "--routing-judges", "j1,j2",
+    ])  # fmt: skip
+    assert created.exit_code == 0, created.output
+    assert "routing judge-disagreement: 3 of 3 units ordered by judge disagreement" in (
+        created.output
+    )
+    bad = runner.invoke(app, [
+        "--db", db_url, "campaign", "set-routing", "routed", "--routing", "stratified",
+        "--routing-judges", "j1", "--stratified-share", "1.5",
+    ])  # fmt: skip
+    assert bad.exit_code == 2
+    assert "the stratified share is 1.5, but it must be between 0 and 1" in bad.output
+    assert "(--stratified-share)" in bad.output
+    done = runner.invoke(app, [
+        "--db", db_url, "campaign", "set-routing", "routed", "--routing", "judge-uncertainty",
+        "--routing-judges", "j1",
+    ])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert "served least-annotated first instead" in done.output  # one verdict each: no signal
+    with session_scope(engine) as session:
+        campaign = get_campaign(session, "routed")
+        assert (campaign.routing, campaign.routing_judges) == ("judge-uncertainty", ["j1"])
+
+
+def test_unknown_response_is_not_a_reading(engine: Engine) -> None:
+    """A judge's output on a response outside the campaign does not rank anything."""
+    campaign_id, _ = build_campaign(engine, items=2, protocol="alignmmbench", overlap=1)
+    with session_scope(engine) as session:
+        response = session.exec(select(Response).where(Response.response_id == "item-0/left")).one()
+        insert_judgements(session, [
+            Judgement(judge=j, protocol="mmie", unit_key="r:item-0/left",
+                      response_pk=response.id, score=s)
+            for j, s in (("j1", 1.0), ("j2", 5.0))
+        ])  # fmt: skip
+        plan = set_routing(session, campaign_id, "judge-disagreement", ["j1", "j2"])
+    assert plan.fell_back  # judged under another protocol than the campaign's
