@@ -101,7 +101,7 @@ def create(
         routing_share=stratified_share,
     )
     cli = state(ctx)
-    with session_scope(cli.engine()) as session:
+    with review_flags(), session_scope(cli.engine()) as session:
         campaign = _routing_errors(lambda: create_campaign(session, spec))
         progress = campaign_progress(session, campaign.id)  # type: ignore[arg-type]
         plan = routing_plan(session, campaign)

@@ -1,4 +1,4 @@
-"""``critiquelab export annotations|judgments``: human and model judgements out to files."""
+"""``critiquelab export annotations|judgments|disagreement-tags|dataset``: records out to files."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from data.exporters import (
     model_judgement_records,
     write_judgement_records,
 )
+from data.exporters.tags import export_disagreement_tags
 from data.storage import session_scope
 
 export_app = typer.Typer(help="Export annotations and judgements to files.")
@@ -54,6 +55,26 @@ def judgments(
     with session_scope(cli.engine()) as session:
         records = model_judgement_records(session, judges=judges or (), campaign_name=campaign)
     written = write_judgement_records(records, output, export_format or _format_of(output))
+    cli.emit({"written": written, "output": str(output)}, text=f"wrote {written} to {output}")
+
+
+@export_app.command("disagreement-tags")
+def disagreement_tags(
+    ctx: typer.Context,
+    campaign: str = typer.Option(..., "--campaign", help="Campaign name."),
+    export_format: str = _FORMAT,
+    output: Path = _OUTPUT,
+    all_tags: bool = typer.Option(
+        False, "--all", help="Every tag, retired ones too, not only each unit's live tag."
+    ),
+) -> None:
+    """Reviewers' causes of judge–human disagreements (FORMATS.md "Disagreement tags")."""
+    cli = state(ctx)
+    export_format = export_format or _format_of(output)
+    with session_scope(cli.engine()) as session:
+        written = export_disagreement_tags(
+            session, campaign, output, export_format, all_tags=all_tags
+        )
     cli.emit({"written": written, "output": str(output)}, text=f"wrote {written} to {output}")
 
 
