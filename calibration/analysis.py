@@ -1,7 +1,8 @@
 """The whole calibration of one protocol: humans, reference, every judge, intervals, models.
 
-:func:`calibrate` turns a judgement frame into a :class:`CalibrationReport`: ``summary`` is the
-JSON of METRICS.md ("Output"), ``details`` holds what the audit report and the dashboard draw
+:func:`calibrate` turns a judgement frame into a :class:`CalibrationReport`: ``result`` is the
+typed :class:`~calibration.result.CalibrationResult` whose serialisation is the JSON of
+METRICS.md ("Output"); ``details`` holds what the audit report and the dashboard draw
 (confusion tables, distributions, bias by score point, largest disagreements).
 """
 
@@ -19,20 +20,19 @@ import pandas as pd
 from calibration.alpha import AlphaData
 from calibration.bootstrap import (
     CI_LEVEL,
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_SEED,
     percentile_interval,
     unit_resample_counts,
 )
 from calibration.ceiling import LeaveOneOut
 from calibration.details import JudgeDetails, pairwise_details, pointwise_details
 from calibration.errors import CalibrationInputError
-from calibration.grouped import AggregateMode, aggregate_groups, check_aggregate, group_weights
+from calibration.grouped import aggregate_groups, group_weights
 from calibration.leaderboard import alignment_scores, model_scores, ranking_kendall
 from calibration.maps import calibration_maps
-from calibration.pairwise import LABELS, PairwiseKernel, UnparsedRule, check_unparsed_rule
+from calibration.options import CalibrationOptions
+from calibration.pairwise import LABELS, PairwiseKernel
 from calibration.pointwise import PointwiseKernel
-from calibration.reference import ConsensusRule, NoMajorityRule, check_consensus
+from calibration.result import CalibrationResult
 from calibration.scale import Scale
 from calibration.units import UnitData, prepare_units
 from schemas.protocols import Protocol
@@ -53,51 +53,23 @@ DEFINITIONS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class CalibrationOptions:
-    """Every option that changes a number; all of them are written into the report."""
-
-    protocol: Protocol
-    consensus: ConsensusRule | None = None
-    """Reference rule; default ``mean`` for scores, ``majority`` for preferences."""
-    no_majority: NoMajorityRule = "tie"
-    unparsed: UnparsedRule = "wrong"
-    bootstrap: int = DEFAULT_BOOTSTRAP
-    """Resamples for the intervals; 0 turns intervals off."""
-    seed: int = DEFAULT_SEED
-    by: tuple[str, ...] | None = None
-    """Fields to group by; default ``task`` and ``category`` where the units have them."""
-    aggregate: AggregateMode = "mean"
-    judges: tuple[str, ...] | None = None
-    """Judges to report (default: every model judge in the frame)."""
-    calibration_fraction: float = 0.5
-    max_disagreements: int = 25
-
-    @property
-    def reference_rule(self) -> ConsensusRule:
-        if self.consensus is not None:
-            return self.consensus
-        return "mean" if self.protocol.is_pointwise else "majority"
-
-    def validate(self) -> None:
-        check_consensus(
-            self.reference_rule, self.no_majority, pairwise=not self.protocol.is_pointwise
-        )
-        check_unparsed_rule(self.unparsed)
-        check_aggregate(self.aggregate)
-        if self.bootstrap < 0:
-            raise CalibrationInputError(f"--bootstrap {self.bootstrap} must be 0 or more")
-        if not 0 < self.calibration_fraction < 1:
-            raise CalibrationInputError("the calibration split fraction must be between 0 and 1")
-
-
 @dataclass
 class CalibrationReport:
-    """``summary``: the METRICS.md JSON; ``details``: per judge tables for figures."""
+    """``result``: the typed METRICS.md result; ``details``: per judge tables for figures;
+    ``units``: the units' metadata (task, model...), one row per unit."""
 
-    summary: dict
+    result: CalibrationResult
     details: dict[str, JudgeDetails] = field(default_factory=dict)
     units: pd.DataFrame | None = None
+
+    @property
+    def summary(self) -> dict:
+        """The METRICS.md JSON as a dict (``result.model_dump(mode="json")``).
+
+        Kept while readers move to attribute access on :attr:`result`; new code reads
+        ``result``.
+        """
+        return self.result.model_dump(mode="json")
 
 
 def calibrate(
@@ -185,7 +157,8 @@ def calibrate(
     }
     if scale:
         summary["models"] = _models(data, judges, judge_blocks, scale)
-    return CalibrationReport(_jsonable(summary), details, data.meta)
+    result = CalibrationResult.model_validate(_jsonable(summary))
+    return CalibrationReport(result, details, data.meta)
 
 
 def frame_sha256(frame: pd.DataFrame) -> str:

@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from calibration.analysis import CalibrationOptions
 from calibration.bootstrap import CI_LEVEL, percentile_interval, unit_resample_counts
 from calibration.ceiling import LOO_PAIRWISE_METRICS, others_consensus
 from calibration.errors import CalibrationInputError
+from calibration.options import CalibrationOptions
 from calibration.pairwise import LABELS, PAIRWISE_METRICS, PairwiseKernel
 from calibration.pointwise import PointwiseKernel, metrics_for
 from calibration.scale import Scale

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import typer
 
+from annotate_app.campaign_calibration import calibrate_input, load_campaign
 from annotate_app.cli.calibrate_audits import (
     AuditOutputs,
     campaign_audits,
@@ -15,16 +18,14 @@ from annotate_app.cli.calibrate_audits import (
     read_audit_inputs,
 )
 from annotate_app.cli.context import state
-from calibration import CalibrationInputError, CalibrationOptions, calibrate
-from calibration.compare import JudgeComparison, compare_judges
+from calibration import CalibrationInputError, CalibrationOptions, CalibrationReport, calibrate
+from calibration.compare import compare_judges
 from calibration.io import judgement_frame, with_response_metadata
 from calibration.report_compare import comparison_text
 from calibration.report_html import audit_report_html, write_html
-from data.campaigns import get_campaign
-from data.frames import campaign_judgement_frame, campaign_reference_overrides
+from calibration.result import CalibrationResult
+from data.campaign_input import CampaignCalibrationInput
 from data.importers.reader import dataset_metadata, files_sha256, read_judgement_files
-from data.queue import campaign_protocol
-from data.storage import session_scope
 from schemas.protocols import Protocol, get_protocol, parse_scale
 
 
@@ -123,18 +124,20 @@ def calibrate_command(
         )
     scale_min, scale_max, step = parse_scale(scale) if scale else (None, None, None)
     overrides: dict[str, object] = {}
+    source: CampaignCalibrationInput | None = None
     if campaign is not None:
-        with session_scope(cli.engine()) as session:
-            found = get_campaign(session, campaign)
-            chosen = (
-                campaign_protocol(found)
-                if protocol is None and scale is None
-                else get_protocol(
-                    protocol or found.protocol, scale_min=scale_min, scale_max=scale_max, step=step
-                )
+        source = load_campaign(cli.engine(), campaign, judges=judge or None)
+        if protocol is not None or scale is not None:
+            source = replace(
+                source,
+                protocol=get_protocol(
+                    protocol or source.protocol.name,
+                    scale_min=scale_min,
+                    scale_max=scale_max,
+                    step=step,
+                ),
             )
-            frame = campaign_judgement_frame(session, found.id, judges=judge or None)
-            overrides = campaign_reference_overrides(session, found.id)
+        chosen, frame, overrides = source.protocol, source.frame, source.overrides
         data_sha256 = None
     else:
         if protocol is None:
@@ -143,17 +146,17 @@ def calibrate_command(
             )
         chosen = get_protocol(protocol, scale_min=scale_min, scale_max=scale_max, step=step)
         frame, data_sha256 = _file_frame(judgments, dataset, chosen)
-    options = CalibrationOptions(
-        protocol=chosen,
-        consensus=consensus,  # type: ignore[arg-type]
-        no_majority=no_majority,  # type: ignore[arg-type]
-        unparsed=unparsed,  # type: ignore[arg-type]
-        bootstrap=bootstrap,
-        seed=seed,
-        by=None if not by else tuple(f for f in by if f != "none"),
-        aggregate=aggregate,  # type: ignore[arg-type]
-        judges=tuple(judge) if judge else None,
-    )
+    fields = {
+        "consensus": consensus,
+        "no_majority": no_majority,
+        "unparsed": unparsed,
+        "bootstrap": bootstrap,
+        "seed": seed,
+        "by": None if not by else tuple(f for f in by if f != "none"),
+        "aggregate": aggregate,
+        "judges": tuple(judge) if judge else None,
+    }
+    options = CalibrationOptions(protocol=chosen, **fields)  # type: ignore[arg-type]
     comparisons = []  # first, so that a misspelt judge is named before the long calibration
     if compare is not None:
         with cli.progress("paired resamples", total=bootstrap or None) as advance:
@@ -161,23 +164,39 @@ def calibrate_command(
                 compare_judges(frame, options, *compare, overrides=overrides, progress=advance)
             )
     with cli.progress("bootstrap resamples", total=bootstrap or None) as advance:
-        report = calibrate(
-            frame, options, overrides=overrides, data_sha256=data_sha256, progress=advance
-        )
+        report = _calibrate(source, frame, options, fields, data_sha256, advance)
     audits = AuditOutputs()
     if campaign is not None:  # the judge audit reads responses and usage: database mode only
         audits = campaign_audits(
             cli, campaign, audit_inputs, judges=judge or None, no_majority=no_majority,
             bootstrap=bootstrap, seed=seed,
         )  # fmt: skip
-    output = {**_with_comparisons(report.summary, comparisons), **audits.json()}
+    result = report.result.with_extras(
+        comparisons=comparisons or None,
+        judge_audit=audits.judge_audit,
+        consistency=audits.consistency,
+    )
     if json_out is not None:
-        json_out.write_text(json.dumps(output, indent=2, ensure_ascii=False), "utf-8")
+        json_out.write_text(result.to_json(), "utf-8")
     if html_out is not None:
         write_html(report, html_out, comparisons, extra_sections=audits.html())
-    text = _summary_text(report.summary, json_out, html_out)
+    text = _summary_text(result, json_out, html_out)
     lines = [text, *map(comparison_text, comparisons), audits.text()]
-    cli.emit(output, text="\n".join(line for line in lines if line))
+    cli.emit(result.model_dump(mode="json"), text="\n".join(line for line in lines if line))
+
+
+def _calibrate(
+    source: CampaignCalibrationInput | None,
+    frame: pd.DataFrame,
+    options: CalibrationOptions,
+    fields: dict,
+    data_sha256: str | None,
+    progress: Callable[[int], None],
+) -> CalibrationReport:
+    """A campaign through the library's campaign calibration; files through ``calibrate``."""
+    if source is not None:
+        return calibrate_input(source, progress=progress, **fields).report
+    return calibrate(frame, options, data_sha256=data_sha256, progress=progress)
 
 
 def _emit_audits_only(cli, outputs: AuditOutputs, json_out: Path | None, html_out: Path | None):
@@ -188,13 +207,6 @@ def _emit_audits_only(cli, outputs: AuditOutputs, json_out: Path | None, html_ou
     if html_out is not None:
         html_out.write_text(audit_report_html(outputs.html()), "utf-8")
     cli.emit(output, text=outputs.text())
-
-
-def _with_comparisons(summary: dict, comparisons: list[JudgeComparison]) -> dict:
-    """The summary JSON with ``comparisons`` (METRICS.md, "Is judge A better than judge B?")."""
-    if not comparisons:
-        return summary
-    return {**summary, "comparisons": [c.model_dump(mode="json") for c in comparisons]}
 
 
 def _file_frame(
@@ -211,15 +223,16 @@ def _file_frame(
     return frame.drop(columns="response_id"), sha256
 
 
-def _summary_text(summary: dict, json_out: Path | None, html_out: Path | None) -> str:
+def _summary_text(result: CalibrationResult, json_out: Path | None, html_out: Path | None) -> str:
     lines = [
-        f"{summary['protocol']}: {summary['reference']['n_units']} units with a reference, "
-        f"{summary['human']['n_annotators']} annotators"
+        f"{result.protocol}: {result.reference.n_units} units with a reference, "
+        f"{result.human.n_annotators} annotators"
     ]
     headline = ("mae", "pearson", "kendall", "acc_with_tie", "f1_macro", "consistency")
-    for name, block in summary["judges"].items():
-        parts = [f"{k} {block[k]:.3f}" for k in headline if isinstance(block.get(k), float)]
-        lines.append(f"  {name}: n {block['n']}, " + ", ".join(parts))
+    for name, judge in result.judges.items():
+        values = judge.values
+        parts = [f"{k} {values[k]:.3f}" for k in headline if values.get(k) is not None]
+        lines.append(f"  {name}: n {judge.n}, " + ", ".join(parts))
     for label, path in (("json", json_out), ("html", html_out)):
         if path is not None:
             lines.append(f"wrote {label}: {path}")

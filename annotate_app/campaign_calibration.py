@@ -1,0 +1,128 @@
+"""Calibrating a campaign, and the annotators' agreement so far: one function per user action,
+shared by ``critiquelab calibrate --campaign``, the Calibration page, the Campaigns page and the
+Monitor page.
+
+Why here: combining a campaign read from the database (:mod:`data`) with the metrics
+(:mod:`calibration`) needs a layer above both. :mod:`critic` is above both too, but it owns judge
+prompts, training and judging; a campaign's calibration is a reporting action of the app, so it
+lives in ``annotate_app`` as a plain module (no Streamlit, no Typer), which pages and commands
+call and tests reach without a browser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from sqlalchemy.engine import Engine
+
+from calibration import CalibrationOptions, CalibrationReport, calibrate, krippendorff_alpha
+from calibration.tables import select_units
+from data.campaign_input import CampaignCalibrationInput, read_calibration_input
+from data.monitor import human_rating_matrices
+from data.storage import session_scope
+from schemas.protocols import Protocol
+
+
+@dataclass(frozen=True)
+class CampaignCalibration:
+    """A campaign's calibration: what was read, the options used, and the report."""
+
+    source: CampaignCalibrationInput
+    options: CalibrationOptions
+    report: CalibrationReport
+
+
+def load_campaign(
+    engine: Engine,
+    campaign: str | int,
+    *,
+    judges: Sequence[str] | None = None,
+    protocol: Protocol | None = None,
+) -> CampaignCalibrationInput:
+    """Read ``campaign`` for calibration in one session (:func:`read_calibration_input`)."""
+    with session_scope(engine) as session:
+        return read_calibration_input(session, campaign, judges=judges, protocol=protocol)
+
+
+def only_units(
+    source: CampaignCalibrationInput,
+    *,
+    tasks: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+) -> CampaignCalibrationInput:
+    """``source`` restricted to the units of these tasks and models (None: no restriction)."""
+    frame = source.frame
+    if tasks is not None:
+        frame = select_units(frame, "task", tasks)
+    if models is not None:
+        frame = select_units(frame, "model", models)
+    return source if frame is source.frame else replace(source, frame=frame)
+
+
+def calibrate_input(
+    source: CampaignCalibrationInput,
+    *,
+    progress: Callable[[int], None] | None = None,
+    **options: Any,
+) -> CampaignCalibration:
+    """Calibrate what :func:`load_campaign` read.
+
+    ``options``: fields of :class:`~calibration.CalibrationOptions` other than ``protocol``
+    (``judges``, ``by``, ``unparsed``, ``bootstrap``...), which is the source's.
+    """
+    chosen = CalibrationOptions(protocol=source.protocol, **options)
+    report = calibrate(source.frame, chosen, overrides=source.overrides, progress=progress)
+    return CampaignCalibration(source, chosen, report)
+
+
+def calibrate_campaign(
+    engine: Engine,
+    campaign: str | int,
+    *,
+    protocol: Protocol | None = None,
+    progress: Callable[[int], None] | None = None,
+    **options: Any,
+) -> CampaignCalibration:
+    """Read ``campaign`` (name or id) and calibrate it, as ``critiquelab calibrate --campaign``.
+
+    ``protocol``: read and score the values under this protocol instead of the campaign's;
+    ``options``: as :func:`calibrate_input` (``judges`` also limits the judgements read).
+    """
+    judges = options.get("judges")
+    source = load_campaign(engine, campaign, judges=judges, protocol=protocol)
+    return calibrate_input(source, progress=progress, **options)
+
+
+@dataclass(frozen=True)
+class TaskAgreement:
+    """Krippendorff's alpha among the human annotators of one task."""
+
+    task: str
+    annotators: int
+    units: int
+    alpha: float
+    """NaN while fewer than two answers can be paired."""
+    level: Literal["interval", "nominal"]
+    """interval for scores, nominal for preferences."""
+
+
+def task_agreement(engine: Engine, campaign_id: int) -> list[TaskAgreement]:
+    """Alpha among the humans per task of the campaign, tasks in name order (Monitor page).
+
+    Krippendorff (2011), "Computing Krippendorff's alpha-reliability", on the live human labels
+    (:func:`data.monitor.human_rating_matrices`).
+    """
+    with session_scope(engine) as session:
+        matrices = human_rating_matrices(session, campaign_id)
+    return [
+        TaskAgreement(
+            task=matrix.task,
+            annotators=len(matrix.annotators),
+            units=len(matrix.units),
+            alpha=krippendorff_alpha(matrix.values, matrix.level),
+            level=matrix.level,
+        )
+        for matrix in matrices.values()
+    ]

@@ -1,0 +1,50 @@
+"""The options of a calibration: every one that changes a number is written into the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calibration.bootstrap import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+from calibration.errors import CalibrationInputError
+from calibration.grouped import AggregateMode, check_aggregate
+from calibration.pairwise import UnparsedRule, check_unparsed_rule
+from calibration.reference import ConsensusRule, NoMajorityRule, check_consensus
+from schemas.protocols import Protocol
+
+
+@dataclass(frozen=True)
+class CalibrationOptions:
+    """Every option that changes a number; all of them are written into the report."""
+
+    protocol: Protocol
+    consensus: ConsensusRule | None = None
+    """Reference rule; default ``mean`` for scores, ``majority`` for preferences."""
+    no_majority: NoMajorityRule = "tie"
+    unparsed: UnparsedRule = "wrong"
+    bootstrap: int = DEFAULT_BOOTSTRAP
+    """Resamples for the intervals; 0 turns intervals off."""
+    seed: int = DEFAULT_SEED
+    by: tuple[str, ...] | None = None
+    """Fields to group by; default ``task`` and ``category`` where the units have them."""
+    aggregate: AggregateMode = "mean"
+    judges: tuple[str, ...] | None = None
+    """Judges to report (default: every model judge in the frame)."""
+    calibration_fraction: float = 0.5
+    max_disagreements: int = 25
+
+    @property
+    def reference_rule(self) -> ConsensusRule:
+        if self.consensus is not None:
+            return self.consensus
+        return "mean" if self.protocol.is_pointwise else "majority"
+
+    def validate(self) -> None:
+        check_consensus(
+            self.reference_rule, self.no_majority, pairwise=not self.protocol.is_pointwise
+        )
+        check_unparsed_rule(self.unparsed)
+        check_aggregate(self.aggregate)
+        if self.bootstrap < 0:
+            raise CalibrationInputError(f"--bootstrap {self.bootstrap} must be 0 or more")
+        if not 0 < self.calibration_fraction < 1:
+            raise CalibrationInputError("the calibration split fraction must be between 0 and 1")

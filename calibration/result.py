@@ -1,0 +1,301 @@
+"""The typed result of :func:`calibration.calibrate`: what ``calibrate --json`` writes.
+
+Every section of METRICS.md ("Output") is a pydantic model; the JSON is
+``CalibrationResult.model_dump(mode="json")`` (NaN and infinities become ``null``) and its JSON
+Schema, generated from these models, is ``docs/spec/calibration-result.schema.json``
+(``python -c "from calibration.result import schema_text; print(schema_text(), end='')"
+> docs/spec/calibration-result.schema.json`` rewrites it).
+
+Metric values are keyed by metric name (the metrics depend on the protocol and the scale: no
+``strict_acc`` on a continuous scale, no ``percent_mae`` off a percent scale), so a block of
+metrics keeps them as extra keys typed ``float | None`` beside its declared fields, exactly as the
+JSON has them; :meth:`JudgeResult.metric` gives one metric with its interval. Sections that only
+some runs have (intervals with ``bootstrap > 0``, groups, maps, the model leaderboard, judge
+comparisons, audits) are left out of the JSON when they were not set, as before.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from calibration.audits import JudgeAudit
+from calibration.compare import JudgeComparison
+from calibration.consistency import ConsistencyReport
+
+Interval = tuple[float | None, float | None]
+"""A 95% percentile bootstrap interval ``[low, high]``; ``null`` ends where undefined."""
+MetricMap = dict[str, float | None]
+"""Metric name → value (``null`` where undefined: a constant side, too few units)."""
+
+
+class _Section(BaseModel):
+    """A JSON section; the fields named in ``_omit_unset`` are left out unless they were set."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    _omit_unset: ClassVar[frozenset[str]] = frozenset()
+
+    # No return annotation: pydantic would take it as the serialised schema instead of the
+    # model's own.
+    @model_serializer(mode="wrap")
+    def _leave_out_unset(self, handler: SerializerFunctionWrapHandler):
+        data = handler(self)
+        for name in self._omit_unset - self.model_fields_set:
+            data.pop(name, None)
+        return data
+
+
+class _Metrics(_Section):
+    """Declared fields plus metric values as extra keys (``float | None``)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", use_attribute_docstrings=True)
+    __pydantic_extra__: dict[str, float | None] = Field(init=False)  # type: ignore[assignment]
+
+    @property
+    def values(self) -> MetricMap:
+        """The metric values, by name, in the order computed."""
+        return dict(self.__pydantic_extra__ or {})
+
+
+class MetricValue(BaseModel):
+    """One metric of one judge: the point estimate and its 95% interval (None without)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+class GroupMetrics(_Metrics):
+    """A judge's metrics on one group of units (``by``) or on the held-out split (``maps``)."""
+
+    n: int
+    """Units scored in the group."""
+
+
+class GroupAggregate(_Metrics):
+    """One number per metric over the groups of a field (``--aggregate``)."""
+
+    mode: str
+    n_groups: int
+    groups_without_correlation: int
+    """Groups that gave no correlation (fewer than 2 units or a constant side)."""
+
+
+class AnnotatorLeaveOneOut(_Section):
+    """One annotator against the consensus of the others; the judge on the same units."""
+
+    _omit_unset = frozenset({"judge"})
+    n: int
+    human: MetricMap
+    judge: MetricMap | None = None
+
+
+class LeaveOneOut(_Section):
+    """The human ceiling: each annotator against the others' consensus, averaged over them,
+    beside the judge against that same consensus; degradation = judge − human."""
+
+    _omit_unset = frozenset({"human", "judge", "degradation"})
+    by_annotator: dict[str, AnnotatorLeaveOneOut]
+    n_annotators: int
+    human: MetricMap | None = None
+    judge: MetricMap | None = None
+    degradation: MetricMap | None = None
+
+
+class MapSplit(_Section):
+    by: str
+    fraction: float
+    seed: int
+    calibration_units: int
+    held_out_units: int
+
+
+class LinearFit(_Section):
+    slope: float | None
+    intercept: float | None
+
+
+class CalibrationMaps(_Section):
+    """Held-out metrics of the raw judge and of each map fitted on the other split."""
+
+    _omit_unset = frozenset({"isotonic", "linear", "expected"})
+    split: MapSplit
+    linear_fit: LinearFit
+    raw: GroupMetrics
+    isotonic: GroupMetrics | None = None
+    linear: GroupMetrics | None = None
+    expected: GroupMetrics | None = None
+
+
+class JudgeResult(_Metrics):
+    """One judge against the reference; its metric values are the extra keys."""
+
+    _omit_unset = frozenset({"ci", "by", "by_aggregate", "maps", "ranking_kendall"})
+    n: int
+    """Units scored."""
+    coverage: float | None
+    """Share of the judge's units (or verdicts) that could be parsed."""
+    ci: dict[str, Interval] | None = None
+    """Per metric, its 95% interval (``bootstrap > 0`` only)."""
+    parse_status: dict[str, int]
+    by: dict[str, dict[str, GroupMetrics]] | None = None
+    """Field → group → metrics."""
+    by_aggregate: dict[str, GroupAggregate] | None = None
+    loo: LeaveOneOut
+    maps: CalibrationMaps | None = None
+    """Scores only."""
+    ranking_kendall: float | None = None
+    """Scores only: Kendall's tau between the judge's and the humans' model rankings."""
+
+    def metric(self, name: str) -> MetricValue:
+        """``name``'s value with its interval; KeyError when the judge has no such metric."""
+        values = self.values
+        if name not in values:
+            raise KeyError(name)
+        low, high = (self.ci or {}).get(name) or (None, None)
+        return MetricValue(value=values[name], low=low, high=high)
+
+    @property
+    def metrics(self) -> dict[str, MetricValue]:
+        """Every metric with its interval, in the order computed."""
+        return {name: self.metric(name) for name in self.values}
+
+
+class HumanResult(_Section):
+    """Agreement among the annotators: alpha over all of them and the leave-one-out ceiling."""
+
+    _omit_unset = frozenset({"alpha_interval", "alpha_ordinal", "alpha_nominal", "ci"})
+    n_annotators: int
+    n_units: int
+    n_judgements: int
+    annotations_per_unit: float
+    alpha_interval: float | None = None
+    """Scores: Krippendorff's alpha, interval level."""
+    alpha_ordinal: float | None = None
+    """Scores: Krippendorff's alpha, ordinal level."""
+    alpha_nominal: float | None = None
+    """Preferences: Krippendorff's alpha, nominal level."""
+    ci: dict[str, Interval] | None = None
+    loo: LeaveOneOut
+
+    @property
+    def alphas(self) -> dict[str, MetricValue]:
+        """The alpha levels computed for the protocol, with their intervals."""
+        result = {}
+        for name in ("alpha_interval", "alpha_ordinal", "alpha_nominal"):
+            if name in self.model_fields_set:
+                low, high = (self.ci or {}).get(name) or (None, None)
+                result[name] = MetricValue(value=getattr(self, name), low=low, high=high)
+        return result
+
+    @property
+    def ceiling(self) -> MetricMap:
+        """Each metric for one annotator against the others' consensus, mean over annotators."""
+        return self.loo.human or {}
+
+
+class PointScale(_Section):
+    min: int | float
+    max: int | float
+    step: int | float | None
+    """None: a continuous scale."""
+    percent: bool
+
+
+class LabelScale(_Section):
+    labels: list[str]
+
+
+class ReferenceSummary(_Section):
+    consensus: str
+    no_majority: str
+    n_units: int
+    """Units with a reference (the units scored)."""
+    n_units_total: int
+    n_units_without_reference: int
+    n_adjudicated: int
+
+
+class OptionsSummary(_Section):
+    """Every option that changed a number."""
+
+    unparsed: str
+    bootstrap: int
+    seed: int
+    ci_level: float
+    ci_method: str
+    consensus: str
+    no_majority: str
+    by: list[str]
+    aggregate: str
+    judges: list[str]
+    calibration_fraction: float
+
+
+class ModelScore(_Section):
+    """A model's average score from one source (the humans' reference or a judge)."""
+
+    _omit_unset = frozenset({"alignment_score"})
+    avg: float | None
+    n: int
+    by_task: dict[str, float | None]
+    by_category: dict[str, float | None]
+    alignment_score: float | None = None
+
+
+class CalibrationResult(_Section):
+    """The whole calibration of one protocol (METRICS.md, "Output")."""
+
+    _omit_unset = frozenset({"models", "comparisons", "judge_audit", "consistency"})
+    protocol: str
+    scale: PointScale | LabelScale
+    reference: ReferenceSummary
+    options: OptionsSummary
+    definitions: dict[str, str]
+    human: HumanResult
+    judges: dict[str, JudgeResult]
+    versions: dict[str, str]
+    models: dict[str, dict[str, ModelScore]] | None = None
+    """Scores only: model → source (``human``, ``judge:NAME``) → score."""
+    comparisons: list[JudgeComparison] | None = None
+    """``calibrate --compare A B``."""
+    judge_audit: JudgeAudit | None = None
+    """Bias and cost of the judges (``calibrate --campaign``)."""
+    consistency: ConsistencyReport | None = None
+    """``calibrate --consistency``."""
+    # A new audit block is one more optional field here (and in _omit_unset), then the schema
+    # in docs/spec/ is regenerated.
+
+    @property
+    def pairwise(self) -> bool:
+        return isinstance(self.scale, LabelScale)
+
+    def with_extras(self, **sections: Any) -> CalibrationResult:
+        """A copy with the comparison and audit sections that are not None set."""
+        update = {name: value for name, value in sections.items() if value is not None}
+        unknown = set(update) - self._omit_unset
+        if unknown:
+            raise TypeError(f"not an extra section: {', '.join(sorted(unknown))}")
+        return self.model_copy(update=update)
+
+    def to_json(self) -> str:
+        """The ``--json`` text: the serialisation, indented, UTF-8 characters kept."""
+        return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False)
+
+
+def result_schema() -> dict[str, Any]:
+    """The JSON Schema of the ``--json`` output, generated from :class:`CalibrationResult`."""
+    schema = CalibrationResult.model_json_schema(mode="serialization")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "calibration-result.schema.json"
+    return schema
+
+
+def schema_text() -> str:
+    """:func:`result_schema` as the committed file's text."""
+    return json.dumps(result_schema(), indent=2, ensure_ascii=False) + "\n"
+
