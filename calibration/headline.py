@@ -9,7 +9,8 @@
   scatter whose dot size is the number of units (a scale point, or a bin's middle on a
   continuous scale).
 
-Pure functions of the METRICS.md summary and :class:`~calibration.details.JudgeDetails`; every
+Pure functions of the :class:`~calibration.result.CalibrationResult` and
+:class:`~calibration.details.JudgeDetails`; every
 result is small (judges, groups, scale points²), whatever the size of the campaign.
 """
 
@@ -19,6 +20,8 @@ import math
 from dataclasses import dataclass
 
 import pandas as pd
+
+from calibration.result import CalibrationResult
 
 HEADLINE_METRICS: dict[str, str] = {"pointwise": "pearson", "pairwise": "acc_with_tie"}
 """The metric put first, by protocol kind: scale-free for scores, tie-aware for preferences."""
@@ -65,44 +68,42 @@ class AgreementCell:
     count: int
 
 
-def headline_metric(summary: dict) -> str:
-    """The headline metric's key for the summary's protocol."""
-    return HEADLINE_METRICS["pairwise" if "labels" in summary["scale"] else "pointwise"]
+def headline_metric(result: CalibrationResult) -> str:
+    """The headline metric's key for the result's protocol."""
+    return HEADLINE_METRICS["pairwise" if result.pairwise else "pointwise"]
 
 
-def headline_rows(summary: dict) -> list[HeadlineRow]:
-    """One row per judge, in the summary's order."""
-    metric = headline_metric(summary)
-    overall = summary["human"].get("loo", {}).get("human", {})
+def headline_rows(result: CalibrationResult) -> list[HeadlineRow]:
+    """One row per judge, in the result's order."""
+    metric = headline_metric(result)
+    overall = result.human.ceiling
     rows = []
-    for name, block in summary["judges"].items():
-        interval = block.get("ci", {}).get(metric) or [None, None]
-        ceiling = block.get("loo", {}).get("human", overall).get(metric)
+    for name, judge in result.judges.items():
+        value = judge.metric(metric) if metric in judge.values else None
+        ceiling = (judge.loo.human or overall).get(metric)
         rows.append(
             HeadlineRow(
                 judge=name,
                 metric=metric,
-                value=_number(block.get(metric)),
-                low=interval[0],
-                high=interval[1],
+                value=_number(value.value if value else None),
+                low=value.low if value else None,
+                high=value.high if value else None,
                 human_ceiling=None if ceiling is None or math.isnan(ceiling) else float(ceiling),
-                n=int(block.get("n", 0)),
+                n=judge.n,
             )
         )
     return rows
 
 
-def group_rows(summary: dict, field: str) -> list[GroupRow]:
+def group_rows(result: CalibrationResult, field: str) -> list[GroupRow]:
     """Per judge and group of ``field`` (as computed with ``by``), groups in name order."""
-    metric = headline_metric(summary)
+    metric = headline_metric(result)
     rows = []
-    for name, block in summary["judges"].items():
-        groups = block.get("by", {}).get(field, {})
+    for name, judge in result.judges.items():
+        groups = (judge.by or {}).get(field, {})
         for group in sorted(groups, key=str):
             values = groups[group]
-            rows.append(
-                GroupRow(name, str(group), _number(values.get(metric)), int(values.get("n", 0)))
-            )
+            rows.append(GroupRow(name, str(group), _number(values.values.get(metric)), values.n))
     return rows
 
 
@@ -133,5 +134,5 @@ def _label_value(label: object) -> float:
     return float(text)
 
 
-def _number(value: object) -> float:
-    return float("nan") if value is None else float(value)  # type: ignore[arg-type]
+def _number(value: float | None) -> float:
+    return float("nan") if value is None else float(value)

@@ -19,6 +19,7 @@ from calibration.details import JudgeDetails
 from calibration.maps import MAP_KINDS
 from calibration.report_compare import comparison_section
 from calibration.report_glance import glance_section
+from calibration.result import CalibrationResult, Interval, JudgeResult, LabelScale, PointScale
 from calibration.svg import bar_chart, heatmap
 
 _CSS = """
@@ -53,21 +54,21 @@ def render_html(
 ) -> str:
     """The audit report as one HTML document (``comparisons``: from calibration.compare;
     ``extra_sections``: escaped HTML from :mod:`calibration.report_audits`, after them)."""
-    summary = report.summary
+    result = report.result
     sections = [
         glance_section(report),  # the charts first, as on the calibration page
-        _setup(summary),
-        _headline(summary),
-        _ceiling(summary),
-        _groups(summary),
-        _models(summary),
-        _maps(summary),
+        _setup(result),
+        _headline(result),
+        _ceiling(result),
+        _groups(result),
+        _models(result),
+        _maps(result),
     ]
     sections.append(comparison_section(list(comparisons)))
     sections.extend(extra_sections)
     for name, details in report.details.items():
-        sections.append(_judge_section(summary, name, details))
-    title = f"CritiqueLab calibration report — {summary['protocol']}"
+        sections.append(_judge_section(result.judges[name], name, details))
+    title = f"CritiqueLab calibration report — {result.protocol}"
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
@@ -85,33 +86,31 @@ def audit_report_html(sections: Sequence[str]) -> str:
     )
 
 
-def _setup(summary: dict) -> str:
-    reference, options, scale = summary["reference"], summary["options"], summary["scale"]
-    judges = ", ".join(summary["judges"]) or "none"
+def _setup(result: CalibrationResult) -> str:
+    reference, options = result.reference, result.options
+    judges = ", ".join(result.judges) or "none"
     facts = {
-        "Protocol": f"{summary['protocol']} {_scale_text(summary['scale'])}",
+        "Protocol": f"{result.protocol} {_scale_text(result.scale)}",
         "Judges compared": judges,
-        "Humans": f"{summary['human']['n_annotators']} annotators on "
-        f"{summary['human']['n_units']} units",
-        "Reference": f"{reference['consensus']} of the human judgements; adjudicated label where "
-        f"one exists ({reference['n_adjudicated']} units); no majority → "
-        f"{reference['no_majority']}",
-        "Units": f"{reference['n_units']} with a reference of {reference['n_units_total']} "
-        f"({reference['n_units_without_reference']} without one, not scored)",
-        "Unparsed judge outputs": _unparsed_text(options["unparsed"], "labels" in scale),
-        "Intervals": f"{options['ci_method']}, B = {options['bootstrap']}, level "
-        f"{options['ci_level']}, seed {options['seed']}",
-        "Grouping": (", ".join(options["by"]) or "none")
-        + f" (aggregate over groups: {options['aggregate']})",
+        "Humans": f"{result.human.n_annotators} annotators on {result.human.n_units} units",
+        "Reference": f"{reference.consensus} of the human judgements; adjudicated label where "
+        f"one exists ({reference.n_adjudicated} units); no majority → {reference.no_majority}",
+        "Units": f"{reference.n_units} with a reference of {reference.n_units_total} "
+        f"({reference.n_units_without_reference} without one, not scored)",
+        "Unparsed judge outputs": _unparsed_text(options.unparsed, result.pairwise),
+        "Intervals": f"{options.ci_method}, B = {options.bootstrap}, level "
+        f"{options.ci_level}, seed {options.seed}",
+        "Grouping": (", ".join(options.by) or "none")
+        + f" (aggregate over groups: {options.aggregate})",
     }
-    versions = dict(summary["versions"])
+    versions = dict(result.versions)
     fingerprint = versions.pop("data_sha256", None)
     facts |= {f"Version of {k}": v for k, v in versions.items()}
     if fingerprint is not None:
         facts["Data fingerprint"] = f"SHA-256 of the judgement rows compared: {fingerprint}"
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in facts.items())
     definitions = "".join(
-        f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in summary["definitions"].items()
+        f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in result.definitions.items()
     )
     return (
         "<h2>What was compared, and how</h2>"
@@ -135,20 +134,17 @@ def _unparsed_text(rule: str, pairwise: bool) -> str:
     return _UNPARSED_MEANING.get(rule, rule)
 
 
-def _headline(summary: dict) -> str:
-    judges = summary["judges"]
+def _headline(result: CalibrationResult) -> str:
+    judges = result.judges
     if not judges:
         return "<h2>Judges against the reference</h2><p>No judge judgements were found.</p>"
-    metrics = [k for k in next(iter(judges.values())) if _is_metric(judges, k)]
+    metrics = ["n", "coverage", *next(iter(judges.values())).values]
     header = "<tr><th class='text'>metric</th>" + "".join(
         f"<th>{escape(name)}</th>" for name in judges
     )
     rows = "".join(
         f"<tr><th class='text'>{escape(metric)}</th>"
-        + "".join(
-            f"<td>{_value(block.get(metric), block.get('ci', {}).get(metric))}</td>"
-            for block in judges.values()
-        )
+        + "".join(f"<td>{_judge_value(judge, metric)}</td>" for judge in judges.values())
         + "</tr>"
         for metric in metrics
     )
@@ -160,12 +156,9 @@ def _headline(summary: dict) -> str:
     )
 
 
-def _ceiling(summary: dict) -> str:
-    human = summary["human"]
+def _ceiling(result: CalibrationResult) -> str:
     alphas = "".join(
-        _row(k, _value(v, human.get("ci", {}).get(k)))
-        for k, v in human.items()
-        if k.startswith("alpha_")
+        _row(k, _value(v.value, (v.low, v.high))) for k, v in result.human.alphas.items()
     )
     parts = [
         "<h2>The human ceiling</h2>",
@@ -175,53 +168,52 @@ def _ceiling(summary: dict) -> str:
         "− human: red where the judge is further from the humans than a human is.</p>",
         f"<table><tr><th class='text'>inter-human</th><th>value</th></tr>{alphas}</table>",
     ]
-    for name, block in summary["judges"].items():
-        loo = block.get("loo", {})
-        if "judge" not in loo:
+    for name, block in result.judges.items():
+        loo = block.loo
+        if loo.judge is None or loo.human is None or loo.degradation is None:
             continue
         rows = "".join(
-            f"<tr><th class='text'>{escape(metric)}</th><td>{_fmt(loo['human'][metric])}</td>"
-            f"<td>{_fmt(loo['judge'][metric])}</td>"
-            f"{_degradation(metric, loo['degradation'][metric])}</tr>"
-            for metric in loo["judge"]
+            f"<tr><th class='text'>{escape(metric)}</th><td>{_fmt(loo.human[metric])}</td>"
+            f"<td>{_fmt(loo.judge[metric])}</td>"
+            f"{_degradation(metric, loo.degradation[metric])}</tr>"
+            for metric in loo.judge
         )
         parts.append(
-            f"<h3>{escape(name)} against one more human ({loo['n_annotators']} annotators)</h3>"
+            f"<h3>{escape(name)} against one more human ({loo.n_annotators} annotators)</h3>"
             "<table><tr><th class='text'>metric</th><th>human LOO</th><th>judge LOO</th>"
             f"<th>degradation</th></tr>{rows}</table>"
         )
     return "".join(parts)
 
 
-def _groups(summary: dict) -> str:
+def _groups(result: CalibrationResult) -> str:
     parts = []
-    for name, block in summary["judges"].items():
-        for field, groups in block.get("by", {}).items():
-            metrics = [m for m in next(iter(groups.values()))]
+    for name, block in result.judges.items():
+        for field, groups in (block.by or {}).items():
+            metrics = ["n", *next(iter(groups.values())).values]
             header = f"<tr><th class='text'>{escape(field)}</th>" + "".join(
                 f"<th>{escape(m)}</th>" for m in metrics
             )
             rows = "".join(
                 f"<tr><th class='text'>{escape(group)}</th>"
-                + "".join(f"<td>{_fmt(values.get(m))}</td>" for m in metrics)
+                + "".join(f"<td>{_fmt(({'n': values.n} | values.values)[m])}</td>" for m in metrics)
                 + "</tr>"
                 for group, values in groups.items()
             )
-            aggregate = block["by_aggregate"][field]
-            agg_row = (
-                f"<tr><th class='text'>aggregate ({escape(aggregate['mode'])})</th>"
-                + "".join(f"<td>{_fmt(aggregate.get(m))}</td>" for m in metrics)
+            aggregate = (block.by_aggregate or {})[field]
+            agg_row = f"<tr><th class='text'>aggregate ({escape(aggregate.mode)})</th>" + "".join(
+                f"<td>{_fmt(aggregate.values.get(m))}</td>" for m in metrics
             )
             parts.append(
                 f"<h3>{escape(name)} by {escape(field)}</h3><table>{header}</tr>{rows}{agg_row}"
-                f"</tr></table><p class='note'>{aggregate['groups_without_correlation']} group(s) "
+                f"</tr></table><p class='note'>{aggregate.groups_without_correlation} group(s) "
                 "gave no correlation (fewer than 2 units or a constant side).</p>"
             )
     return ("<h2>Per group</h2>" + "".join(parts)) if parts else ""
 
 
-def _models(summary: dict) -> str:
-    models = summary.get("models")
+def _models(result: CalibrationResult) -> str:
+    models = result.models
     if not models:
         return ""
     sources = sorted({source for entry in models.values() for source in entry})
@@ -231,8 +223,8 @@ def _models(summary: dict) -> str:
     rows = "".join(
         f"<tr><th class='text'>{escape(model)}</th>"
         + "".join(
-            f"<td>{_fmt(entry.get(s, {}).get('avg'))}</td>"
-            f"<td>{_fmt(entry.get(s, {}).get('alignment_score'))}</td>"
+            f"<td>{_fmt(entry[s].avg if s in entry else None)}</td>"
+            f"<td>{_fmt(entry[s].alignment_score if s in entry else None)}</td>"
             for s in sources
         )
         + "</tr>"
@@ -240,8 +232,8 @@ def _models(summary: dict) -> str:
     )
     ranks = "".join(
         f"<li>{escape(name)}: Kendall's tau between model rankings = "
-        f"{_fmt(block.get('ranking_kendall'))}</li>"
-        for name, block in summary["judges"].items()
+        f"{_fmt(block.ranking_kendall)}</li>"
+        for name, block in result.judges.items()
     )
     return (
         "<h2>Models (leaderboard)</h2><p class='note'>AlignMMBench: unweighted mean of the task "
@@ -251,37 +243,38 @@ def _models(summary: dict) -> str:
     )
 
 
-def _maps(summary: dict) -> str:
+def _maps(result: CalibrationResult) -> str:
     parts = []
-    for name, block in summary["judges"].items():
-        maps = block.get("maps")
-        if not maps:
+    for name, block in result.judges.items():
+        maps = block.maps
+        if maps is None:
             continue
-        kinds = [k for k in ("raw", *MAP_KINDS) if k in maps]
-        metrics = list(maps["raw"])
+        fitted = {k: getattr(maps, k) for k in ("raw", *MAP_KINDS)}
+        tables = {k: {"n": v.n} | v.values for k, v in fitted.items() if v is not None}
+        kinds = list(tables)
+        metrics = list(tables["raw"])
         rows = "".join(
             f"<tr><th class='text'>{escape(m)}</th>"
-            + "".join(f"<td>{_fmt(maps[k].get(m))}</td>" for k in kinds)
+            + "".join(f"<td>{_fmt(tables[k].get(m))}</td>" for k in kinds)
             + "</tr>"
             for m in metrics
         )
-        split = maps["split"]
+        split = maps.split
         parts.append(
-            f"<h3>{escape(name)}</h3><p class='note'>Fitted on {split['calibration_units']} units, "
-            f"reported on {split['held_out_units']} held-out units (split by item, seed "
-            f"{split['seed']}).</p><table><tr><th class='text'>metric</th>"
+            f"<h3>{escape(name)}</h3><p class='note'>Fitted on {split.calibration_units} units, "
+            f"reported on {split.held_out_units} held-out units (split by item, seed "
+            f"{split.seed}).</p><table><tr><th class='text'>metric</th>"
             + "".join(f"<th>{escape(k)}</th>" for k in kinds)
             + f"</tr>{rows}</table>"
         )
     return ("<h2>Calibration maps (before / after)</h2>" + "".join(parts)) if parts else ""
 
 
-def _judge_section(summary: dict, name: str, details: JudgeDetails) -> str:
-    block = summary["judges"][name]
+def _judge_section(block: JudgeResult, name: str, details: JudgeDetails) -> str:
     parts = [f"<h2>Judge {escape(name)}</h2>"]
-    status = ", ".join(f"{escape(k)}: {v}" for k, v in block.get("parse_status", {}).items())
-    parts.append(f"<p><b>Parse coverage</b>: {_fmt(block.get('coverage'))} ({status})</p>")
-    if "acc_with_tie" in block:
+    status = ", ".join(f"{escape(k)}: {v}" for k, v in block.parse_status.items())
+    parts.append(f"<p><b>Parse coverage</b>: {_fmt(block.coverage)} ({status})</p>")
+    if "acc_with_tie" in block.values:
         keys = (
             "acc_with_tie",
             "acc_without_tie",
@@ -290,7 +283,7 @@ def _judge_section(summary: dict, name: str, details: JudgeDetails) -> str:
             "prefer_first",
             "tie_rate",
         )
-        rows = "".join(_row(k, _value(block.get(k), block.get("ci", {}).get(k))) for k in keys)
+        rows = "".join(_row(k, _judge_value(block, k)) for k in keys)
         parts.append(
             "<p class='note'>Accuracy with ties counts tie as a class; without ties it is over "
             "pairs the humans did not call a tie. Consistency: both orders give the same "
@@ -357,17 +350,23 @@ def _row(label: str, cell: str) -> str:
     return f"<tr><th class='text'>{escape(label)}</th><td>{cell}</td></tr>"
 
 
-def _is_metric(judges: dict, key: str) -> bool:
-    return all(
-        isinstance(block.get(key), int | float | type(None)) for block in judges.values()
-    ) and key not in ("ranking_kendall",)
+def _judge_value(judge: JudgeResult, metric: str) -> str:
+    """A judge's count, coverage or metric (with its interval) as a table cell."""
+    if metric == "n":
+        return _fmt(judge.n)
+    if metric == "coverage":
+        return _fmt(judge.coverage)
+    if metric not in judge.values:
+        return _fmt(None)
+    entry = judge.metric(metric)
+    return _value(entry.value, (entry.low, entry.high))
 
 
-def _scale_text(scale: dict) -> str:
-    if "labels" in scale:
-        return "(" + " / ".join(scale["labels"]) + ")"
-    step = "continuous" if scale["step"] is None else f"step {scale['step']}"
-    return f"({scale['min']}–{scale['max']}, {step})"
+def _scale_text(scale: PointScale | LabelScale) -> str:
+    if isinstance(scale, LabelScale):
+        return "(" + " / ".join(scale.labels) + ")"
+    step = "continuous" if scale.step is None else f"step {scale.step}"
+    return f"({scale.min}–{scale.max}, {step})"
 
 
 def _fmt(value: object) -> str:
@@ -378,7 +377,7 @@ def _fmt(value: object) -> str:
     return f"{value:.3f}" if isinstance(value, float) else escape(str(value))
 
 
-def _value(value: object, interval: list | None) -> str:
+def _value(value: object, interval: Interval | None) -> str:
     text = _fmt(value)
     if interval and all(v is not None for v in interval):
         text += f"<br><span class='ci'>[{interval[0]:.3f}, {interval[1]:.3f}]</span>"

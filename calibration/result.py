@@ -298,4 +298,3 @@ def result_schema() -> dict[str, Any]:
 def schema_text() -> str:
     """:func:`result_schema` as the committed file's text."""
     return json.dumps(result_schema(), indent=2, ensure_ascii=False) + "\n"
-

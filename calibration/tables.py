@@ -1,6 +1,7 @@
-"""The summary's numbers as small display tables (dashboard), and unit filters.
+"""The result's numbers as small display tables (dashboard), and unit filters.
 
-Pure functions over the METRICS.md summary and the judgement frame: pages call them and render.
+Pure functions over the :class:`~calibration.result.CalibrationResult` and the judgement frame:
+pages call them and render.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-_NOT_METRICS = {"ci", "by", "by_aggregate", "loo", "maps", "parse_status", "ranking_kendall"}
+from calibration.result import CalibrationResult, Interval
 
 
 def select_units(frame: pd.DataFrame, field: str, values: Iterable[object]) -> pd.DataFrame:
@@ -24,61 +25,60 @@ def select_units(frame: pd.DataFrame, field: str, values: Iterable[object]) -> p
     return frame[frame["unit"].isin(keep)]
 
 
-def judge_table(summary: dict) -> pd.DataFrame:
-    """Judges × metrics; each cell ``value [low, high]`` (interval when computed)."""
+def judge_table(result: CalibrationResult) -> pd.DataFrame:
+    """Judges × (n, coverage, metrics); each metric ``value [low, high]`` (interval when
+    computed)."""
     rows = {}
-    for name, block in summary["judges"].items():
-        intervals = block.get("ci", {})
-        rows[name] = {
-            metric: _cell(value, intervals.get(metric))
-            for metric, value in block.items()
-            if metric not in _NOT_METRICS
+    for name, judge in result.judges.items():
+        rows[name] = {"n": str(judge.n), "coverage": _cell(judge.coverage, None)} | {
+            metric: _cell(entry.value, (entry.low, entry.high))
+            for metric, entry in judge.metrics.items()
         }
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def ceiling_table(summary: dict, judge: str) -> pd.DataFrame:
+def ceiling_table(result: CalibrationResult, judge: str) -> pd.DataFrame:
     """Per metric: human leave-one-out, judge leave-one-out, degradation (judge − human)."""
-    loo = summary["judges"][judge].get("loo", {})
-    if "judge" not in loo:
+    loo = result.judges[judge].loo
+    if loo.judge is None:
         return pd.DataFrame(columns=["human LOO", "judge LOO", "degradation"])
     return pd.DataFrame(
-        {
-            "human LOO": loo["human"],
-            "judge LOO": loo["judge"],
-            "degradation": loo["degradation"],
-        }
+        {"human LOO": loo.human, "judge LOO": loo.judge, "degradation": loo.degradation}
     )
 
 
-def group_table(summary: dict, judge: str, field: str) -> pd.DataFrame:
+def group_table(result: CalibrationResult, judge: str, field: str) -> pd.DataFrame:
     """Groups × metrics for one judge, with the aggregate as the last row."""
-    block = summary["judges"][judge]
-    groups = pd.DataFrame.from_dict(block.get("by", {}).get(field, {}), orient="index")
-    aggregate = block.get("by_aggregate", {}).get(field)
-    if aggregate:
-        label = f"aggregate ({aggregate['mode']})"
-        groups.loc[label] = {m: aggregate.get(m) for m in groups.columns}
+    block = result.judges[judge]
+    groups = pd.DataFrame.from_dict(
+        {
+            group: {"n": values.n} | values.values
+            for group, values in (block.by or {}).get(field, {}).items()
+        },
+        orient="index",
+    )
+    aggregate = (block.by_aggregate or {}).get(field)
+    if aggregate is not None:
+        label = f"aggregate ({aggregate.mode})"
+        groups.loc[label] = {m: aggregate.values.get(m) for m in groups.columns}
     return groups
 
 
-def model_table(summary: dict) -> pd.DataFrame:
+def model_table(result: CalibrationResult) -> pd.DataFrame:
     """Models × sources (human, judge:NAME): average score and alignment score."""
     rows = {}
-    for model, sources in summary.get("models", {}).items():
+    for model, sources in (result.models or {}).items():
         row = {}
         for source, entry in sources.items():
-            row[f"{source} avg"] = entry.get("avg")
-            row[f"{source} alignment"] = entry.get("alignment_score")
+            row[f"{source} avg"] = entry.avg
+            row[f"{source} alignment"] = entry.alignment_score
         rows[model] = row
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def _cell(value: object, interval: list | None) -> str:
+def _cell(value: float | None, interval: Interval | None) -> str:
     if value is None:
         return "n/a"
-    if isinstance(value, int):
-        return str(value)
     text = f"{value:.3f}"
     if interval and None not in interval:
         text += f" [{interval[0]:.3f}, {interval[1]:.3f}]"

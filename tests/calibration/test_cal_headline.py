@@ -32,7 +32,7 @@ def _frame(seed: int = 3) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
 def test_headline_is_pearson_with_its_interval_beside_the_leave_one_out_ceiling():
     frame, humans, judge = _frame()
     report = calibrate(frame, CalibrationOptions(ALIGNMMBENCH, bootstrap=200, by=("task",)))
-    [row] = headline_rows(report.summary)
+    [row] = headline_rows(report.result)
     reference = humans.mean(axis=0)  # the default consensus of scores: the mean
     assert (row.judge, row.metric, row.n) == ("gpt", "pearson", 40)
     assert row.value == pytest.approx(pearsonr(judge, reference).statistic)
@@ -42,7 +42,7 @@ def test_headline_is_pearson_with_its_interval_beside_the_leave_one_out_ceiling(
         [pearsonr(humans[r], np.delete(humans, r, axis=0).mean(axis=0)).statistic for r in range(3)]
     )
     assert row.human_ceiling == pytest.approx(ceiling)
-    by_task = {r.group: r.value for r in group_rows(report.summary, "task")}
+    by_task = {r.group: r.value for r in group_rows(report.result, "task")}
     even = np.arange(40) % 2 == 0
     assert by_task["T0"] == pytest.approx(pearsonr(judge[even], reference[even]).statistic)
     assert by_task["T1"] == pytest.approx(pearsonr(judge[~even], reference[~even]).statistic)

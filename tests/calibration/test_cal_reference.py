@@ -192,7 +192,7 @@ def test_select_units_keeps_every_rater_of_a_unit():
 def test_display_tables():
     summary = calibrate(
         _frame(), CalibrationOptions(ALIGNMMBENCH, bootstrap=20, by=("task",))
-    ).summary
+    ).result
     table = judge_table(summary)
     assert table.loc["judge", "n"] == "90" and "[" in table.loc["judge", "mae"]
     assert list(ceiling_table(summary, "judge").columns) == [
