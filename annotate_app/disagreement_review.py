@@ -1,0 +1,82 @@
+"""Disagreement review: one function per user action, shared by the *Disagreements* page, the
+Calibration page and ``critiquelab calibrate --html``.
+
+Why here: the queue (:mod:`data.disagreements`) needs the reference label of every unit, and the
+rule that makes it (adjudication, else the humans' consensus) is :mod:`calibration`'s, which
+``data`` may not import. This plain module (no Streamlit, no Typer) sits above both: it reads
+the campaign's frame, asks calibration for the reference, and hands it to the queue, so the page
+reviews exactly the disagreements the calibration report counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from calibration.disagreement_tags import JudgeTags, summarise_tags, unit_references
+from calibration.errors import CalibrationInputError
+from calibration.report_tags import tags_section
+from data.campaigns import campaign_protocol, get_campaign
+from data.disagreements import (
+    Disagreement,
+    ReviewSettings,
+    campaign_tags,
+    disagreement_queue,
+    review_settings,
+)
+from data.frames import campaign_judgement_frame, campaign_reference_overrides
+from data.storage import session_scope
+
+
+@dataclass(frozen=True)
+class DisagreementQueue:
+    """What the page shows for one campaign and judge."""
+
+    settings: ReviewSettings
+    references: int
+    """Units with a reference label (the others cannot disagree)."""
+    entries: list[Disagreement]
+
+
+def campaign_reference(session: Session, campaign: str | int) -> dict[str, float | str]:
+    """Unit key → the reference label calibration uses (empty while nobody has answered)."""
+    found = get_campaign(session, campaign)
+    assert found.id is not None
+    frame = campaign_judgement_frame(session, found.id)
+    if frame.empty or not (frame["kind"] == "human").any():
+        return {}
+    overrides = campaign_reference_overrides(session, found.id)
+    try:
+        return unit_references(frame, campaign_protocol(found), overrides=overrides)
+    except CalibrationInputError:
+        return {}
+
+
+def open_disagreements(
+    engine: Engine, actor_id: int | None, campaign_id: int, judge: str, *, include_tagged: bool
+) -> DisagreementQueue:
+    """The judge's disagreements with the reference, largest gap first (reviewers, admins)."""
+    with session_scope(engine) as session:
+        reference = campaign_reference(session, campaign_id)
+        entries = disagreement_queue(
+            session, actor_id, campaign_id, judge, reference, include_tagged=include_tagged
+        )
+        settings = review_settings(get_campaign(session, campaign_id))
+    return DisagreementQueue(settings, len(reference), entries)
+
+
+def tag_summaries(engine: Engine, campaign: str | int) -> list[JudgeTags]:
+    """Per judge, the live tags' causes with Wilson intervals and two examples each."""
+    with session_scope(engine) as session:
+        found = get_campaign(session, campaign)
+        tags = campaign_tags(session, found.id)  # type: ignore[arg-type]
+        taxonomy = review_settings(found).taxonomy
+    return summarise_tags(tags, taxonomy)
+
+
+def tag_report_sections(engine: Engine, campaign: str | int) -> list[str]:
+    """The HTML report's "Why judges disagree" section; none while nothing is tagged."""
+    section = tags_section(tag_summaries(engine, campaign))
+    return [section] if section else []
