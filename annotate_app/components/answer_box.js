@@ -13,6 +13,10 @@ const IDLE_LIMIT_MS = 120000;
 const TIME_FLUSH_MS = 30000;
 const STORE_PREFIX = "critiquelab-draft:";
 const STORE_MAX_AGE_MS = 14 * 24 * 3600 * 1000;
+// Units submitted from this page and not yet replaced, with the refusal count at the time. Kept
+// by the module, not the panel: while a submit's rerun runs, Streamlit may keep the old panel
+// and mount it afresh, and a fresh mount must stay "Saving…" too.
+const SUBMITTED = new Map();
 
 function el(tag, attrs, text) {
   const node = document.createElement(tag);
@@ -238,7 +242,7 @@ function mount(parentElement, data) {
     lastActivity: Date.now(),
     lastTick: Date.now(),
     lastSentSeconds: start.seconds,
-    sending: false,
+    sending: SUBMITTED.get(data.unit) === data.attempt,  // remounted while its submit runs
     attempt: data.attempt,
     timer: null,
   };
@@ -275,9 +279,11 @@ export default function (component) {
   let state = parentElement.__clAnswer;
   if (!state || state.unit !== data.unit) state = mount(parentElement, data);
   state.data = data;
-  if (data.attempt !== state.attempt) {  // the server refused the last submit: say why
+  if (data.attempt !== state.attempt || (SUBMITTED.has(data.unit) && !state.sending)) {
+    // the server refused the last submit: say why, and take input again
     state.attempt = data.attempt;
     state.sending = false;
+    SUBMITTED.delete(data.unit);
     state.nodes.message.textContent = data.error || "";
   }
   const payload = () => (accumulate(state), {
@@ -312,6 +318,7 @@ export default function (component) {
       return;
     }
     state.sending = true;
+    SUBMITTED.set(data.unit, data.attempt);
     state.nodes.message.textContent = "";
     render(state);
     clearTimeout(state.timer);

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from annotate_app.auth import require_role
 from annotate_app.components.answer_box import AnswerPayload, answer_box, read_payload, store_key
@@ -51,6 +52,16 @@ def _which(view: queue.UnitView, progress: queue.UnitProgress) -> str:
     """Which of its item's units this is, counted in the annotator's own order (model-blind)."""
     noun = "pair" if len(view.responses) > 1 else "response"
     return f"{noun} {progress.item_position} of {progress.item_units} for item {view.item_id}"
+
+
+def _saved_line(where: DeltaGenerator, saved: _Saved) -> None:
+    """The line 'Saved: response k of n for item X' and the way back to that answer in My work."""
+    confirm, back = where.columns([3, 2], vertical_alignment="center")
+    confirm.markdown(f":green[:material/check_circle: **Saved**: {escape_markdown(saved.what)}.]")
+    back.page_link(
+        "pages/my_work.py", label="Revise the answer just saved", icon=":material/edit:",
+        query_params={"annotation": str(saved.annotation_id)},
+    )  # fmt: skip
 
 
 def _save_draft(key: str, assignment_id: int) -> None:
@@ -181,8 +192,16 @@ if lost:
     st.warning(f"{escape_markdown(message[0].upper() + message[1:])}. What you wrote:")
     st.code(rationale, language=None, wrap_lines=True)
 
+if others:
+    with st.expander("How others rated the unit you just submitted"):
+        for other in others:
+            value = other.preference_shown or f"{other.score:g}"
+            st.markdown(f"**{value}** —\n\n{safe_markdown(other.rationale)}")
+
 if view is None:
     head.markdown(f"#### {escape_markdown(campaign.name)}")
+    if saved is not None:
+        _saved_line(head, saved)
     if campaign.status == "paused":
         st.info("This campaign is paused: no new units for now. Your answers are saved.")
     else:
@@ -207,19 +226,7 @@ with head:
         f"{progress.my_submitted} done by you",
     )
     if saved is not None:
-        confirm, back = st.columns([3, 2], vertical_alignment="center")
-        confirm.markdown(
-            f":green[:material/check_circle: **Saved**: {escape_markdown(saved.what)}.]"
-        )
-        back.page_link(
-            "pages/my_work.py", label="Revise the answer just saved", icon=":material/edit:",
-            query_params={"annotation": str(saved.annotation_id)},
-        )  # fmt: skip
-if others:
-    with st.expander("How others rated the unit you just submitted"):
-        for other in others:
-            value = other.preference_shown or f"{other.score:g}"
-            st.markdown(f"**{value}** —\n\n{safe_markdown(other.rationale)}")
+        _saved_line(st.container(), saved)
 
 unit_column, answer_column = st.columns([3, 2], gap="medium")
 with unit_column, st.container(key="cl-unit"):

@@ -107,7 +107,9 @@ def _unit(page: Any) -> int:
 
 
 def _wait_next_unit(page: Any, previous: int) -> int:
+    """Wait until the only panel is another unit's, taking input (not "Saving…")."""
     expect(page.locator(f'.cl-answer[data-unit="{previous}"]')).to_have_count(0)
+    expect(page.locator('.cl-answer[aria-busy="false"]')).to_have_count(1)
     expect(page.locator(".cl-answer")).to_have_count(1)
     return _unit(page)
 
@@ -198,6 +200,7 @@ def test_keyboard_only_scores_mmie_and_prefers_pairs(seeded: Any, page: Any, log
     _annotate(page, seeded, "bo", "mmie", login)
     expect(page.get_by_text("step two").first).to_be_visible()  # interleaved answer in order
     expect(page.get_by_test_id("cl-choice-5")).to_contain_text("83%")
+    seen = []
     for score in (5, 0):
         unit = _unit(page)
         page.locator("body").press(str(score))
@@ -205,6 +208,7 @@ def test_keyboard_only_scores_mmie_and_prefers_pairs(seeded: Any, page: Any, log
         page.keyboard.type(RATIONALE)
         page.keyboard.press("Control+Enter")
         shown = _wait_next_unit(page, unit)
+        seen.append((unit, shown))
     assert [a.score for a in _answers(seeded, "mmie", "bo")] == [5.0, 0.0]
     with seeded.session() as session:  # the unit shown is the one leased with the last answer
         leases = session.exec(
@@ -212,8 +216,10 @@ def test_keyboard_only_scores_mmie_and_prefers_pairs(seeded: Any, page: Any, log
             .join(Campaign, Campaign.id == Assignment.campaign_id)  # type: ignore[arg-type]
             .where(Campaign.name == "mmie", Assignment.annotator_id == _user_id(seeded, "bo"))
         ).all()
+        other = session.get(Assignment, shown)
+        detail = (seen, leases, other and (other.annotator_id, other.campaign_id, other.status))
     assert sorted(status for _, status in leases) == ["leased", "submitted", "submitted"]
-    assert [lease for lease, status in leases if status == "leased"] == [shown]
+    assert [lease for lease, status in leases if status == "leased"] == [shown], detail
 
     page.goto(f"{seeded.url}/annotate?campaign=pairs")
     expect(page.get_by_test_id("cl-choice-A")).to_be_visible()
@@ -441,7 +447,8 @@ _WATCH_FRAMES = """(previous) => {
         && next.querySelector("textarea").value === "" && !next.querySelector("textarea").readOnly,
       stale: unit === null || unit.querySelectorAll('[data-stale="true"]').length > 0,
     });
-    if (!next) requestAnimationFrame(check);
+    const last = window.__frames.at(-1);
+    if (!(last.nextReady && !last.stale)) requestAnimationFrame(check);
   };
   const onKey = (event) => {  // the Control keydown comes first: wait for the Enter
     if (event.key !== "Enter" || !event.ctrlKey) return;
@@ -464,10 +471,12 @@ def test_after_ctrl_enter_the_old_panel_takes_no_keys_and_the_new_unit_comes_who
         page.evaluate(_WATCH_FRAMES, unit)
         page.keyboard.press("Control+Enter")
         _wait_next_unit(page, unit)
-        page.wait_for_function("window.__frames.length > 0 && window.__frames.at(-1).next")
+        page.wait_for_function(
+            "window.__frames.length > 0 && window.__frames.at(-1).nextReady"
+            " && !window.__frames.at(-1).stale"
+        )  # the whole next unit: question, response and an enabled, empty panel
         frames = page.evaluate("window.__frames")
         assert not [f for f in frames if f["oldTakesInput"]], frames  # "Saving…" until replaced
-        assert frames[-1]["nextReady"] and not frames[-1]["stale"], frames[-1]
 
 
 def test_report_as_broken_closes_the_menu_and_says_so(seeded: Any, page: Any, login: Any) -> None:
