@@ -21,11 +21,13 @@ pytestmark = pytest.mark.e2e
 
 PANEL_JS = Path(__file__).resolve().parents[2] / "annotate_app" / "components" / "answer_box.js"
 MOUNT = """async ([code, data]) => {
-  const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
-  const module = await import(url);
-  window.reports = [];
+  if (!window.panelModule) {  // imported once per page, as Streamlit imports it from one URL
+    const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+    window.panelModule = await import(url);
+    window.reports = [];
+  }
   const record = (kind) => (name, value) => window.reports.push({ kind, name, value });
-  module.default({ data, parentElement: document.getElementById("root"),
+  window.panelModule.default({ data, parentElement: document.getElementById("root"),
                    setStateValue: record("state"), setTriggerValue: record("trigger") });
 }"""
 
@@ -57,7 +59,7 @@ def _mount(page: Any, **settings: Any) -> dict[str, Any]:
 
 def _rerun(page: Any, data: dict[str, Any]) -> None:
     """Call the panel again on the same root, as Streamlit does on a rerun."""
-    page.evaluate(MOUNT.replace("window.reports = [];", ""), [PANEL_JS.read_text("utf-8"), data])
+    page.evaluate(MOUNT, [PANEL_JS.read_text("utf-8"), data])
 
 
 def _last(page: Any, name: str) -> dict[str, Any]:
@@ -190,3 +192,20 @@ def test_every_keystroke_is_kept_in_the_browser_and_the_newer_copy_wins(panel: A
     assert panel.get_by_test_id("cl-rationale").input_value() == "typed in another tab"
     assert panel.get_by_test_id("cl-choice-8").get_attribute("aria-checked") == "true"
     assert _reports(panel, "draft") == []
+
+
+def test_a_panel_mounted_afresh_while_its_submit_runs_stays_saving(panel: Any) -> None:
+    data = _mount(panel, protocol=MMIE)
+    panel.locator("body").press("2")
+    panel.keyboard.type("Meets two of the criteria.")
+    panel.keyboard.press("Control+Enter")
+    fresh = "document.getElementById('root').__clAnswer = undefined"
+    panel.evaluate(fresh)  # Streamlit kept the old element and mounts it again
+    _rerun(panel, data)
+    assert panel.locator(".cl-answer").get_attribute("aria-busy") == "true"
+    panel.keyboard.press("5")
+    assert panel.get_by_test_id("cl-choice-5").get_attribute("aria-checked") == "false"
+    panel.evaluate(fresh)  # mounted afresh with the refusal: input again, and why
+    _rerun(panel, {**data, "attempt": 1, "error": "lease lost"})
+    assert panel.locator(".cl-answer").get_attribute("aria-busy") == "false"
+    assert panel.get_by_test_id("cl-message").text_content() == "lease lost"
