@@ -1,5 +1,5 @@
 """Disagreement review: one function per user action, shared by the *Disagreements* page, the
-Calibration page and ``critiquelab calibrate --html``.
+Calibration page (its block and HTML download) and ``critiquelab calibrate --html``.
 
 Why here: the queue (:mod:`data.disagreements`) needs the reference label of every unit, and the
 rule that makes it (adjudication, else the humans' consensus) is :mod:`calibration`'s, which
@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from calibration.analysis import CalibrationReport
 from calibration.disagreement_tags import JudgeTags, summarise_tags, unit_references
 from calibration.errors import CalibrationInputError
+from calibration.report_html import render_html
 from calibration.report_tags import tags_section
 from data.campaigns import campaign_protocol, get_campaign
 from data.disagreements import (
@@ -74,6 +76,11 @@ def tag_summaries(engine: Engine, campaign: str | int) -> list[JudgeTags]:
         tags = campaign_tags(session, found.id)  # type: ignore[arg-type]
         taxonomy = review_settings(found).taxonomy
     return summarise_tags(tags, taxonomy)
+
+
+def report_html(report: CalibrationReport, engine: Engine, campaign: str | int) -> str:
+    """The calibration HTML report with the "Why judges disagree" section after the audits."""
+    return render_html(report, extra_sections=tag_report_sections(engine, campaign))
 
 
 def tag_report_sections(engine: Engine, campaign: str | int) -> list[str]:

@@ -24,6 +24,8 @@ from annotate_app.charts import (
 )
 from annotate_app.compare_view import render_comparison
 from annotate_app.db import get_engine
+from annotate_app.disagreement_review import report_html
+from annotate_app.disagreement_views import render_disagreement_causes
 from annotate_app.render import render_content, render_history
 from annotate_app.text import escape_markdown
 from calibration import CalibrationOptions, CalibrationReport, calibrate
@@ -34,7 +36,6 @@ from calibration.headline import (
     headline_metric,
     headline_rows,
 )
-from calibration.report_html import render_html
 from calibration.tables import (
     ceiling_table,
     group_table,
@@ -180,7 +181,7 @@ def _dashboard() -> None:
     download_html, download_json = st.columns(2)
     download_html.download_button(
         "Download the HTML report",
-        partial(render_html, report),  # rendered only when clicked, not on every rerun
+        partial(report_html, report, engine, campaign.id),  # rendered only when clicked
         file_name=f"calibration-{campaign.name}.html",
         mime="text/html",
         on_click="ignore",
@@ -231,6 +232,7 @@ def _dashboard() -> None:
         frame, overrides, protocol, judges, unparsed=unparsed, bootstrap=int(bootstrap)
     )
     render_audits(engine, campaign, frame, overrides, protocol, judges, bootstrap=int(bootstrap))
+    render_disagreement_causes(engine, campaign)
 
     for judge in judges:
         details = report.details[judge]
