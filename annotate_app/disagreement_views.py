@@ -1,5 +1,6 @@
-"""The calibration page's "Why judges disagree" block: the reviewers' causes per judge, the same
-table and examples as the HTML report's section (:mod:`calibration.report_tags`)."""
+"""Disagreement review in other pages: the calibration page's "Why judges disagree" block (the
+reviewers' causes per judge, the same table and examples as the HTML report's section,
+:mod:`calibration.report_tags`) and the Campaigns page's settings form."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from sqlalchemy.engine import Engine
 from annotate_app.disagreement_review import tag_summaries
 from annotate_app.text import escape_markdown
 from calibration.disagreement_tags import tags_table
+from data.admin import PermissionDenied
+from data.campaigns import get_campaign
+from data.disagreements import DisagreementError, review_settings, set_review_settings
+from data.storage import session_scope
 from schemas.tables import Campaign
 
 
@@ -36,3 +41,36 @@ def render_disagreement_causes(engine: Engine, campaign: Campaign) -> None:
                             + (f" — {tag.note}" if tag.note else "")
                         )
                     )
+
+
+def render_review_settings(engine: Engine, actor_id: int, campaign: Campaign) -> None:
+    """The Campaigns page's form for the disagreement review's threshold and taxonomy (admins;
+    :func:`data.disagreements.set_review_settings` checks the role again)."""
+    with session_scope(engine) as session:
+        settings = review_settings(get_campaign(session, campaign.id))  # type: ignore[arg-type]
+    key = f"review_{campaign.id}"
+    with st.form(key):
+        st.markdown("**Disagreement review**: which judge–human differences reviewers tag, and how")
+        threshold = None
+        if settings.threshold is not None:
+            threshold = st.number_input(
+                "Smallest |judge − reference| to review", min_value=0.0,
+                value=float(settings.threshold), key=f"{key}_threshold",
+            )  # fmt: skip
+        causes = st.text_area(
+            "Causes, one per line", "\n".join(settings.taxonomy), key=f"{key}_taxonomy"
+        )
+        save = st.form_submit_button("Save the review settings")
+    if not save:
+        return
+    try:
+        with session_scope(engine) as session:
+            saved = set_review_settings(
+                session, actor_id, campaign.id,  # type: ignore[arg-type]
+                threshold=threshold, taxonomy=[c for c in causes.splitlines() if c.strip()],
+            )  # fmt: skip
+    except (DisagreementError, PermissionDenied) as error:
+        st.error(escape_markdown(str(error)))
+    else:
+        shown = "" if saved.threshold is None else f"threshold {saved.threshold:g}, "
+        st.success(escape_markdown(f"Saved: {shown}{len(saved.taxonomy)} causes."))

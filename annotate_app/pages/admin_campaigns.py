@@ -12,6 +12,7 @@ import streamlit as st
 
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
+from annotate_app.disagreement_views import render_review_settings
 from annotate_app.render import safe_markdown
 from annotate_app.text import escape_markdown
 from calibration import CalibrationOptions, calibrate
@@ -193,6 +194,8 @@ if save:
     else:
         outcome.success("Saved: " + ", ".join(changes) if changes else "Nothing changed.")
         current = settings
+
+render_review_settings(engine, user.id, campaign)
 
 with st.expander("Instructions as annotators see them"):
     st.markdown(safe_markdown(current.instructions or "*(none)*"))

@@ -119,3 +119,27 @@ def test_other_without_a_note_is_refused_and_nothing_is_stored(world):
     ]
     with session_scope(engine) as session:
         assert session.exec(select(DisagreementTag)).all() == []
+
+
+def test_admin_sets_the_threshold_and_taxonomy_on_the_campaigns_page(world):
+    engine, people, campaign_id, ids = world
+    at = AppTest.from_file(str(APP_DIR / "pages/admin_campaigns.py"), default_timeout=TIMEOUT)
+    at.session_state[USER_KEY] = people["root"]
+    at.run()
+    assert not at.exception, at.exception
+    at.number_input(key=f"review_{campaign_id}_threshold").set_value(5.0)
+    at.text_area(key=f"review_{campaign_id}_taxonomy").input("too lenient\nmisread the chart\n")
+    next(b for b in at.button if b.label == "Save the review settings").click().run()
+    assert not at.exception, at.exception
+    assert escape_markdown("Saved: threshold 5, 2 causes.") in [s.value for s in at.success]
+    at = _page(people["rita"])  # only the gap of 6 is left, and the new causes are offered
+    assert at.selectbox(key=f"dis_unit_{campaign_id}_gpt").options == [
+        "r:ds-item-0/m1 · judge 9 · reference 3"
+    ]
+    assert sorted(b.label for b in at.button) == ["1 · too lenient", "2 · misread the chart"]
+    with session_scope(engine) as session:
+        events = list_events(session, action_prefix="campaign.update")
+    assert events[0].detail["after"] == {
+        "threshold": 5.0,
+        "taxonomy": ["too lenient", "misread the chart"],
+    }
