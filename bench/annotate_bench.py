@@ -232,13 +232,38 @@ _WATCH_WHOLE_UNIT = """(previous) => {
 }"""
 
 
-def browser_latency(engine: Engine, db_url: str, data_dir: Path, units: int) -> dict[str, object]:
+_DRAFT_OF = text(
+    "SELECT d.rationale FROM draft d JOIN assignment a"
+    " ON a.unit_id = d.unit_id AND a.annotator_id = d.annotator_id WHERE a.id = :assignment"
+)
+
+
+def _wait_for_draft(engine: Engine, assignment: int, rationale: str) -> None:
+    """Poll until the server holds the typed draft (its save reran the page), at most 60 s."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with engine.connect() as connection:
+            if connection.execute(_DRAFT_OF, {"assignment": assignment}).scalar() == rationale:
+                return
+        time.sleep(0.02)
+    raise RuntimeError(f"the draft of assignment {assignment} never reached the server")
+
+
+def browser_latency(
+    engine: Engine, db_url: str, data_dir: Path, units: int, *, settle: bool
+) -> dict[str, object]:
     """Ctrl+Enter → the whole next unit usable, for ``units`` units answered by keyboard in
-    Chromium at 1280×720, with the machine's load average before and after."""
+    Chromium at 1280×720, with the machine's load average before and after.
+
+    ``settle``: before Ctrl+Enter, wait until the typed draft is on the server and that save's
+    rerun has finished, as it has for a person who takes more than a second to write (the
+    realistic case). Without it the bot submits within milliseconds of typing, and the submit
+    waits behind the rerun that saves the chosen score."""
     from playwright.sync_api import expect, sync_playwright  # only the browser part needs it
 
     with session_scope(engine) as session:
-        create_user(session, "bench-browser", PASSWORD, "annotator")
+        name = f"bench-browser-{'settled' if settle else 'typing'}"
+        create_user(session, name, PASSWORD, "annotator")
         campaign = session.execute(text("SELECT name FROM campaign LIMIT 1")).scalar_one()
     values = []
     with served_app(db_url, data_dir) as url, sync_playwright() as playwright:
@@ -252,10 +277,10 @@ def browser_latency(engine: Engine, db_url: str, data_dir: Path, units: int) -> 
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.set_default_timeout(30_000)
         page.goto(url)
-        page.get_by_label("User name", exact=True).fill("bench-browser")
+        page.get_by_label("User name", exact=True).fill(name)
         page.get_by_label("Password", exact=True).fill(PASSWORD)
         page.get_by_role("button", name="Log in").click()
-        expect(page.get_by_text("Logged in as bench-browser")).to_be_visible()
+        expect(page.get_by_text(f"Logged in as {name}")).to_be_visible()
         page.wait_for_function("document.cookie.length > 0")  # the session cookie is written
         page.goto(f"{url}/annotate?campaign={campaign}")
         load_before = os.getloadavg()
@@ -265,6 +290,9 @@ def browser_latency(engine: Engine, db_url: str, data_dir: Path, units: int) -> 
             unit = panel.get_attribute("data-unit")
             page.locator("body").press("7")
             page.keyboard.type(RATIONALE.format(unit=unit))
+            if settle:
+                _wait_for_draft(engine, int(unit), RATIONALE.format(unit=unit))
+                page.wait_for_function("!document.querySelector('[data-stale=\"true\"]')")
             page.evaluate(_WATCH_WHOLE_UNIT, unit)
             page.keyboard.press("Control+Enter")
             page.wait_for_function("window.__clSeconds !== undefined")
@@ -274,6 +302,7 @@ def browser_latency(engine: Engine, db_url: str, data_dir: Path, units: int) -> 
         browser.close()
     result: dict[str, object] = {
         "measures": "Ctrl+Enter -> question, response and an enabled, empty answer panel",
+        "settled_before_submit": settle,
         **percentiles(values),
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in load_after],
@@ -309,7 +338,12 @@ def main() -> None:
         else:
             engine, _, report["sqlite"] = run_service(db_url, args.units, args.submits)
         if args.browser_units:
-            report["browser_sqlite"] = browser_latency(engine, db_url, data_dir, args.browser_units)
+            report["browser_sqlite"] = browser_latency(
+                engine, db_url, data_dir, args.browser_units, settle=True
+            )
+            report["browser_sqlite_submit_while_typing"] = browser_latency(
+                engine, db_url, data_dir, args.browser_units, settle=False
+            )
         engine.dispose()
     if args.postgresql:
         external = os.environ.get("CRITIQUELAB_TEST_PG_URL")
