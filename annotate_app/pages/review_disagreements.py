@@ -176,7 +176,7 @@ columns = st.columns(3)
 for index, cause in enumerate(settings.taxonomy):
     shortcut = SHORTCUT_KEYS[index] if index < len(SHORTCUT_KEYS) else None
     columns[index % 3].button(
-        escape_markdown(f"{shortcut} · {cause}" if shortcut else cause),
+        escape_markdown(cause),  # Streamlit shows the key beside the label
         key=f"dis_cause_{index}",
         shortcut=shortcut,
         on_click=_tag,

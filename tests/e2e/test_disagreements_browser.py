@@ -1,0 +1,67 @@
+"""The Disagreements page in a real browser on the sample project: a digit key records the cause
+with the note and opens the next untagged disagreement; digits typed in the note stay text
+(screenshot at 1280×720 in test-artifacts/)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+from sqlmodel import select
+
+from data.sample.build import build_sample_project
+from schemas.disagreements import DEFAULT_TAXONOMY
+from schemas.tables import DisagreementTag
+from tests.browser_fixtures import ARTIFACTS
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def sample(app_server: Any) -> Any:
+    build_sample_project(app_server.engine, data_dir=app_server.data_dir)
+    return app_server
+
+
+def _tags(server: Any) -> list[tuple[int, str, str]]:
+    with server.session() as session:
+        rows = session.exec(select(DisagreementTag).order_by(DisagreementTag.id)).all()
+        return [(row.unit_id, row.cause, row.note) for row in rows]
+
+
+def _unit_shown(page: Any) -> str:
+    return page.get_by_role("combobox", name="Unit (largest gap first)").input_value()
+
+
+def test_keys_tag_the_cause_and_open_the_next_disagreement(sample: Any, page: Any, login: Any):
+    login(page, sample.url, "demo-reviewer", "demo-reviewer-pass")
+    page.get_by_role("link", name="Disagreements").click()
+    expect(page.get_by_text("Why does the judge disagree?")).to_be_visible(timeout=60_000)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.screenshot(path=str(ARTIFACTS / "disagreements-page-1280x720.png"))
+    first = _unit_shown(page)
+
+    note = page.get_by_label("Note (needed for 'other')")
+    note.fill("Counts 4 cats; the image has 3.")
+    note.press("4")  # inside the note a digit is text, not a shortcut
+    expect(note).to_have_value("Counts 4 cats; the image has 3.4")
+    assert _tags(sample) == []
+    note.press("Backspace")
+    page.get_by_role("heading", name="Why does the judge disagree?").click()  # leave the box
+    expect(page.get_by_text("Running...")).to_have_count(0, timeout=30_000)
+    page.keyboard.press("4")  # 4 = too lenient
+    flash = page.get_by_role("status").filter(has_text="too lenient.")
+    expect(flash).to_be_visible(timeout=30_000)
+    # the unit key is shown as text: a word joiner after "r:" keeps it from becoming a link
+    assert (
+        flash.inner_text().replace("\u2060", "") == f"Tagged {first.split(' · ')[0]}: too lenient."
+    )
+    tags = _tags(sample)
+    assert [(cause, note_text) for _, cause, note_text in tags] == [
+        (DEFAULT_TAXONOMY[3], "Counts 4 cats; the image has 3.")
+    ]
+    expect(page.get_by_role("combobox", name="Unit (largest gap first)")).not_to_have_value(first)
+    expect(note).to_have_value("")  # the next unit opens with an empty note
+    page.get_by_role("heading", name="Disagreements").first.evaluate("e => e.scrollIntoView()")
+    page.screenshot(path=str(ARTIFACTS / "disagreements-page-after-key-1280x720.png"))
