@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from calibration import CalibrationOptions, calibrate
+from calibration.result import CalibrationResult
 from critic.local import GenerationOptions, generate
 from critic.modeling import LoadedModel
 from critic.parsing import parse_judgement
@@ -32,8 +33,8 @@ class EvalSummary:
 
     n_units: int
     statuses: dict[str, int]
-    report: dict[str, Any]
-    """METRICS.md calibration JSON (``judges.critic`` holds the critic's figures)."""
+    report: CalibrationResult
+    """The calibration of the critic on the eval split (``judges["critic"]``)."""
     seconds: float
 
 
@@ -94,7 +95,7 @@ def evaluate_records(
     report = calibrate(
         frame, CalibrationOptions(protocol=protocol, bootstrap=bootstrap), overrides=overrides
     )
-    return EvalSummary(len(by_unit), statuses, report.summary, time.perf_counter() - started)
+    return EvalSummary(len(by_unit), statuses, report.result, time.perf_counter() - started)
 
 
 def _row(

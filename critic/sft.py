@@ -13,12 +13,13 @@ seed, so no item is in both.
 
 from __future__ import annotations
 
+import io
 import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 from sqlalchemy.engine import Engine
@@ -74,7 +75,8 @@ class SftRecord:
 class SftExportSummary:
     """What ``export sft`` wrote."""
 
-    path: Path
+    path: Path | None
+    """The file written; None when the records went to a stream."""
     records: int
     train: int
     eval: int
@@ -87,13 +89,14 @@ class SftExportSummary:
 def export_campaign_sft(
     engine: Engine,
     campaign: str,
-    path: Path,
+    target: Path | IO[str] | IO[bytes],
     options: SftOptions,
     *,
     language: str = "en",
     template: PromptTemplate | None = None,
 ) -> SftExportSummary:
-    """Write the training file of ``campaign``'s human judgements to ``path`` (FORMATS.md §4)."""
+    """Write the training file of ``campaign``'s human judgements (FORMATS.md §4) to ``target``:
+    a path, or an open text or binary stream (UTF-8), e.g. a page's download buffer."""
     with session_scope(engine) as session:
         info = campaign_info(session, campaign)
         units = annotated_units(session, info.id)
@@ -104,9 +107,9 @@ def export_campaign_sft(
     template = template or builtin_template(info.protocol.name, language)
     options = replace(options, show_reference=options.show_reference and info.show_reference)
     records = build_sft_records(units, info.protocol, template, options, image_resolver(engine))
-    write_sft(records, path)
+    write_sft(records, target)
     return SftExportSummary(
-        path=path,
+        path=Path(target) if isinstance(target, str | Path) else None,
         records=len(records),
         train=sum(record.split == "train" for record in records),
         eval=sum(record.split == "eval" for record in records),
@@ -182,8 +185,17 @@ def split_items(item_ids: list[str], options: SftOptions) -> set[str]:
     return set(shuffled[:count])
 
 
-def write_sft(records: list[SftRecord], path: Path) -> None:
-    """Write records as JSON Lines (written to a temporary file, then moved into place)."""
+def write_sft(records: list[SftRecord], target: Path | IO[str] | IO[bytes]) -> None:
+    """Write records as JSON Lines to a path (written to a temporary file, then moved into
+    place) or to an open stream (text, or binary as UTF-8)."""
+    if not isinstance(target, str | Path):
+        lines = (record.to_json() + "\n" for record in records)
+        if isinstance(target, io.TextIOBase):
+            target.writelines(lines)
+        else:
+            target.writelines(line.encode("utf-8") for line in lines)
+        return
+    path = Path(target)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".part")
     with partial.open("w", encoding="utf-8") as handle:

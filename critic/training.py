@@ -297,9 +297,7 @@ def _train(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None)
                 limit=config.eval_limit,
             )
             calibration_file = final_dir / CALIBRATION_FILE
-            calibration_file.write_text(
-                json.dumps(summary.report, indent=2, ensure_ascii=False), "utf-8"
-            )
+            calibration_file.write_text(summary.report.to_json(), "utf-8")
     return TrainResult(
         final_dir=final_dir,
         steps=trainer.state.global_step,

@@ -13,6 +13,7 @@ from typing import Any
 import typer
 
 from annotate_app.cli.context import state
+from calibration.result import CalibrationResult
 from critic.prompts import PromptTemplate, load_template
 from critic.sft import SftOptions, export_campaign_sft
 from schemas.ids import id_problem
@@ -402,9 +403,12 @@ _HEADLINE = (
 )
 
 
-def _headline(report: dict[str, Any]) -> dict[str, Any]:
-    block = next(iter(report.get("judges", {}).values()), {})
-    return {key: block[key] for key in _HEADLINE if block.get(key) is not None}
+def _headline(report: CalibrationResult) -> dict[str, Any]:
+    judge = next(iter(report.judges.values()), None)
+    if judge is None:
+        return {}
+    figures = {"n": judge.n, "coverage": judge.coverage, **judge.values}
+    return {key: figures[key] for key in _HEADLINE if figures.get(key) is not None}
 
 
 def _format(figures: dict[str, Any]) -> str:

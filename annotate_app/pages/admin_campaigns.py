@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import json
-import tempfile
+import io
 from functools import partial
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from annotate_app.auth import require_role
+from annotate_app.campaign_calibration import calibrate_campaign
 from annotate_app.db import get_engine
 from annotate_app.disagreement_views import render_review_settings
 from annotate_app.render import safe_markdown
 from annotate_app.text import escape_markdown
-from calibration import CalibrationOptions, calibrate
 from calibration.report_html import render_html
+from calibration.result import CalibrationResult
 from critic.sft import SftOptions, export_campaign_sft
 from data.admin import (
     CampaignSettings,
@@ -25,15 +24,11 @@ from data.admin import (
     change_campaign_status,
     create_campaign_as,
     dataset_overview,
-    set_routing_as,
     update_campaign_settings,
 )
 from data.admin_exports import MEDIA_TYPES, annotations_export
 from data.campaigns import CampaignSpec, list_campaigns
 from data.exporters.files import EXPORT_FORMATS
-from data.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
-from data.queue import campaign_protocol
-from data.queue.priority import ROUTING_MODES
 from data.storage import session_scope
 from schemas.protocols import PROTOCOL_NAMES, parse_scale
 from schemas.tables import Campaign
@@ -53,20 +48,16 @@ def _annotations_file(campaign_name: str, export_format: str) -> bytes:
 
 def _sft_file(campaign_name: str) -> bytes:
     """The critic training file of ``critiquelab export sft`` with its default options."""
-    with tempfile.TemporaryDirectory(prefix="critiquelab-sft-") as folder:
-        path = Path(folder) / "sft.jsonl"
-        export_campaign_sft(engine, campaign_name, path, SftOptions())
-        return path.read_bytes()
+    buffer = io.BytesIO()
+    export_campaign_sft(engine, campaign_name, buffer, SftOptions())
+    return buffer.getvalue()
 
 
-def _calibration_report(campaign: Campaign) -> tuple[str, str]:
-    """METRICS.md JSON and the HTML audit report, as ``critiquelab calibrate --campaign``."""
-    with session_scope(engine) as session:
-        frame = campaign_judgement_frame(session, campaign.id)
-        overrides = campaign_reference_overrides(session, campaign.id)
-    options = CalibrationOptions(protocol=campaign_protocol(campaign))
-    report = calibrate(frame, options, overrides=overrides)
-    return json.dumps(report.summary, indent=2, ensure_ascii=False), render_html(report)
+def _calibration_report(campaign: Campaign) -> tuple[CalibrationResult, str]:
+    """The result (METRICS.md JSON) and the HTML audit report, as ``critiquelab calibrate
+    --campaign``."""
+    report = calibrate_campaign(engine, campaign.id).report
+    return report.result, render_html(report)
 
 
 st.title("Campaigns")
@@ -199,37 +190,6 @@ if save:
 
 render_review_settings(engine, user.id, campaign)
 
-with st.form(f"routing_{campaign.id}"):
-    st.markdown("**Routing**: which units annotators get first (PROTOCOLS.md, *Routing*)")
-    with session_scope(engine) as session:
-        judged_by = campaign_judges(session, campaign.id)  # type: ignore[arg-type]
-    routing = st.selectbox(
-        "Routing", ROUTING_MODES, ROUTING_MODES.index(campaign.routing), key=f"{key}_routing"
-    )
-    routing_judges = st.multiselect(
-        "Judges that order the queue", judged_by,
-        [j for j in campaign.routing_judges or () if j in judged_by], key=f"{key}_rjudges",
-    )  # fmt: skip
-    share = st.number_input(
-        "Stratified: share of units served at random", 0.05, 0.95,
-        campaign.routing_share or 0.2, 0.05, key=f"{key}_share",
-    )  # fmt: skip
-    apply_routing = st.form_submit_button("Apply routing")
-if apply_routing:
-    try:
-        with session_scope(engine) as session:
-            plan = set_routing_as(
-                session, user.id, campaign.id, routing,  # type: ignore[arg-type]
-                routing_judges if routing != "least-annotated" else None,
-                float(share) if routing == "stratified" else None,
-            )  # fmt: skip
-    except ERRORS as error:
-        outcome.error(escape_markdown(str(error)))
-    else:
-        outcome.success(escape_markdown(f"Routing {plan.routing}: {plan.note}"))
-
-render_review_settings(engine, user.id, campaign)
-
 with st.expander("Instructions as annotators see them"):
     st.markdown(safe_markdown(current.instructions or "*(none)*"))
 
@@ -263,17 +223,16 @@ if built_sft and built_sft[0] == campaign.id:
     )  # fmt: skip
 built_report = st.session_state.get(REPORT_KEY)
 if built_report and built_report[0] == campaign.id:
-    summary, html = built_report[1]
-    reference = json.loads(summary)["reference"]
+    result, html = built_report[1]
     report_column.caption(
-        f"{reference['n_units']} units with a reference, {reference['n_adjudicated']} of them "
-        "adjudicated by a reviewer."
+        f"{result.reference.n_units} units with a reference, {result.reference.n_adjudicated} "
+        "of them adjudicated by a reviewer."
     )
     report_column.download_button(
         "Calibration report (HTML)", html, f"{campaign.name}-calibration.html", "text/html",
         key="dl_report_html", on_click="ignore",
     )  # fmt: skip
     report_column.download_button(
-        "Calibration metrics (JSON)", summary, f"{campaign.name}-calibration.json",
+        "Calibration metrics (JSON)", result.to_json(), f"{campaign.name}-calibration.json",
         "application/json", key="dl_report_json", on_click="ignore",
     )  # fmt: skip

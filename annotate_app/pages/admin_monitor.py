@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app.auth import require_role
+from annotate_app.campaign_calibration import task_agreement
 from annotate_app.db import get_engine
-from calibration import krippendorff_alpha
 from data.campaigns import campaign_progress, list_campaigns
-from data.monitor import human_rating_matrices, low_effort_flags, unit_issues
+from data.monitor import low_effort_flags, unit_issues
 from data.storage import session_scope
 
 user = require_role("admin")
@@ -26,7 +26,6 @@ if not campaigns:
 campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: c.name, key="mon_campaign")
 with session_scope(engine) as session:
     progress = campaign_progress(session, campaign.id)
-    matrices = human_rating_matrices(session, campaign.id)
     effort = low_effort_flags(session, campaign.id)
     issues = unit_issues(session, campaign.id)
 
@@ -46,14 +45,15 @@ st.caption(
     "Krippendorff's alpha among the human annotators, per task (interval for scores, nominal "
     "for preferences); blank while fewer than two answers can be paired."
 )
+agreement = task_agreement(engine, campaign.id)
 st.dataframe(
     pd.DataFrame(
         {
-            "Task": [m.task for m in matrices.values()],
-            "Annotators": [len(m.annotators) for m in matrices.values()],
-            "Units": [len(m.units) for m in matrices.values()],
-            "Alpha": [krippendorff_alpha(m.values, m.level) for m in matrices.values()],
-            "Level": [m.level for m in matrices.values()],
+            "Task": [row.task for row in agreement],
+            "Annotators": [row.annotators for row in agreement],
+            "Units": [row.units for row in agreement],
+            "Alpha": [row.alpha for row in agreement],
+            "Level": [row.level for row in agreement],
         }
     ),
     hide_index=True,

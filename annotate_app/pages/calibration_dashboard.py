@@ -7,7 +7,7 @@ be downloaded.
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 from functools import partial
 
 import pandas as pd
@@ -15,6 +15,7 @@ import streamlit as st
 
 from annotate_app.audit_views import render_audits
 from annotate_app.auth import require_role
+from annotate_app.campaign_calibration import calibrate_input, load_campaign, only_units
 from annotate_app.charts import (
     agreement_scatter,
     confusion_heatmap,
@@ -28,7 +29,7 @@ from annotate_app.disagreement_review import report_html
 from annotate_app.disagreement_views import render_disagreement_causes
 from annotate_app.render import render_content, render_history
 from annotate_app.text import escape_markdown
-from calibration import CalibrationOptions, CalibrationReport, calibrate
+from calibration import CalibrationReport
 from calibration.headline import (
     METRIC_TITLES,
     agreement_cells,
@@ -36,21 +37,10 @@ from calibration.headline import (
     headline_metric,
     headline_rows,
 )
-from calibration.tables import (
-    ceiling_table,
-    group_table,
-    judge_table,
-    model_table,
-    select_units,
-)
+from calibration.tables import ceiling_table, group_table, judge_table, model_table
+from data.campaign_input import CampaignCalibrationInput
 from data.campaigns import list_campaigns
-from data.frames import (
-    campaign_judgement_frame,
-    campaign_judges,
-    campaign_reference_overrides,
-    unit_content,
-)
-from data.queue import campaign_protocol
+from data.frames import unit_content
 from data.storage import session_scope
 from schemas.protocols import Protocol
 
@@ -62,33 +52,30 @@ def _report(
     frame: pd.DataFrame,
     overrides: dict,
     protocol_name: str,
-    _protocol,
+    _source: CampaignCalibrationInput,
     judges: tuple[str, ...],
     by: tuple[str, ...],
     unparsed: str,
     bootstrap: int,
     seed: int,
 ) -> CalibrationReport:
-    options = CalibrationOptions(
-        protocol=_protocol,
-        judges=judges,
-        by=by,
-        unparsed=unparsed,  # type: ignore[arg-type]
-        bootstrap=bootstrap,
-        seed=seed,
-    )
-    return calibrate(frame, options, overrides=overrides)
+    """The campaign's calibration; cached on the (filtered) frame, the adjudications and the
+    options (``_source``, unhashed, carries the protocol)."""
+    source = replace(_source, frame=frame, overrides=overrides)
+    return calibrate_input(
+        source, judges=judges, by=by, unparsed=unparsed, bootstrap=bootstrap, seed=seed
+    ).report
 
 
 def _headline(report: CalibrationReport, protocol: Protocol, grouping: str | None) -> None:
     """First on the page: the headline metric per judge beside the human ceiling, then each
     judge against the reference, then the metric per group. Every chart is built from the
-    summary's small tables, never from the campaign's rows."""
-    summary = report.summary
-    metric = headline_metric(summary)
+    result's small tables, never from the campaign's rows."""
+    result = report.result
+    metric = headline_metric(result)
     st.subheader("Judges beside the human ceiling")
     st.altair_chart(
-        headline_chart(headline_rows(summary), title=METRIC_TITLES[metric]), width="stretch"
+        headline_chart(headline_rows(result), title=METRIC_TITLES[metric]), width="stretch"
     )
     st.caption(
         f"Dot and bar: {metric} of the judge against the reference, with its 95% interval. "
@@ -114,7 +101,7 @@ def _headline(report: CalibrationReport, protocol: Protocol, grouping: str | Non
         else "Each judge against the reference: units per (reference, verdict)."
     )
     if grouping:
-        rows = group_rows(summary, grouping)
+        rows = group_rows(result, grouping)
         if rows:
             title = f"{METRIC_TITLES[metric]}, by {grouping}"
             st.altair_chart(group_bars(rows, title=title, field=grouping), width="stretch")
@@ -131,11 +118,9 @@ def _dashboard() -> None:
         st.info("There is no campaign yet. Create one on the Campaigns page.")
         st.stop()
     campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: f"{c.name} ({c.protocol})")
-    protocol = campaign_protocol(campaign)
-    with session_scope(engine) as session:
-        available = campaign_judges(session, campaign.id)
-        frame = campaign_judgement_frame(session, campaign.id)
-        overrides = campaign_reference_overrides(session, campaign.id)
+    source = load_campaign(engine, campaign.id)
+    protocol, frame, overrides = source.protocol, source.frame, source.overrides
+    available = source.judges
     if frame.empty:
         st.info("This campaign has no judgements yet, human or model.")
         st.stop()
@@ -158,25 +143,27 @@ def _dashboard() -> None:
     chosen_tasks = left.multiselect("Tasks", tasks, default=tasks)
     chosen_models = middle.multiselect("Models", models, default=models)
     bootstrap = right.number_input("Bootstrap resamples", 0, 5000, 1000, step=100)
-    if tasks and chosen_tasks != tasks:
-        frame = select_units(frame, "task", chosen_tasks)
-    if models and chosen_models != models:
-        frame = select_units(frame, "model", chosen_models)
+    source = only_units(
+        source,
+        tasks=chosen_tasks if tasks and chosen_tasks != tasks else None,
+        models=chosen_models if models and chosen_models != models else None,
+    )
+    frame = source.frame
     if frame.empty:
         st.info("No unit matches these filters.")
         st.stop()
 
     by = () if grouping == "(none)" else (grouping,)
     report = _report(
-        frame, overrides, protocol.name, protocol, tuple(judges), by, unparsed, int(bootstrap), 0
+        frame, overrides, protocol.name, source, tuple(judges), by, unparsed, int(bootstrap), 0
     )
-    summary = report.summary
-    reference = summary["reference"]
+    result = report.result
+    reference = result.reference
     st.caption(
-        f"Reference: {reference['consensus']} of the humans, adjudicated label where one exists "
-        f"({reference['n_adjudicated']}); {reference['n_units']} units with a reference, "
-        f"{reference['n_units_without_reference']} without. 95% intervals: bootstrap over units, "
-        f"B = {summary['options']['bootstrap']}, seed {summary['options']['seed']}."
+        f"Reference: {reference.consensus} of the humans, adjudicated label where one exists "
+        f"({reference.n_adjudicated}); {reference.n_units} units with a reference, "
+        f"{reference.n_units_without_reference} without. 95% intervals: bootstrap over units, "
+        f"B = {result.options.bootstrap}, seed {result.options.seed}."
     )
     download_html, download_json = st.columns(2)
     download_html.download_button(
@@ -188,7 +175,7 @@ def _dashboard() -> None:
     )
     download_json.download_button(
         "Download the JSON",
-        partial(json.dumps, summary, indent=2, ensure_ascii=False),
+        result.to_json,  # the JSON of critiquelab calibrate --json, made only when clicked
         file_name=f"calibration-{campaign.name}.json",
         mime="application/json",
         on_click="ignore",
@@ -199,19 +186,21 @@ def _dashboard() -> None:
 
     st.subheader("Judges against the reference")
     if judges:
-        st.dataframe(judge_table(summary))
+        st.dataframe(judge_table(result))
     else:
         st.info("No judge selected (or none has scored this campaign): only the humans are shown.")
 
     st.subheader("The human ceiling")
-    human = summary["human"]
-    alphas = {k: v for k, v in human.items() if k.startswith("alpha_")}
+    human = result.human
     st.write(
-        f"{human['n_annotators']} annotators, {human['n_units']} units. "
-        + ", ".join(f"{k} = {v:.3f}" if v is not None else f"{k} = n/a" for k, v in alphas.items())
+        f"{human.n_annotators} annotators, {human.n_units} units. "
+        + ", ".join(
+            f"{k} = {v.value:.3f}" if v.value is not None else f"{k} = n/a"
+            for k, v in human.alphas.items()
+        )
     )
     for judge in judges:
-        table = ceiling_table(summary, judge)
+        table = ceiling_table(result, judge)
         if not table.empty:
             st.markdown(
                 f"**{escape_markdown(judge)}** against one more human (degradation = judge − human)"
@@ -222,11 +211,11 @@ def _dashboard() -> None:
         st.subheader(f"By {grouping}")
         for judge in judges:
             st.markdown(f"**{escape_markdown(judge)}**")
-            st.dataframe(group_table(summary, judge, grouping))
+            st.dataframe(group_table(result, judge, grouping))
 
-    if summary.get("models"):
+    if result.models:
         st.subheader("Models")
-        st.dataframe(model_table(summary))
+        st.dataframe(model_table(result))
 
     render_comparison(
         frame, overrides, protocol, judges, unparsed=unparsed, bootstrap=int(bootstrap)
@@ -236,10 +225,11 @@ def _dashboard() -> None:
 
     for judge in judges:
         details = report.details[judge]
-        block = summary["judges"][judge]
+        block = result.judges[judge]
         st.subheader(f"Judge: {escape_markdown(judge)}")
-        status = ", ".join(f"{k}: {v}" for k, v in block.get("parse_status", {}).items())
-        st.write(f"Parse coverage {block['coverage']:.3f} ({escape_markdown(status)})")
+        status = ", ".join(f"{k}: {v}" for k, v in block.parse_status.items())
+        coverage = "n/a" if block.coverage is None else f"{block.coverage:.3f}"
+        st.write(f"Parse coverage {coverage} ({escape_markdown(status)})")
         shares = details.distribution / details.distribution.sum().replace(0, 1)
         st.markdown("Distribution of values (share), judge beside the humans")
         st.altair_chart(ordered_bars(shares, x_title="value", y_title="share"), width="stretch")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -100,6 +101,20 @@ def test_vision_records_carry_images_by_path(
         segments = record["messages"][1]["content"]
         assert sum(s["type"] == "image" for s in segments) == len(record["images"]) == 1
         assert Path(record["images"][0]).is_absolute() and Path(record["images"][0]).is_file()
+
+
+def test_export_sft_writes_the_same_bytes_to_a_stream_as_to_a_file(
+    engine: Engine, campaigns: dict, tmp_path: Path
+) -> None:
+    path = tmp_path / "amb.jsonl"
+    on_disk = export_campaign_sft(engine, "amb", path, SftOptions(vision=True))
+    binary, text = io.BytesIO(), io.StringIO()
+    streamed = export_campaign_sft(engine, "amb", binary, SftOptions(vision=True))
+    export_campaign_sft(engine, "amb", text, SftOptions(vision=True))
+    assert binary.getvalue() == path.read_bytes() == text.getvalue().encode("utf-8")
+    assert on_disk.path == path and streamed.path is None
+    assert streamed.records == on_disk.records == len(path.read_bytes().splitlines())
+    assert not list(tmp_path.glob("*.part"))  # nothing left beside the file
 
 
 def test_read_sft_names_the_bad_line(tmp_path: Path) -> None:
