@@ -24,11 +24,14 @@ from data.admin import (
     change_campaign_status,
     create_campaign_as,
     dataset_overview,
+    set_routing_as,
     update_campaign_settings,
 )
 from data.admin_exports import MEDIA_TYPES, annotations_export
 from data.campaigns import CampaignSpec, list_campaigns
 from data.exporters.files import EXPORT_FORMATS
+from data.frames import campaign_judges
+from data.queue.priority import ROUTING_MODES
 from data.storage import session_scope
 from schemas.protocols import PROTOCOL_NAMES, parse_scale
 from schemas.tables import Campaign
@@ -187,6 +190,37 @@ if save:
     else:
         outcome.success("Saved: " + ", ".join(changes) if changes else "Nothing changed.")
         current = settings
+
+render_review_settings(engine, user.id, campaign)
+
+with st.form(f"routing_{campaign.id}"):
+    st.markdown("**Routing**: which units annotators get first (PROTOCOLS.md, *Routing*)")
+    with session_scope(engine) as session:
+        judged_by = campaign_judges(session, campaign.id)  # type: ignore[arg-type]
+    routing = st.selectbox(
+        "Routing", ROUTING_MODES, ROUTING_MODES.index(campaign.routing), key=f"{key}_routing"
+    )
+    routing_judges = st.multiselect(
+        "Judges that order the queue", judged_by,
+        [j for j in campaign.routing_judges or () if j in judged_by], key=f"{key}_rjudges",
+    )  # fmt: skip
+    share = st.number_input(
+        "Stratified: share of units served at random", 0.05, 0.95,
+        campaign.routing_share or 0.2, 0.05, key=f"{key}_share",
+    )  # fmt: skip
+    apply_routing = st.form_submit_button("Apply routing")
+if apply_routing:
+    try:
+        with session_scope(engine) as session:
+            plan = set_routing_as(
+                session, user.id, campaign.id, routing,  # type: ignore[arg-type]
+                routing_judges if routing != "least-annotated" else None,
+                float(share) if routing == "stratified" else None,
+            )  # fmt: skip
+    except ERRORS as error:
+        outcome.error(escape_markdown(str(error)))
+    else:
+        outcome.success(escape_markdown(f"Routing {plan.routing}: {plan.note}"))
 
 render_review_settings(engine, user.id, campaign)
 

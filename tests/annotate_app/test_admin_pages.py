@@ -15,13 +15,13 @@ from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
 from annotate_app.text import escape_markdown, safe_markdown
 from data.adjudication import adjudicate
-from data.admin import change_campaign_status
+from data.admin import PermissionDenied, change_campaign_status, set_routing_as
 from data.audit import list_events
 from data.judgements import insert_judgements
 from data.queue import flag, next_unit
 from data.storage import session_scope
 from data.users import UserRecord, get_user, to_record
-from schemas.tables import Adjudication, Campaign, Judgement, Unit, User
+from schemas.tables import Adjudication, Campaign, Judgement, Response, Unit, User
 
 TIMEOUT = 60
 """Seconds AppTest waits for one page run; generous because CI machines are shared."""
@@ -401,3 +401,38 @@ def test_a_pairwise_final_label_starts_unchosen_and_needs_a_preference(engine, d
     with session_scope(engine) as session:
         [ruling] = session.exec(select(Adjudication)).all()
     assert (ruling.unit_id, ruling.preference) == (first_id, "B")
+
+
+def test_campaign_routing_is_set_from_the_page_and_audited(world):
+    engine, people, campaign_id = world
+    with session_scope(engine) as session:
+        units = units_of(session, campaign_id)
+        keys = {u.id: "r:" + session.get(Response, u.response_pk).response_id for u in units[:3]}
+        # j1 and j2 agree on the first unit and are 6 points apart on the second.
+        insert_judgements(session, [
+            Judgement(judge=judge, protocol="alignmmbench", unit_key=keys[u.id],
+                      response_pk=u.response_pk, score=score)
+            for judge, scores in (("j1", (5, 2)), ("j2", (5, 8)))
+            for u, score in zip(units[:2], scores, strict=True)
+        ])  # fmt: skip
+    at = _page("pages/admin_campaigns.py", people["root"])
+    at.selectbox(key=f"s{campaign_id}_routing").set_value("judge-disagreement")
+    at.multiselect(key=f"s{campaign_id}_rjudges").set_value(["j1", "j2"])
+    at.button(key=f"FormSubmitter:routing_{campaign_id}-Apply routing").click().run()
+    assert not _errors(at), _errors(at)
+    assert [s.value for s in at.success] == [
+        escape_markdown(
+            "Routing judge-disagreement: 2 of 6 units ordered by judge disagreement (j1, j2)"
+        )
+    ]
+    with session_scope(engine) as session:
+        campaign = session.get(Campaign, campaign_id)
+        ranked = select(Unit).where(Unit.campaign_id == campaign_id, Unit.priority == 0)
+        first = session.exec(ranked)
+        assert (campaign.routing, campaign.routing_judges) == ("judge-disagreement", ["j1", "j2"])
+        assert first.one().id == units[1].id  # the unit the judges disagree on comes first
+        assert list_events(session, action_prefix="campaign.routing")[0].actor_id == (
+            people["root"].id
+        )
+        with pytest.raises(PermissionDenied):
+            set_routing_as(session, people["ann"].id, campaign_id, "least-annotated")
