@@ -16,6 +16,8 @@ from sqlmodel import Session, select
 
 from data.audit import record_event
 from data.campaigns import CampaignSpec, create_campaign
+from data.queue.priority import RoutingPlan
+from data.queue.routing import set_routing
 from data.users import (
     UserError,
     UserRecord,
@@ -153,6 +155,19 @@ def create_campaign_as(session: Session, actor_id: int | None, spec: CampaignSpe
     """Create a campaign with its units (admins only); ``data.campaigns`` audits it."""
     require_actor_role(session, actor_id, "admin")
     return create_campaign(session, spec, actor_id=actor_id)
+
+
+def set_routing_as(
+    session: Session,
+    actor_id: int | None,
+    campaign_id: int,
+    routing: str,
+    judges: list[str] | None = None,
+    share: float | None = None,
+) -> RoutingPlan:
+    """Change a campaign's routing and re-rank its units (admins only); audited."""
+    require_actor_role(session, actor_id, "admin")
+    return set_routing(session, campaign_id, routing, judges, share, actor_id=actor_id)
 
 
 def campaign_settings(campaign: Campaign) -> CampaignSettings:

@@ -211,22 +211,38 @@ def _candidate(session: Session, campaign: Any, annotator_id: int, tried: set[in
     return session.connection().execute(query, params).first()
 
 
+_ROUTED_WINDOW = 64
+"""Units a fill level above 0 looks at, best-ranked first, for one the annotator never had."""
+
+
 def _routed_level(slots_taken: int, tried: bool) -> Any:
-    """The best-ranked unit with ``slots_taken`` live slots that the annotator never had."""
-    query = (
-        core_select(_UNITS.c.id, _UNITS.c.slots_taken, _UNITS.c.priority)
-        .where(_UNITS.c.campaign_id == bindparam("campaign_id"))
-        .where(_UNITS.c.slots_taken == slots_taken, ~_UNITS.c.flagged)
-        .where(
-            ~exists().where(
-                _ASSIGNMENTS.c.unit_id == _UNITS.c.id,
-                _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
-            )
+    """The best-ranked unit with ``slots_taken`` live slots that the annotator never had.
+
+    Above level 0 only the best :data:`_ROUTED_WINDOW` units of the level are looked at: an
+    annotator's own answered units wait there for others, and without a window a lone annotator
+    would step over all of them on every lease. Past the window they start a fresh unit instead
+    (still in rank order); with K or more annotators at work the levels empty quickly.
+    """
+    units = core_select(_UNITS.c.id, _UNITS.c.slots_taken, _UNITS.c.priority).where(
+        _UNITS.c.campaign_id == bindparam("campaign_id"),
+        _UNITS.c.slots_taken == slots_taken,
+        ~_UNITS.c.flagged,
+    )
+    if slots_taken > 0:
+        window = units.order_by(_UNITS.c.priority, _UNITS.c.id).limit(_ROUTED_WINDOW).subquery()
+        units = core_select(window.c.id, window.c.slots_taken, window.c.priority)
+        unit_id, priority = window.c.id, window.c.priority
+    else:
+        unit_id, priority = _UNITS.c.id, _UNITS.c.priority
+    query = units.where(
+        ~exists().where(
+            _ASSIGNMENTS.c.unit_id == unit_id,
+            _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
         )
     )
     if tried:
-        query = query.where(_UNITS.c.id.not_in(bindparam("tried", expanding=True)))
-    return query.order_by(_UNITS.c.priority, _UNITS.c.id).limit(1).subquery()
+        query = query.where(unit_id.not_in(bindparam("tried", expanding=True)))
+    return query.order_by(priority, unit_id).limit(1).subquery()
 
 
 @functools.cache

@@ -300,3 +300,50 @@ def test_unknown_response_is_not_a_reading(engine: Engine) -> None:
         ])  # fmt: skip
         plan = set_routing(session, campaign_id, "judge-disagreement", ["j1", "j2"])
     assert plan.fell_back  # judged under another protocol than the campaign's
+
+
+def test_uncertainty_reads_stored_probabilities_and_both_shown_orders(engine: Engine) -> None:
+    campaign_id, _ = build_campaign(engine, items=3, protocol="pairwise", overlap=1)
+    with session_scope(engine) as session:
+        pair_of = {
+            item_id: pair
+            for pair, item_id in session.exec(
+                select(Pair, Item.item_id).join(Item, col(Item.id) == Pair.item_pk)
+            )
+        }
+
+        def row(item: str, order: str, preference: str, probs: dict | None) -> Judgement:
+            n = item.split("-")[1]
+            return Judgement(
+                judge="critic", protocol="pairwise", unit_key=f"p:item-{n}/left|item-{n}/right",
+                pair_pk=pair_of[item].id, shown_order=order, preference=preference,
+                meta={"probs": probs} if probs else {},
+            )  # fmt: skip
+
+        insert_judgements(session, [
+            row("item-0", "AB", "A", {"A": 0.9, "B": 0.05, "tie": 0.05}),  # (1 - 0.9) / (2/3)
+            row("item-1", "AB", "A", None),
+            row("item-1", "BA", "B", None),  # the two orders disagree: range 1
+            row("item-2", "AB", "A", {"A": 0.4, "B": 0.35, "tie": 0.25}),  # 0.9
+        ])  # fmt: skip
+        plan = set_routing(session, campaign_id, "judge-uncertainty", ["critic"])
+        unit = _unit_of_item(session, campaign_id)
+    assert plan.order == (unit["item-1"], unit["item-2"], unit["item-0"])
+
+
+def test_a_lone_annotator_past_the_window_still_gets_every_unit_in_rank_order(
+    engine: Engine,
+) -> None:
+    """More own half-filled units than the window looks at: fresh units follow, in rank order,
+    and the next annotator finishes the best-ranked half-filled one first."""
+    campaign_id, (alice, bob) = build_campaign(engine, items=70, protocol="pairwise", overlap=2)
+    _judge_pairs(engine, {"j1": dict.fromkeys(range(70), "A"),
+                          "j2": {n: ("A", "B", "tie")[n % 3] for n in range(70)}})  # fmt: skip
+    with session_scope(engine) as session:
+        plan = set_routing(session, campaign_id, "judge-disagreement", ["j1", "j2"])
+    served, view = [], _lease(engine, campaign_id, alice)
+    while view is not None:
+        served.append(view.unit_id)
+        view = _submit_next(engine, view, alice)
+    assert tuple(served) == plan.order  # 70 > the window of 64
+    assert _lease(engine, campaign_id, bob).unit_id == plan.order[0]
