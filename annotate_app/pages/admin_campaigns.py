@@ -191,8 +191,6 @@ if save:
         outcome.success("Saved: " + ", ".join(changes) if changes else "Nothing changed.")
         current = settings
 
-render_review_settings(engine, user.id, campaign)
-
 with st.form(f"routing_{campaign.id}"):
     st.markdown("**Routing**: which units annotators get first (PROTOCOLS.md, *Routing*)")
     with session_scope(engine) as session:
