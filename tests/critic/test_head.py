@@ -163,3 +163,40 @@ def test_head_cross_validation_is_grouped_by_item_and_picks_the_best_l2() -> Non
     predicted = np.array(["A", "B", "tie"])[fit.head.probabilities(x).argmax(1)]
     assert (predicted == np.array(y)).mean() > 0.9
     assert math.isclose(fit.out_of_fold.sum(1).mean(), 1.0, rel_tol=1e-6)
+
+
+def test_head_and_probability_options_through_the_commands(
+    engine: Engine, campaigns: dict, tiny_llama: Path, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from annotate_app.cli.main import app
+
+    runner = CliRunner()
+    db = ["--db", engine.url.render_as_string(hide_password=False), "--json"]
+    data = tmp_path / "sft.jsonl"
+    steps = [
+        ["export", "sft", "--campaign", "pairs", "-o", str(data), "--eval-fraction", "0.34"],
+        ["critic", "train", "--objective", "head", "--data", str(data), "--base-model",
+         str(tiny_llama), "-o", str(tmp_path / "head"), "--head-folds", "2", "--head-layers",
+         "1,2"],
+        ["critic", "score", "--model", str(tmp_path / "head" / "final"), "--campaign", "pairs",
+         "--judge-name", "h", "--both-orders", "--split-of", str(data), "--split", "eval",
+         "--dtype", "float32"],
+        ["critic", "score", "--model", str(tiny_llama), "--campaign", "pairs", "--judge-name",
+         "z", "--preference-probs", "--split-of", str(data), "--split", "train",
+         "--max-new-tokens", "2"],
+    ]  # fmt: skip
+    outputs = []
+    for step in steps:
+        result = runner.invoke(app, [*db, *step])
+        assert result.exit_code == 0, result.output
+        outputs.append(json.loads(result.stdout))
+    eval_keys, train_keys = split_unit_keys(data, "eval"), split_unit_keys(data, "train")
+    assert outputs[2]["stored"] == 2 * len(eval_keys)
+    assert outputs[2]["derived"] == {"h-debiased": len(eval_keys)}
+    assert outputs[3]["stored"] == len(train_keys)
+    assert outputs[3]["derived"] == {"z-probs": len(train_keys)}
+    assert {row.unit_key for row in _rows(engine, "z-probs")} == train_keys
+    bad = runner.invoke(app, [*db, *steps[3][:-2], "--split", "test"])
+    assert bad.exit_code == 2 and "--split" in bad.output
