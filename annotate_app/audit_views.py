@@ -30,7 +30,7 @@ from calibration.report_audits import (
     length_controlled_table,
 )
 from calibration.report_html import audit_report_html
-from data.campaigns import list_campaigns
+from data.campaigns import get_campaign, list_campaigns
 from data.frames import campaign_judgement_frame, campaign_reference_overrides
 from data.judge_facts import campaign_judgement_usage, campaign_response_facts
 from data.queue import campaign_protocol
@@ -74,7 +74,7 @@ def _consistency(
     pointwise_id: int, pairwise_id: int, _engine: Engine, delta: float, bootstrap: int
 ) -> ConsistencyReport:
     with session_scope(_engine) as session:
-        campaigns = [session.get(Campaign, i) for i in (pointwise_id, pairwise_id)]
+        campaigns = [get_campaign(session, i) for i in (pointwise_id, pairwise_id)]
         frames = [campaign_judgement_frame(session, c.id) for c in campaigns]
         overrides = tuple(campaign_reference_overrides(session, c.id) for c in campaigns)
         protocol = campaign_protocol(campaigns[0])

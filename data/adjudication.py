@@ -18,6 +18,7 @@ from sqlmodel import Session, select
 
 from data.admin import require_actor_role
 from data.audit import record_event
+from data.campaigns import get_campaign
 from data.monitor import unit_infos
 from data.queue import campaign_protocol
 from schemas.items import ResponseContent
@@ -25,7 +26,6 @@ from schemas.protocols import Protocol
 from schemas.tables import (
     Adjudication,
     Annotation,
-    Campaign,
     Item,
     Judgement,
     Pair,
@@ -205,9 +205,9 @@ def unit_review(session: Session, unit_id: int) -> UnitReview:
     unit = session.get(Unit, unit_id)
     if unit is None:
         raise AdjudicationError(f"no unit #{unit_id}: pick one from the queue")
-    campaign = session.get(Campaign, unit.campaign_id)
+    campaign = get_campaign(session, unit.campaign_id)
     item = session.get(Item, unit.item_pk)
-    assert campaign is not None and item is not None
+    assert item is not None
     info = unit_infos(session, unit.campaign_id, [unit_id])[unit_id]
     if unit.pair_pk is not None:
         pair = session.get(Pair, unit.pair_pk)
@@ -315,8 +315,7 @@ def adjudicate(
     unit = session.exec(select(Unit).where(Unit.id == unit_id).with_for_update()).first()
     if unit is None:
         raise AdjudicationError(f"no unit #{unit_id}: pick one from the queue")
-    campaign = session.get(Campaign, unit.campaign_id)
-    assert campaign is not None
+    campaign = get_campaign(session, unit.campaign_id)
     protocol = campaign_protocol(campaign)
     if protocol.is_pointwise:
         if preference is not None:

@@ -12,10 +12,11 @@ import re
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from data.campaigns import get_campaign
 from data.frames import campaign_judgements
 from data.monitor import content_text
 from schemas.audit_records import JudgementUsage, ResponseFacts
-from schemas.tables import Campaign, Judgement, Pair, Response, Unit
+from schemas.tables import Judgement, Pair, Response, Unit
 
 _LIST_LINE = re.compile(r"^[ \t]*(?:[-*+•]|\d{1,3}[.)、])[ \t]+\S", re.MULTILINE)
 """A Markdown-style list item: a bullet or a number, then a space and text."""
@@ -63,9 +64,7 @@ def campaign_judgement_usage(
     """Token usage and latency of each model judgement of the campaign's units (the judgements
     :func:`data.frames.campaign_judgement_frame` reads), as ``judge run`` and
     ``judgments import`` stored them."""
-    campaign = session.get(Campaign, campaign_id)
-    if campaign is None:
-        raise ValueError(f"campaign id {campaign_id} not found")
+    campaign = get_campaign(session, campaign_id)
     statement = campaign_judgements(
         campaign, Judgement.judge, Judgement.unit_key, Judgement.usage, Judgement.meta
     )
