@@ -46,6 +46,10 @@ def _judge(session, unit: Unit, name: str, *, score=None, preference=None, order
 @pytest.fixture
 def pointwise(engine):
     """Four units of a 1–10 campaign; the judge is off the reference by 3, 1.8, 1.7 and 5."""
+    return _pointwise(engine)
+
+
+def _pointwise(engine):
     with session_scope(engine) as session:
         people = add_people(session)
         add_dataset(session, items=2, models=("m1", "m2"))
@@ -153,8 +157,9 @@ def test_a_tag_and_its_audit_event_are_one_transaction(pointwise):
     }  # fmt: skip
 
 
-def test_retagging_adds_a_row_and_tagged_units_leave_the_queue(pointwise):
-    engine, people, campaign_id, ids, reference = pointwise
+def test_retagging_adds_a_row_and_tagged_units_leave_the_queue(any_engine):
+    """On SQLite and PostgreSQL: the partial unique index allows one live tag per unit."""
+    engine, people, campaign_id, ids, reference = _pointwise(any_engine)
     with session_scope(engine) as session:
         entry = disagreement_queue(session, people["rita"], campaign_id, "gpt", reference)[0]
         first = tag_disagreement(session, people["rita"], entry, cause="too lenient")
