@@ -10,6 +10,7 @@ from scipy import stats
 
 from calibration import CalibrationOptions, PointwiseKernel, Scale, calibrate
 from calibration.bootstrap import percentile_interval, unit_resample_counts, unit_resample_indices
+from calibration.result import CalibrationResult
 from schemas.protocols import ALIGNMMBENCH
 
 
@@ -64,22 +65,22 @@ def _frame(humans: np.ndarray, judge: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _report(n: int, bootstrap: int = 200) -> dict:
+def _report(n: int, bootstrap: int = 200) -> CalibrationResult:
     humans, judge = _data(n)
     options = CalibrationOptions(ALIGNMMBENCH, bootstrap=bootstrap, seed=1)
-    return calibrate(_frame(humans, judge), options).summary
+    return calibrate(_frame(humans, judge), options).result
 
 
 def test_interval_contains_the_estimate_and_narrows_with_more_units():
     small, large = _report(100), _report(1600)
     for metric in ("mae", "pearson", "kendall", "qwk", "alpha_ordinal"):
-        low, high = small["judges"]["judge"]["ci"][metric]
-        assert low <= small["judges"]["judge"][metric] <= high, metric
-        big_low, big_high = large["judges"]["judge"]["ci"][metric]
-        assert big_high - big_low < (high - low) / 2, metric
-    low, high = small["human"]["ci"]["alpha_interval"]
-    assert low <= small["human"]["alpha_interval"] <= high
-    assert small["options"]["seed"] == 1 and small["options"]["bootstrap"] == 200
+        entry = small.judges["judge"].metric(metric)
+        assert entry.low <= entry.value <= entry.high, metric
+        big = large.judges["judge"].metric(metric)
+        assert big.high - big.low < (entry.high - entry.low) / 2, metric
+    alpha = small.human.alphas["alpha_interval"]
+    assert alpha.low <= alpha.value <= alpha.high
+    assert small.options.seed == 1 and small.options.bootstrap == 200
 
 
 def test_resamples_units_not_raters():
@@ -91,17 +92,19 @@ def test_resamples_units_not_raters():
     quality = rng.integers(1, 11, size=n).astype(float)
     humans = np.vstack([quality] * 3)
     judge = np.clip(quality + rng.integers(-3, 4, size=n), 1, 10)
-    summary = calibrate(
+    result = calibrate(
         _frame(humans, judge), CalibrationOptions(ALIGNMMBENCH, bootstrap=400)
-    ).summary
-    low, high = summary["judges"]["judge"]["ci"]["mae"]
+    ).result
+    mae = result.judges["judge"].metric("mae")
+    low, high = mae.low, mae.high
     expected_width = 2 * 1.96 * np.abs(judge - quality).std(ddof=1) / np.sqrt(n)
     assert high - low == pytest.approx(expected_width, rel=0.2)
 
 
 def test_same_seed_same_interval_and_bootstrap_zero_turns_intervals_off():
-    assert _report(100, 50)["judges"]["judge"]["ci"] == _report(100, 50)["judges"]["judge"]["ci"]
-    assert "ci" not in _report(100, 0)["judges"]["judge"]
+    assert _report(100, 50).judges["judge"].ci == _report(100, 50).judges["judge"].ci
+    without = _report(100, 0).judges["judge"]
+    assert without.ci is None and "ci" not in without.model_dump(mode="json")
 
 
 def test_percentile_interval_skips_undefined_resamples():

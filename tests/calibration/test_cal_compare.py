@@ -161,10 +161,10 @@ def test_human_ceiling_side_equals_a_naive_leave_one_out_loop():
     assert entry.ci == pytest.approx(_naive_interval(naive), abs=1e-10)
     assert result.reference == "leave_one_out"
     # the point estimate is the calibration report's degradation (judge − leave-one-out human)
-    summary = calibrate(frame, CalibrationOptions(ALIGNMMBENCH, bootstrap=0)).summary
+    calibrated = calibrate(frame, CalibrationOptions(ALIGNMMBENCH, bootstrap=0)).result
     for name in ("mae", "pearson", "qwk", "alpha_ordinal"):
         assert result.metric(name).delta == pytest.approx(
-            summary["judges"]["good"]["loo"]["degradation"][name]
+            calibrated.judges["good"].loo.degradation[name]
         ), name
     swapped = compare_judges(frame, options, HUMAN, "good").metric("mae")
     assert swapped.delta == pytest.approx(-entry.delta)

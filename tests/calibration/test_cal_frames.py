@@ -193,8 +193,8 @@ def test_pointwise_campaign_frame(any_engine):
     assert first["source"] == "s0"  # item meta, usable with --by
     assert overrides == {"r:i0/m2": 7.0}
     report = calibrate(frame, CalibrationOptions(ALIGNMMBENCH, bootstrap=0), overrides=overrides)
-    assert report.summary["reference"]["n_adjudicated"] == 1
-    assert report.summary["judges"]["critic"]["coverage"] == 0.75
+    assert report.result.reference.n_adjudicated == 1
+    assert report.result.judges["critic"].coverage == 0.75
 
 
 def test_pairwise_campaign_frame(any_engine):
@@ -204,9 +204,9 @@ def test_pairwise_campaign_frame(any_engine):
     assert set(frame["unit"]) == {"p:i0/m1|i0/m2"}
     model = frame[frame["kind"] == "model"].sort_values("shown_order")
     assert list(model["shown_order"]) == ["AB", "BA"]
-    summary = calibrate(frame, CalibrationOptions(PAIRWISE, bootstrap=0)).summary
-    assert summary["judges"]["gpt-4"]["consistency"] == 1.0
-    assert summary["reference"]["n_units"] == 1  # no majority among 2 → tie
+    result = calibrate(frame, CalibrationOptions(PAIRWISE, bootstrap=0)).result
+    assert result.judges["gpt-4"].metric("consistency").value == 1.0
+    assert result.reference.n_units == 1  # no majority among 2 → tie
 
 
 def test_cli_database_mode(engine, db_url, tmp_path):

@@ -56,21 +56,21 @@ def _frame(hanna: pd.DataFrame, criterion: str) -> pd.DataFrame:
 @pytest.mark.parametrize("criterion", CRITERIA)
 def test_hanna_alpha_and_kendall_per_criterion(hanna, criterion):
     options = CalibrationOptions(score_protocol(0, 5), bootstrap=0)  # LLM means go to 0
-    summary = calibrate(_frame(hanna, criterion), options).summary
+    result = calibrate(_frame(hanna, criterion), options).result
     humans = hanna[[f"Human {k} {criterion}" for k in (1, 2, 3)]].to_numpy(dtype=float).T
     for level in ("interval", "ordinal"):
         expected = krippendorff.alpha(humans, level_of_measurement=level)
-        assert summary["human"][f"alpha_{level}"] == pytest.approx(expected, abs=1e-12)
+        assert result.human.alphas[f"alpha_{level}"].value == pytest.approx(expected, abs=1e-12)
     human_mean = humans.mean(axis=0)
-    assert len(summary["judges"]) == 16
+    assert len(result.judges) == 16
     for llm in LLMS:
         for prompt in (1, 2, 3, 4):
             judge = _judge(hanna, llm, criterion, prompt)
             parsed = ~np.isnan(judge)
             expected = stats.kendalltau(judge[parsed], human_mean[parsed]).statistic
-            block = summary["judges"][f"{llm} p{prompt}"]
-            assert block["kendall"] == pytest.approx(expected, abs=1e-12)
-            assert block["n"] == parsed.sum()
-            assert block["coverage"] == pytest.approx(parsed.mean())
+            block = result.judges[f"{llm} p{prompt}"]
+            assert block.metric("kendall").value == pytest.approx(expected, abs=1e-12)
+            assert block.n == parsed.sum()
+            assert block.coverage == pytest.approx(parsed.mean())
     # system-level: judge's ranking of the story generators against the humans'
-    assert "ranking_kendall" in summary["judges"]["ChatGPT p1"]
+    assert result.judges["ChatGPT p1"].ranking_kendall is not None

@@ -42,11 +42,11 @@ def test_metadata_joins_on_the_response_and_meta_keys_group() -> None:
     assert (row["item_id"], row["task"], row["model"], row["difficulty"], row["len"]) == (
         "i1", "OCR", "b", "hard", 3,
     )  # fmt: skip
-    summary = calibrate(
+    result = calibrate(
         frame, CalibrationOptions(ALIGNMMBENCH, bootstrap=0, by=("difficulty",))
-    ).summary
-    assert summary["judges"]["gpt-4"]["coverage"] == 0.0
-    assert summary["judges"]["gpt-4"]["parse_status"] == {"unparsed": 2}
+    ).result
+    assert result.judges["gpt-4"].coverage == 0.0
+    assert result.judges["gpt-4"].parse_status == {"unparsed": 2}
 
 
 def test_pairwise_shown_order_and_a_pair_has_no_model() -> None:

@@ -106,36 +106,38 @@ def _frame(n_units: int = 90, seed: int = 0) -> pd.DataFrame:
 def test_groups_and_single_unit_group():
     frame = _frame()
     frame.loc[frame["unit"] == "r:0", "task"] = "Lonely"  # a group of one unit
-    summary = calibrate(
+    result = calibrate(
         frame, CalibrationOptions(ALIGNMMBENCH, bootstrap=0, by=("task",), aggregate="fisher")
-    ).summary
-    by = summary["judges"]["judge"]["by"]["task"]
-    assert by["Lonely"]["n"] == 1 and by["Lonely"]["pearson"] is None
+    ).result
+    by = result.judges["judge"].by["task"]
+    assert by["Lonely"].n == 1 and by["Lonely"].values["pearson"] is None
     units = frame[frame["task"] == "Chart"].groupby("unit")
     human = units.apply(lambda g: g.loc[g.kind == "human", "value"].mean())
     judge = units.apply(lambda g: g.loc[g.kind == "model", "value"].mean())
-    assert by["Chart"]["kendall"] == pytest.approx(stats.kendalltau(judge, human).statistic)
-    aggregate_block = summary["judges"]["judge"]["by_aggregate"]["task"]
-    assert aggregate_block["groups_without_correlation"] == 1
-    assert aggregate_block["n_groups"] == 4
-    correlations = [by[t]["pearson"] for t in ("Chart", "Meme", "OCR")]
-    assert aggregate_block["pearson"] == pytest.approx(np.tanh(np.arctanh(correlations).mean()))
+    assert by["Chart"].values["kendall"] == pytest.approx(stats.kendalltau(judge, human).statistic)
+    aggregate_block = result.judges["judge"].by_aggregate["task"]
+    assert aggregate_block.groups_without_correlation == 1
+    assert aggregate_block.n_groups == 4
+    correlations = [by[t].values["pearson"] for t in ("Chart", "Meme", "OCR")]
+    assert aggregate_block.values["pearson"] == pytest.approx(
+        np.tanh(np.arctanh(correlations).mean())
+    )
 
 
 def test_leave_one_out_against_a_hand_computation():
     frame = _frame()
-    summary = calibrate(frame, CalibrationOptions(ALIGNMMBENCH, bootstrap=0)).summary
-    loo = summary["judges"]["judge"]["loo"]
+    result = calibrate(frame, CalibrationOptions(ALIGNMMBENCH, bootstrap=0)).result
+    loo = result.judges["judge"].loo
     wide = frame.pivot_table(index="unit", columns="rater", values="value")
     maes_h, maes_j = [], []
     for r in range(3):
         others = wide[[f"annotator:{k}" for k in range(3) if k != r]].mean(axis=1)
         maes_h.append((wide[f"annotator:{r}"] - others).abs().mean())
         maes_j.append((wide["judge"] - others).abs().mean())
-    assert loo["human"]["mae"] == pytest.approx(np.mean(maes_h))
-    assert loo["judge"]["mae"] == pytest.approx(np.mean(maes_j))
-    assert loo["degradation"]["mae"] == pytest.approx(np.mean(maes_j) - np.mean(maes_h))
-    assert loo["by_annotator"]["annotator:1"]["n"] == 90
+    assert loo.human["mae"] == pytest.approx(np.mean(maes_h))
+    assert loo.judge["mae"] == pytest.approx(np.mean(maes_j))
+    assert loo.degradation["mae"] == pytest.approx(np.mean(maes_j) - np.mean(maes_h))
+    assert loo.by_annotator["annotator:1"].n == 90
 
 
 def test_leaderboards_alignmmbench_and_mmie():
