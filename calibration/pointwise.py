@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import sparse, stats
 
-from calibration.alpha import AlphaData, sum_per_pattern
+from calibration.alpha import AlphaData, sum_per_pattern, unique_rows
 from calibration.scale import Scale
 
 POINTWISE_METRICS: tuple[str, ...] = (
@@ -72,9 +72,7 @@ class PointwiseKernel:
         self._pairs: sparse.csr_matrix | None = None
         if group_pairs and self.mask.sum() >= 64:
             rows = np.flatnonzero(self.mask)
-            distinct, inverse = np.unique(
-                np.column_stack([j[rows], h[rows]]), axis=0, return_inverse=True
-            )
+            distinct, _, inverse = unique_rows(np.column_stack([j[rows], h[rows]]))
             if distinct.shape[0] <= min(_MAX_PAIRS, rows.size // 4):
                 # every metric is a weighted sum over units: units with the same (J, H) pair
                 # are one weighted unit of the inner kernel
