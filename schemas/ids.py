@@ -46,6 +46,12 @@ def id_problem(value: str, *, response: bool = False) -> str | None:
         return f"has {len(value)} characters; ids have at most {MAX_ID_LENGTH}"
     if value != value.strip():
         return "starts or ends with white space: remove it"
+    # No refused character is printable ASCII: most ids skip the per-character look-up.
+    refused = None if value.isascii() and value.isprintable() else _refused_character(value)
+    return refused or _pipe_problem(value, response)
+
+
+def _refused_character(value: str) -> str | None:
     for position, character in enumerate(value, start=1):
         category = unicodedata.category(character)
         if character in _BIDI_CONTROLS:
@@ -57,6 +63,10 @@ def id_problem(value: str, *, response: bool = False) -> str | None:
         else:
             continue
         return f"holds {kind} (U+{ord(character):04X}) at character {position}: remove it"
+    return None
+
+
+def _pipe_problem(value: str, response: bool) -> str | None:
     if response and PAIR_SEPARATOR in value:
         return (
             f"holds {PAIR_SEPARATOR!r}, which separates the two ids of a pair "

@@ -67,7 +67,8 @@ def _plans(metadata: Path, answers: _Answers) -> Iterator[ItemPlan]:
         record = _item_record(line, str(metadata), number)
         question_id = record["meta"]["question_id"]
         seen.add(question_id)
-        record["responses"] = answers.by_question.get(question_id, [])
+        # popped: each answer is held until its item is written, not for the whole import
+        record["responses"] = answers.by_question.pop(question_id, [])
         yield parse_item(record, str(metadata), number)
     unknown = [qid for qid in answers.by_question if qid not in seen]
     if unknown:

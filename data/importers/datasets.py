@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,9 @@ _ITEMS: Table = Item.__table__  # type: ignore[attr-defined]
 _RESPONSES: Table = Response.__table__  # type: ignore[attr-defined]
 _PAIRS: Table = Pair.__table__  # type: ignore[attr-defined]
 _LOOKUP_CHUNK = 500
+_BATCH_ROWS = 20_000  # items + responses checked and written at once
+# json.dumps(sort_keys=True, ensure_ascii=False, default=str) without building an encoder per call
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
 
 
 @dataclass(frozen=True)
@@ -90,54 +93,54 @@ def import_items(
     Images are copied into the store under ``data_root`` (default: the data folder of the
     session's database, :func:`data.storage.engine_data_dir`). Problems go to ``problems``
     (give the collector the plans' reader uses, so one report lists the file's problems and
-    the database's) and are raised as :class:`~data.importers.errors.InvalidFile` before a row
-    is written. No input, no dataset: an empty input is refused.
+    the database's) and are raised as :class:`~data.importers.errors.InvalidFile`. No input, no
+    dataset: an empty input is refused.
+
+    Plans are checked and written a batch at a time, so memory stays bounded by a batch, not
+    the file (a million responses); the writes sit in a savepoint of the caller's transaction
+    that is rolled back when any problem turns up, so a refused import leaves no row behind,
+    and no image is stored before every plan has passed.
     """
     problems = problems if problems is not None else Problems()
     images = ImageChecker(images_root)
-    prepared = _prepare(plans, images, on_progress, problems)
-    problems.check()
-    if not prepared:
-        raise InvalidRecord(source, None, None, "holds no items: nothing to import")
-    if images.missing and not allow_missing_images:
-        first_plan, first_field = next(iter(images.missing.values()))
-        raise MissingImages(
-            first_plan.source, first_plan.location, first_field, images.missing_references,
-            len(images.missing), str(images_root), next(iter(images.missing)),
-        )  # fmt: skip
-    dataset = _dataset(session, dataset_name, prepared, source)
-    assert dataset.id is not None
-    new_items, changed_items, unchanged_items = _classify_items(
-        session, dataset, prepared, update_changed, problems
-    )
-    new_responses, changed_responses, unchanged_responses = _classify_responses(
-        session, dataset, prepared, update_changed, problems
-    )
-    problems.check()
-    for image in images.accepted.values():
-        store_image(image, data_root or engine_data_dir(session.get_bind()))
-    connection = session.connection()
-    if new_items:
-        connection.execute(insert(_ITEMS), [{**p.row, "dataset_id": dataset.id} for p in new_items])
-    for prepared_item, item_pk in changed_items:
-        connection.execute(update(_ITEMS).where(_ITEMS.c.id == item_pk).values(**prepared_item.row))
-    item_pks = _item_pks(session, dataset.id)
-    if new_responses:
-        connection.execute(
-            insert(_RESPONSES),
-            [{**row, "item_pk": item_pks[item_id]} for item_id, row in new_responses],
-        )
-    for row, response_pk in changed_responses:
-        connection.execute(update(_RESPONSES).where(_RESPONSES.c.id == response_pk).values(**row))
-    pairs_added = _insert_pairs(session, dataset.id, prepared, item_pks)
+    state = _Progress(update_changed)
+    with session.begin_nested():
+        for batch in _batches(plans, _BATCH_ROWS):
+            prepared = _prepare(batch, images, on_progress, problems, state)
+            if prepared and state.dataset is None and state.name_error is None:
+                try:
+                    state.dataset, state.created = _dataset(session, dataset_name, prepared, source)
+                except InvalidRecord as error:
+                    state.name_error = error
+            if prepared and state.name_error is None:
+                _write_batch(session, state, prepared, problems)
+        problems.check()
+        if state.dataset is None and state.name_error is None:
+            raise InvalidRecord(source, None, None, "holds no items: nothing to import")
+        if images.missing and not allow_missing_images:
+            first_plan, first_field = next(iter(images.missing.values()))
+            raise MissingImages(
+                first_plan.source, first_plan.location, first_field, images.missing_references,
+                len(images.missing), str(images_root), next(iter(images.missing)),
+            )  # fmt: skip
+        if state.name_error is not None:
+            raise state.name_error
+        dataset = state.dataset
+        assert dataset.id is not None
+        if state.created and len(state.benchmarks) > 1:
+            dataset.benchmark = "generic"
+            session.add(dataset)
+        pairs_added = _insert_pairs(session, dataset.id, state.with_pairs)
+        for image in images.accepted.values():
+            store_image(image, data_root or engine_data_dir(session.get_bind()))
     summary = ImportSummary(
         dataset=dataset_name,
-        items_added=len(new_items),
-        items_updated=len(changed_items),
-        items_unchanged=unchanged_items,
-        responses_added=len(new_responses),
-        responses_updated=len(changed_responses),
-        responses_unchanged=unchanged_responses,
+        items_added=state.items_added,
+        items_updated=state.items_updated,
+        items_unchanged=state.items_unchanged,
+        responses_added=state.responses_added,
+        responses_updated=state.responses_updated,
+        responses_unchanged=state.responses_unchanged,
         pairs_added=pairs_added,
         images_stored=len(images.accepted),
         images_missing=images.missing_references,
@@ -149,18 +152,91 @@ def import_items(
     return summary
 
 
+@dataclass
+class _Progress:
+    """What the batches of one import have seen and written so far."""
+
+    update_changed: bool
+    dataset: Dataset | None = None
+    created: bool = False
+    name_error: InvalidRecord | None = None
+    benchmarks: set[str] = field(default_factory=set)
+    existing_items: dict[str, tuple[int, str]] | None = None
+    item_lines: dict[str, int | str] = field(default_factory=dict)
+    response_lines: dict[str, int | str] = field(default_factory=dict)
+    with_pairs: list[tuple[ItemPlan, dict[str, int]]] = field(default_factory=list)
+    items_added: int = 0
+    items_updated: int = 0
+    items_unchanged: int = 0
+    responses_added: int = 0
+    responses_updated: int = 0
+    responses_unchanged: int = 0
+
+
+def _batches(plans: Iterable[ItemPlan], rows: int) -> Iterator[list[ItemPlan]]:
+    """Consecutive plans holding about ``rows`` items and responses together."""
+    batch: list[ItemPlan] = []
+    size = 0
+    for plan in plans:
+        batch.append(plan)
+        size += 1 + len(plan.responses)
+        if size >= rows:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _write_batch(
+    session: Session, state: _Progress, prepared: list[_Prepared], problems: Problems
+) -> None:
+    """Classify one batch against the database and, while no problem is known, write it."""
+    dataset = state.dataset
+    assert dataset is not None and dataset.id is not None
+    state.benchmarks.update(p.plan.benchmark for p in prepared)
+    if state.existing_items is None:
+        state.existing_items = _existing_items(session, dataset.id)
+    new_items, changed_items, unchanged_items = _classify_items(
+        state.existing_items, dataset, prepared, state.update_changed, problems
+    )
+    new_responses, changed_responses, unchanged_responses = _classify_responses(
+        session, dataset, prepared, state.update_changed, problems
+    )
+    state.items_added += len(new_items)
+    state.items_updated += len(changed_items)
+    state.items_unchanged += unchanged_items
+    state.responses_added += len(new_responses)
+    state.responses_updated += len(changed_responses)
+    state.responses_unchanged += unchanged_responses
+    if problems:
+        return  # the import is refused: checking goes on, writing stops
+    connection = session.connection()
+    if new_items:
+        connection.execute(insert(_ITEMS), [{**p.row, "dataset_id": dataset.id} for p in new_items])
+    for prepared_item, item_pk in changed_items:
+        connection.execute(update(_ITEMS).where(_ITEMS.c.id == item_pk).values(**prepared_item.row))
+    item_pks = _item_pks(session, dataset.id, [p.plan.item_id for p in prepared])
+    if new_responses:
+        connection.execute(
+            insert(_RESPONSES),
+            [{**row, "item_pk": item_pks[item_id]} for item_id, row in new_responses],
+        )
+    for row, response_pk in changed_responses:
+        connection.execute(update(_RESPONSES).where(_RESPONSES.c.id == response_pk).values(**row))
+    state.with_pairs.extend((p.plan, item_pks) for p in prepared if p.plan.pairs)
+
+
 def _prepare(
     plans: Iterable[ItemPlan],
     images: ImageChecker,
     on_progress: Callable[[int], None] | None,
     problems: Problems,
+    state: _Progress,
 ) -> list[_Prepared]:
     prepared: list[_Prepared] = []
-    item_lines: dict[str, int | str] = {}
-    response_lines: dict[str, int | str] = {}
     for plan in plans:
         try:
-            prepared.append(_prepared(plan, images, item_lines, response_lines))
+            prepared.append(_prepared(plan, images, state.item_lines, state.response_lines))
         except InvalidRecord as error:
             problems.add(error)
         if on_progress is not None:
@@ -212,10 +288,13 @@ def _prepared(
     return _Prepared(plan, row, responses)
 
 
-def _dataset(session: Session, name: str, prepared: list[_Prepared], source: str) -> Dataset:
+def _dataset(
+    session: Session, name: str, prepared: list[_Prepared], source: str
+) -> tuple[Dataset, bool]:
+    """The dataset named ``name``, created (True) with the benchmark of ``prepared`` if new."""
     dataset = session.exec(select(Dataset).where(Dataset.name == name)).first()
     if dataset is not None:
-        return dataset
+        return dataset, False
     problem = id_problem(name)
     if problem is not None:  # the one id rule (schemas.ids)
         raise InvalidRecord(source, None, None, f"the dataset name {name!r} {problem}")
@@ -227,24 +306,24 @@ def _dataset(session: Session, name: str, prepared: list[_Prepared], source: str
     )
     session.add(dataset)
     session.flush()
-    return dataset
+    return dataset, True
+
+
+def _existing_items(session: Session, dataset_id: int) -> dict[str, tuple[int, str]]:
+    """Item id → (primary key, content fingerprint) of the items the dataset already holds."""
+    query = select(_ITEMS.c.item_id, _ITEMS.c.id, _ITEMS.c.content_sha256).where(
+        _ITEMS.c.dataset_id == dataset_id
+    )
+    return {item_id: (pk, sha) for item_id, pk, sha in session.connection().execute(query)}
 
 
 def _classify_items(
-    session: Session,
+    existing: dict[str, tuple[int, str]],
     dataset: Dataset,
     prepared: list[_Prepared],
     update_changed: bool,
     problems: Problems,
 ) -> tuple[list[_Prepared], list[tuple[_Prepared, int]], int]:
-    existing = {
-        item_id: (pk, sha)
-        for item_id, pk, sha in session.connection().execute(
-            select(_ITEMS.c.item_id, _ITEMS.c.id, _ITEMS.c.content_sha256).where(
-                _ITEMS.c.dataset_id == dataset.id
-            )
-        )
-    }
     new, changed, unchanged = [], [], 0
     for item in prepared:
         if item.plan.item_id not in existing:
@@ -322,15 +401,20 @@ def _existing_responses(
             yield response_id, (pk, sha, dataset_id, item_id)
 
 
-def _item_pks(session: Session, dataset_id: int) -> dict[str, int]:
+def _item_pks(session: Session, dataset_id: int, item_ids: list[str]) -> dict[str, int]:
     query = select(_ITEMS.c.item_id, _ITEMS.c.id).where(_ITEMS.c.dataset_id == dataset_id)
-    return dict(session.connection().execute(query).all())
+    pks: dict[str, int] = {}
+    for start in range(0, len(item_ids), _LOOKUP_CHUNK):
+        chunk = item_ids[start : start + _LOOKUP_CHUNK]
+        pks.update(session.connection().execute(query.where(_ITEMS.c.item_id.in_(chunk))).all())
+    return pks
 
 
 def _insert_pairs(
-    session: Session, dataset_id: int, prepared: list[_Prepared], item_pks: dict[str, int]
+    session: Session, dataset_id: int, with_pairs: list[tuple[ItemPlan, dict[str, int]]]
 ) -> int:
-    if not any(item.plan.pairs for item in prepared):
+    """Insert the pairs of the plans in ``with_pairs`` (each with its batch's item keys)."""
+    if not with_pairs:
         return 0
     connection = session.connection()
     response_pks = dict(
@@ -349,19 +433,19 @@ def _insert_pairs(
         )
     }
     rows = []
-    for item in prepared:
-        for index, (a, b) in enumerate(item.plan.pairs):
+    for plan, item_pks in with_pairs:
+        for index, (a, b) in enumerate(plan.pairs):
             key = (response_pks[a], response_pks[b])
             if key in existing:
                 continue
             if key[::-1] in existing:
-                raise item.plan.error(
+                raise plan.error(
                     f"pairs[{index}]",
                     f"pair [{a!r}, {b!r}] is already stored in the other order [{b!r}, {a!r}]: "
                     "keep the stored canonical order",
                 )
             existing.add(key)
-            rows.append({"item_pk": item_pks[item.plan.item_id], "response_a_pk": key[0],
+            rows.append({"item_pk": item_pks[plan.item_id], "response_a_pk": key[0],
                          "response_b_pk": key[1], "source": "import"})  # fmt: skip
     if rows:
         connection.execute(insert(_PAIRS), rows)
@@ -371,7 +455,7 @@ def _insert_pairs(
 def _fingerprint(row: dict[str, Any]) -> str:
     """SHA-256 of a stored record, ignoring where its images were read from (``source``)."""
     comparable = {key: _without_sources(value) for key, value in row.items()}
-    text = json.dumps(comparable, sort_keys=True, ensure_ascii=False, default=str)
+    text = _CANONICAL.encode(comparable)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
