@@ -148,3 +148,48 @@ def test_admin_sets_the_threshold_and_taxonomy_on_the_campaigns_page(world):
         "threshold": 5.0,
         "taxonomy": ["too lenient", "misread the chart"],
     }
+
+
+def test_a_pairwise_campaign_shows_a_split_verdict_and_both_orders(engine, db_url, monkeypatch):
+    monkeypatch.setenv("CRITIQUELAB_DB", db_url)
+    with session_scope(engine) as session:
+        people = add_people(session)
+        add_dataset(session, items=1, models=("m1", "m2"))
+        campaign = add_campaign(session, protocol="pairwise")
+        unit = units_of(session, campaign.id)[0]
+        key = unit_key_map(session, campaign.id)[unit.id]
+        for name in ("ann", "bob"):
+            answer(session, unit, people[name], preference="A", rationale="A reads the chart.")
+        insert_judgements(
+            session,
+            [
+                Judgement(
+                    judge="gpt",
+                    protocol="pairwise",
+                    unit_key=key,
+                    pair_pk=unit.pair_pk,
+                    preference=preference,
+                    shown_order=order,
+                    rationale=f"First is better ({order})",
+                )  # fmt: skip
+                for preference, order in (("A", "AB"), ("B", "BA"))
+            ],
+        )
+        rita = to_record(session.get(User, people["rita"]))
+    at = _page(rita)
+    assert not at.exception, at.exception
+    assert at.selectbox(key=f"dis_unit_{campaign.id}_gpt").options == [
+        f"{key} · judge A×1 B×1 · reference A"
+    ]
+    shown = [m.value for m in at.markdown]
+    assert safe_markdown("First is better (AB)") in shown
+    assert safe_markdown("First is better (BA)") in shown
+    _cause(at, "position bias").click().run()
+    with session_scope(engine) as session:
+        tag = session.exec(select(DisagreementTag)).one()
+    assert (tag.cause, tag.judge_value, tag.reference_value, tag.gap) == (
+        "position bias",
+        "A×1 B×1",
+        "A",
+        0.5,
+    )
