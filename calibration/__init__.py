@@ -50,6 +50,7 @@ from calibration.pointwise import (
     strict_acc,
 )
 from calibration.reference import CONSENSUS_RULES, consensus, with_overrides
+from calibration.result import CalibrationResult, JudgeResult, MetricValue
 from calibration.scale import Scale
 from calibration.tables import ceiling_table, group_table, judge_table, model_table, select_units
 
@@ -65,7 +66,10 @@ __all__ = [
     "CalibrationInputError",
     "CalibrationOptions",
     "CalibrationReport",
+    "CalibrationResult",
+    "JudgeResult",
     "LeaveOneOut",
+    "MetricValue",
     "PairwiseKernel",
     "PointwiseKernel",
     "Scale",

@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 from sqlalchemy.engine import Engine
@@ -193,7 +193,7 @@ def write_sft(records: list[SftRecord], target: Path | IO[str] | IO[bytes]) -> N
         if isinstance(target, io.TextIOBase):
             target.writelines(lines)
         else:
-            target.writelines(line.encode("utf-8") for line in lines)
+            cast(IO[bytes], target).writelines(line.encode("utf-8") for line in lines)
         return
     path = Path(target)
     path.parent.mkdir(parents=True, exist_ok=True)

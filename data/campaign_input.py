@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
-from sqlalchemy.orm import Session
+from sqlmodel import Session
 
 from data.campaigns import campaign_protocol, get_campaign
 from data.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
@@ -50,6 +50,7 @@ def read_calibration_input(
     read the values under this protocol instead of the campaign's (e.g. another scale).
     """
     found = get_campaign(session, campaign)
+    assert found.id is not None  # a stored campaign has its id
     return CampaignCalibrationInput(
         campaign=found.name,
         protocol=protocol if protocol is not None else campaign_protocol(found),
