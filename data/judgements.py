@@ -11,7 +11,7 @@ from sqlalchemy import Table, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
-from data.queue.routing import refresh_routing_for_judges
+from data.queue.routing import refresh_routing_for_judgements
 from schemas.tables import Judgement
 
 _JUDGEMENT_TABLE: Table = Judgement.__table__  # type: ignore[attr-defined]
@@ -23,7 +23,7 @@ def insert_judgements(session: Session, rows: list[Judgement]) -> int:
     were inserted.
 
     Duplicates inside ``rows`` are skipped the same way (the first one wins). Campaigns routed
-    by one of the judges are re-ranked (:func:`data.queue.routing.refresh_routing_for_judges`).
+    by one of the judges are re-ranked (:func:`data.queue.routing.refresh_routing_for_judgements`).
     Runs inside the caller's transaction: nothing is committed here.
     """
     if not rows:
@@ -43,7 +43,7 @@ def insert_judgements(session: Session, rows: list[Judgement]) -> int:
     result = session.connection().execute(statement.returning(_JUDGEMENT_TABLE.c.id), values)
     added = len(result.all())
     if added:  # judge-routed campaigns re-rank their units on their judges' new outputs
-        refresh_routing_for_judges(session, {row.judge for row in rows})
+        refresh_routing_for_judgements(session, rows)
     return added
 
 

@@ -18,7 +18,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, Column, DateTime, Index, UniqueConstraint, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Index,
+    UniqueConstraint,
+    text,
+)
 from sqlmodel import Field, SQLModel
 
 ROLES: tuple[str, ...] = ("annotator", "reviewer", "admin")
@@ -233,7 +242,9 @@ class Unit(SQLModel, table=True):
     n_submitted: int = Field(default=0, description="annotators who submitted")
     flagged: bool = Field(default=False, description="reported broken; out of the queue")
     priority: int | None = Field(
-        default=None, description="routed campaigns: serving rank, lowest first; null otherwise"
+        default=None,
+        sa_type=BigInteger,
+        description="routed campaigns: serving key, lowest first; null otherwise",
     )
 
 

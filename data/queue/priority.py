@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Routing = Literal["least-annotated", "judge-disagreement", "judge-uncertainty", "stratified"]
@@ -77,6 +77,9 @@ class RoutingPlan:
     units_with_signal: int
     note: str
     """One line for the user: what ordered the units, or why routing fell back."""
+    priorities: Mapping[int, int] = field(default_factory=dict)
+    """What ``Unit.priority`` stores, lowest first: :func:`serving_key` of each unit, or under
+    ``stratified`` its position (the interleave is a global order); empty when there is none."""
 
     @property
     def fell_back(self) -> bool:
@@ -157,28 +160,51 @@ def plan_routing(
         raise ValueError(f"unknown routing {routing!r}: choose one of {', '.join(ROUTING_MODES)}")
     if routing == "least-annotated":
         return RoutingPlan(routing, (), None, 0, "least-annotated first (no judge signal used)")
-    chosen = {
-        unit: {j: r for j, r in by_judge.items() if j in judges}
-        for unit, by_judge in readings.items()
-    }
-    guide = "disagreement" if routing == "judge-disagreement" else "uncertainty"
-    if routing == "stratified" and len(judges) >= 2:
-        guide = "disagreement"
-    measure = unit_disagreement if guide == "disagreement" else unit_uncertainty
-    signal = {unit: measure(chosen.get(unit, {})) for unit in units}
+    guide = routing_guide(routing, judges)
+    signal = {unit: unit_signal(guide, readings.get(unit, {}), judges) for unit in units}
     scored = sum(value is not None for value in signal.values())
     if scored == 0:
         return RoutingPlan(routing, (), guide, 0, _fallback_note(guide, judges))
-    guided = sorted(
-        units,
-        key=lambda u: (signal[u] is None, -(signal[u] or 0.0), random_key(seed, u)),
-    )
+    keys = {unit: serving_key(signal[unit], seed, unit) for unit in units}
+    guided = sorted(units, key=keys.__getitem__)
     note = f"{scored} of {len(units)} units ordered by judge {guide} ({', '.join(judges)})"
     if routing == "stratified":
         assert share is not None
         guided = _interleave(guided, random_order(units, seed), share)
         note += f"; {share:.0%} of the positions serve units in random order"
-    return RoutingPlan(routing, tuple(guided), guide, scored, note)
+        keys = {unit: position for position, unit in enumerate(guided)}
+    return RoutingPlan(routing, tuple(guided), guide, scored, note, keys)
+
+
+def routing_guide(routing: str, judges: Sequence[str]) -> str:
+    """The signal a judge-guided routing orders by: ``disagreement`` or ``uncertainty``."""
+    if routing == "judge-disagreement" or (routing == "stratified" and len(judges) >= 2):
+        return "disagreement"
+    return "uncertainty"
+
+
+def unit_signal(
+    guide: str, readings: Mapping[str, JudgeReading], judges: Sequence[str]
+) -> float | None:
+    """One unit's disagreement or uncertainty among the chosen ``judges``."""
+    chosen = {judge: reading for judge, reading in readings.items() if judge in judges}
+    return (unit_disagreement if guide == "disagreement" else unit_uncertainty)(chosen)
+
+
+_SIGNAL_STEPS = 1_000_000
+_TIE_BITS = 40
+
+
+def serving_key(signal: float | None, seed: int, unit: int) -> int:
+    """A unit's place in a judge-guided order as one integer, lowest served first: the signal
+    (largest first, in steps of 1e-6), then :func:`random_key`; units without a signal last.
+
+    A unit's key depends on its own judgements only, so new judgements re-key just the units they
+    are about (:func:`data.queue.routing.refresh_routing_for_judgements`). Fits a signed 64-bit
+    integer: at most (10^6 + 1) · 2^40 + 2^40 < 2^61.
+    """
+    level = _SIGNAL_STEPS + 1 if signal is None else _SIGNAL_STEPS - round(signal * _SIGNAL_STEPS)
+    return (level << _TIE_BITS) | (random_key(seed, unit) >> (64 - _TIE_BITS))
 
 
 def _fallback_note(guide: str, judges: Sequence[str]) -> str:

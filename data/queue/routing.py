@@ -5,14 +5,15 @@ units with :func:`data.queue.priority.plan_routing` and writes the order to ``Un
 (lowest first; null for ``least-annotated`` or when no judge gave a signal), so that the lease
 query stays an index-ordered pick (:mod:`data.queue.leases`). It runs when a campaign is created,
 when its routing is set (:func:`set_routing`) and when judgements of a routing judge are stored
-(:func:`refresh_routing_for_judges`). Overlap, leases and blindness are untouched: the order only
-decides which free slot is offered first.
+(:func:`refresh_routing_for_judgements`). Overlap, leases and blindness are untouched: the
+order only decides which free slot is offered first.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import bindparam, update
 from sqlmodel import Session, col, select
@@ -30,6 +31,9 @@ from data.queue.priority import (
     expected_score_spread,
     plan_routing,
     probability_spread,
+    routing_guide,
+    serving_key,
+    unit_signal,
 )
 from schemas.tables import Campaign, Judgement, Unit
 
@@ -121,36 +125,77 @@ def apply_routing(session: Session, campaign: Campaign) -> RoutingPlan:
     connection.execute(
         update(_UNITS).where(_UNITS.c.campaign_id == campaign.id).values(priority=None)
     )
-    if plan.order:
-        ranks = [{"b_id": unit, "b_rank": rank} for rank, unit in enumerate(plan.order)]
+    if plan.priorities:
+        ranks = [{"b_id": unit, "b_rank": rank} for unit, rank in plan.priorities.items()]
         connection.execute(_SET_PRIORITY, ranks)
     return plan
 
 
-def refresh_routing_for_judges(session: Session, judges: Iterable[str]) -> list[RoutingPlan]:
-    """Re-rank the units of every judge-routed campaign that routes by one of ``judges`` (called
-    when their judgements change)."""
-    names = set(judges)
+_INCREMENTAL_LIMIT = 2000
+"""New judgements on more units than this re-rank the whole campaign (one bulk import)."""
+
+
+def refresh_routing_for_judgements(session: Session, rows: Sequence[Judgement]) -> None:
+    """Re-rank what new judgements change in every campaign routed by their judges.
+
+    Under ``judge-disagreement`` and ``judge-uncertainty`` a unit's key depends on its own
+    judgements only (:func:`~data.queue.priority.serving_key`), so only the units the rows are
+    about are re-keyed: a judge that stores its outputs batch by batch does not re-rank the whole
+    campaign each time. ``stratified`` (a global interleave), a campaign that had no signal yet
+    (its units unranked) and large batches re-rank the whole campaign.
+    """
+    judges = {row.judge for row in rows}
+    responses = {row.response_pk for row in rows if row.response_pk is not None}
+    pairs = {row.pair_pk for row in rows if row.pair_pk is not None}
     routed = session.exec(select(Campaign).where(col(Campaign.routing) != "least-annotated"))
-    return [
-        apply_routing(session, campaign)
-        for campaign in routed
-        if names & set(campaign.routing_judges or ())
-    ]
+    for campaign in list(routed):
+        if not judges & set(campaign.routing_judges or ()):
+            continue
+        link = col(Unit.pair_pk) if campaign.protocol == "pairwise" else col(Unit.response_pk)
+        touched = pairs if campaign.protocol == "pairwise" else responses
+        if len(touched) > _INCREMENTAL_LIMIT:
+            apply_routing(session, campaign)
+            continue
+        units = session.exec(
+            select(Unit.id).where(Unit.campaign_id == campaign.id, link.in_(touched))
+        ).all()
+        if not units:
+            continue  # the judgements are about another dataset's responses
+        unranked = session.exec(
+            select(Unit.id).where(Unit.campaign_id == campaign.id, col(Unit.priority).is_(None))
+        ).first()
+        if campaign.routing == "stratified" or unranked is not None:
+            apply_routing(session, campaign)
+        else:
+            _rekey(session, campaign, list(units), touched)
+
+
+def _rekey(session: Session, campaign: Campaign, units: list[int], touched: set[int]) -> None:
+    judges = list(campaign.routing_judges or ())
+    guide = routing_guide(campaign.routing, judges)
+    judged = Judgement.pair_pk if campaign.protocol == "pairwise" else Judgement.response_pk
+    readings = judge_readings(session, campaign, judges, col(judged).in_(touched))
+    keys = [
+        {"b_id": unit, "b_rank": serving_key(unit_signal(guide, readings.get(unit, {}), judges),
+                                             campaign.id, unit)}  # type: ignore[arg-type]
+        for unit in units
+    ]  # fmt: skip
+    session.connection().execute(_SET_PRIORITY, keys)
 
 
 def judge_readings(
-    session: Session, campaign: Campaign, judges: Sequence[str]
+    session: Session, campaign: Campaign, judges: Sequence[str], *where: Any
 ) -> dict[int, dict[str, JudgeReading]]:
     """unit id → judge → what that judge stored about the unit (verdicts on the 0–1 axis, and
-    its stored spread where it kept probabilities or an expected score)."""
+    its stored spread where it kept probabilities or an expected score); ``where`` narrows the
+    judgements read (conditions on :class:`Judgement` columns)."""
     protocol = campaign_protocol(campaign)
     pairwise = not protocol.is_pointwise
     scale = (0.0, 1.0) if pairwise else (float(protocol.scale_min), float(protocol.scale_max))  # type: ignore[arg-type]
     query = campaign_judgements(
         campaign, Judgement.judge, Judgement.score, Judgement.preference,
         Judgement.expected_score, Judgement.meta, unit_id=True,
-    ).where(col(Judgement.judge).in_(judges))  # fmt: skip
+    ).where(col(Judgement.judge).in_(judges), *where)  # fmt: skip
     verdicts: dict[tuple[int, str], list[float]] = defaultdict(list)
     spreads: dict[tuple[int, str], list[float]] = defaultdict(list)
     for unit_id, judge, score, preference, expected, meta in session.execute(query):

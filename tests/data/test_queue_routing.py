@@ -22,6 +22,7 @@ from data.queue.priority import (
     probability_spread,
     random_key,
     random_order,
+    serving_key,
 )
 from data.queue.routing import campaign_estimation_sample, set_routing
 from data.storage import session_scope
@@ -347,3 +348,21 @@ def test_a_lone_annotator_past_the_window_still_gets_every_unit_in_rank_order(
         view = _submit_next(engine, view, alice)
     assert tuple(served) == plan.order  # 70 > the window of 64
     assert _lease(engine, campaign_id, bob).unit_id == plan.order[0]
+
+
+def test_new_judgements_re_key_only_the_units_they_are_about(engine: Engine) -> None:
+    campaign_id, (alice, _) = build_campaign(engine, items=5, protocol="pairwise", overlap=1)
+    _judge_pairs(engine, VERDICTS)
+    with session_scope(engine) as session:
+        set_routing(session, campaign_id, "judge-disagreement", ["j1", "j2"])
+        unit = _unit_of_item(session, campaign_id)
+        before = dict(session.exec(select(Unit.id, Unit.priority)).all())
+    # j1 said A on item 4 (no j2 verdict yet); j2 now says B there: a full disagreement.
+    _judge_pairs(engine, {"j1": {4: "A"}, "j2": {4: "B"}})
+    with session_scope(engine) as session:
+        after = dict(session.exec(select(Unit.id, Unit.priority)).all())
+    changed = {u for u in after if after[u] != before[u]}
+    assert changed == {unit["item-4"]}
+    assert after[unit["item-4"]] == serving_key(1.0, campaign_id, unit["item-4"])
+    first = _lease(engine, campaign_id, alice).unit_id
+    assert first == min((unit["item-2"], unit["item-4"]), key=after.__getitem__)

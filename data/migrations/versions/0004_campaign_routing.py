@@ -29,7 +29,7 @@ def upgrade() -> None:
     )
     op.add_column("campaign", sa.Column("routing_judges", sa.JSON(), nullable=True))
     op.add_column("campaign", sa.Column("routing_share", sa.Float(), nullable=True))
-    op.add_column("unit", sa.Column("priority", sa.Integer(), nullable=True))
+    op.add_column("unit", sa.Column("priority", sa.BigInteger(), nullable=True))
     op.create_index(
         "ix_unit_route", "unit", ["campaign_id", "slots_taken", "priority", "id"], unique=False
     )
