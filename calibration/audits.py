@@ -264,16 +264,23 @@ def _pairwise_bias(data, judge, facts, families, boot, seed) -> JudgeBias:
 def _pairwise_lc(table: pd.DataFrame, delta: np.ndarray, boot: int, seed: int):
     """Checks: decisive verdicts on the m pairs with a decisive reference, each pair weighing 1;
     z = tanh(ΔL / sd) with sd over those pairs; the interval resamples those pairs."""
-    pair, y, ref_a, w, kept = [], [], [], [], []
+    pairs: list[int] = []
+    says_a: list[bool] = []
+    reference_a: list[bool] = []
+    weights: list[float] = []
+    kept: list[int] = []
     for i, (codes, reference) in enumerate(zip(table["verdicts"], table["reference"], strict=True)):
         decisive = codes[codes < 2]
         if reference not in (0.0, 1.0) or decisive.size == 0:
             continue
         for code in decisive:
-            pair.append(len(kept)), y.append(code == 0), ref_a.append(reference == 0.0)
-            w.append(1.0 / decisive.size)
+            pairs.append(len(kept))
+            says_a.append(bool(code == 0))
+            reference_a.append(reference == 0.0)
+            weights.append(1.0 / decisive.size)
         kept.append(i)
-    pair, y, ref_a, w = np.array(pair, int), np.array(y), np.array(ref_a), np.array(w)
+    pair, y = np.array(pairs, dtype=int), np.array(says_a, dtype=bool)
+    ref_a, w = np.array(reference_a, dtype=bool), np.array(weights, dtype=float)
     z = bias.length_term_pairwise(delta[kept], np.zeros(len(kept)))[pair]
     result = bias.length_controlled_agreement(y, ref_a, z, w)
 

@@ -87,6 +87,8 @@ class LeaveOneOut:
         unparsed: UnparsedRule = "wrong",
     ) -> dict:
         """As :meth:`pointwise` for preferences; the judge given as its verdict rows."""
+        if unit is not None and (verdict is None or shown is None):
+            raise ValueError("a judge's unit rows need its verdicts and shown orders")
         per_rater: dict[str, dict] = {}
         for r, name in enumerate(self.raters):
             own, others = self.humans[r], self.consensus[r]
@@ -101,7 +103,7 @@ class LeaveOneOut:
             rows = np.flatnonzero(mask)
             human = PairwiseKernel(rows, _labels(own[rows]), np.full(rows.size, "AB"), reference)
             entry = {"n": int(mask.sum()), "human": _pairwise_point(human)}
-            if unit is not None:
+            if unit is not None and verdict is not None and shown is not None:
                 keep = mask[unit]
                 judge = PairwiseKernel(unit[keep], verdict[keep], shown[keep], reference, unparsed)
                 entry["judge"] = _pairwise_point(judge)

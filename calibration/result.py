@@ -44,6 +44,9 @@ class _Section(BaseModel):
         data = handler(self)
         for name in self._omit_unset - self.model_fields_set:
             data.pop(name, None)
+        return self._ordered(data)
+
+    def _ordered(self, data: dict[str, Any]) -> dict[str, Any]:
         return data
 
 
@@ -52,6 +55,17 @@ class _Metrics(_Section):
 
     model_config = ConfigDict(frozen=True, extra="allow", use_attribute_docstrings=True)
     __pydantic_extra__: dict[str, float | None] = Field(init=False)  # type: ignore[assignment]
+    _metrics_after: ClassVar[str | None] = None
+    """The declared field the metrics follow in the JSON (None: after every declared field)."""
+
+    def _ordered(self, data: dict[str, Any]) -> dict[str, Any]:
+        if self._metrics_after is None:
+            return data
+        metrics = set(self.__pydantic_extra__ or {})
+        keys = [k for k in data if k not in metrics]
+        at = keys.index(self._metrics_after) + 1
+        order = [*keys[:at], *(k for k in data if k in metrics), *keys[at:]]
+        return {k: data[k] for k in order}
 
     @property
     def values(self) -> MetricMap:
@@ -79,6 +93,7 @@ class GroupMetrics(_Metrics):
 class GroupAggregate(_Metrics):
     """One number per metric over the groups of a field (``--aggregate``)."""
 
+    _metrics_after = "n_groups"
     mode: str
     n_groups: int
     groups_without_correlation: int
@@ -135,6 +150,7 @@ class JudgeResult(_Metrics):
     """One judge against the reference; its metric values are the extra keys."""
 
     _omit_unset = frozenset({"ci", "by", "by_aggregate", "maps", "ranking_kendall"})
+    _metrics_after = "coverage"
     n: int
     """Units scored."""
     coverage: float | None
@@ -185,7 +201,7 @@ class HumanResult(_Section):
     @property
     def alphas(self) -> dict[str, MetricValue]:
         """The alpha levels computed for the protocol, with their intervals."""
-        result = {}
+        result: dict[str, MetricValue] = {}
         for name in ("alpha_interval", "alpha_ordinal", "alpha_nominal"):
             if name in self.model_fields_set:
                 low, high = (self.ci or {}).get(name) or (None, None)

@@ -134,7 +134,7 @@ def _coded_values(frame: pd.DataFrame, protocol: Protocol) -> pd.DataFrame:
                 f"rater {row['rater']} on unit {row['unit']}: value {row['value']!r} is not a "
                 f"number, but {protocol.name} judgements are scores"
             )
-        low, high, tol = protocol.scale_min, protocol.scale_max, protocol.tolerance
+        (low, high), tol = protocol.bounds, protocol.tolerance
         off = (code < low - tol) | (code > high + tol)
         if off.any():
             row = frame[off].iloc[0]

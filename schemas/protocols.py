@@ -74,9 +74,17 @@ class Protocol:
         return self.is_pointwise and self.step is not None
 
     @property
-    def scale_range(self) -> float:
+    def bounds(self) -> tuple[float, float]:
+        """The lowest and highest score of a pointwise protocol."""
         self._require_pointwise()
-        return float(self.scale_max) - float(self.scale_min)  # type: ignore[arg-type]
+        if self.scale_min is None or self.scale_max is None:
+            raise ValueError(f"protocol {self.name!r} is pointwise but has no scale bounds")
+        return float(self.scale_min), float(self.scale_max)
+
+    @property
+    def scale_range(self) -> float:
+        low, high = self.bounds
+        return high - low
 
     @property
     def tolerance(self) -> float:
@@ -88,8 +96,8 @@ class Protocol:
         self._require_pointwise()
         if self.step is None:
             raise ValueError(f"protocol {self.name!r} has a continuous scale: it has no points")
-        count = round(self.scale_range / self.step)
-        return [_clean(self.scale_min + i * self.step) for i in range(count + 1)]  # type: ignore[operator]
+        low, step = self.bounds[0], self.step
+        return [_clean(low + i * step) for i in range(round(self.scale_range / step) + 1)]
 
     def validate_score(self, value: object, *, field_name: str = "score") -> float:
         """Return ``value`` as a float on this scale, or raise :class:`InvalidJudgement`.
@@ -104,7 +112,7 @@ class Protocol:
                 f"are numbers {self.describe_scale()}"
             )
         number = float(value)
-        low, high = float(self.scale_min), float(self.scale_max)  # type: ignore[arg-type]
+        low, high = self.bounds
         tol = self.tolerance
         if math.isnan(number) or number < low - tol or number > high + tol:
             raise InvalidJudgement(
@@ -186,7 +194,8 @@ class Protocol:
         chooses 10`` (AlignMMBench), ``keys 0–6 choose scores 0–6`` (MMIE); empty without keys."""
         if not self.is_pointwise:
             return "keys a, b and t choose A, B and tie"
-        keyed = [(v, key) for v in self.choices() if (key := self.choice_key(v)) is not None]
+        points = [float(v) for v in self.choices()]
+        keyed = [(v, key) for v in points if (key := self.choice_key(v)) is not None]
         same = [v for v, key in keyed if key == _fmt(v)]
         other = [f"{key} chooses {_fmt(v)}" for v, key in keyed if key != _fmt(v)]
         if not keyed:
