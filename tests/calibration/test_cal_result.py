@@ -87,6 +87,7 @@ def test_pandalm_json_validates_and_keeps_its_keys(pandalm_files, tmp_path):
     gpt = written["judges"]["gpt-3.5-turbo"]
     # a pairwise judge has no maps nor model ranking; without bootstrap no interval
     assert not {"maps", "ranking_kendall", "ci"} & set(gpt)
+    assert list(gpt)[:3] == ["n", "coverage", "acc_with_tie"]  # the order of before the types
     assert set(written["human"]) == {
         "n_annotators", "n_units", "n_judgements", "annotations_per_unit", "alpha_nominal", "loo",
     }  # fmt: skip
@@ -105,6 +106,10 @@ def test_pointwise_campaign_json_validates(sample, tmp_path):
     assert {"models", "judge_audit"} <= set(written)
     judge, block = next(iter(written["judges"].items()))
     assert {"ci", "maps", "ranking_kendall", "by", "by_aggregate"} <= set(block)
+    assert list(block)[:3] == ["n", "coverage", "mae"] and list(block)[-1] == "ranking_kendall"
+    aggregate = list(block["by_aggregate"]["task"])
+    assert aggregate[:3] == ["mode", "n_groups", "mae"]
+    assert aggregate[-1] == "groups_without_correlation"
     # the library function the CLI, the Calibration page and the Campaigns page share gives
     # the same numbers as the command
     shared = calibrate_campaign(engine, POINTWISE, bootstrap=50).report.result
