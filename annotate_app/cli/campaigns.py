@@ -110,8 +110,8 @@ def create(
          "units": progress.units, "overlap": campaign.overlap, "routing": campaign.routing,
          "routing_note": plan.note},
         text=f"created campaign {campaign.name!r}: {progress.units} units, "
-        f"{campaign.overlap} annotators each ({campaign.protocol}); routing "
-        f"{campaign.routing}: {plan.note}",
+        f"{campaign.overlap} annotators each ({campaign.protocol})"
+        + ("" if plan.routing == "least-annotated" else f"; routing {plan.routing}: {plan.note}"),
     )  # fmt: skip
 
 
