@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import pandas as pd
 from sqlmodel import Session
 
-from data.campaigns import campaign_protocol, get_campaign
+from data.campaigns import campaign_protocol, get_campaign, unit_key_map
 from data.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
+from data.queue.routing import campaign_estimation_sample
 from schemas.protocols import Protocol
 
 
@@ -35,6 +36,9 @@ class CampaignCalibrationInput:
     judges: list[str]
     """Every model judge that scored the campaign under its protocol, in name order (also those
     left out of ``frame`` by a ``judges`` filter)."""
+    estimation_units: int | None = None
+    """Stratified routing: how many units the frame holds, the estimation sample (PROTOCOLS.md,
+    *Routing*: a simple random sample, so the estimate needs no weights); None otherwise."""
 
 
 def read_calibration_input(
@@ -51,12 +55,19 @@ def read_calibration_input(
     """
     found = get_campaign(session, campaign)
     assert found.id is not None  # a stored campaign has its id
+    frame = campaign_judgement_frame(
+        session, found.id, judges=list(judges) if judges is not None else None
+    )
+    sample = None
+    if found.routing == "stratified":  # judge-routed units are harder than average: left out
+        keys = unit_key_map(session, found.id)
+        sample = {keys[unit] for unit in campaign_estimation_sample(session, found.id)}
+        frame = frame[frame["unit"].isin(sample)].reset_index(drop=True)
     return CampaignCalibrationInput(
         campaign=found.name,
         protocol=protocol if protocol is not None else campaign_protocol(found),
-        frame=campaign_judgement_frame(
-            session, found.id, judges=list(judges) if judges is not None else None
-        ),
+        frame=frame,
         overrides=campaign_reference_overrides(session, found.id),
         judges=campaign_judges(session, found.id),
+        estimation_units=None if sample is None else len(sample),
     )

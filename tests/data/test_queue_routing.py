@@ -366,3 +366,27 @@ def test_new_judgements_re_key_only_the_units_they_are_about(engine: Engine) -> 
     assert after[unit["item-4"]] == serving_key(1.0, campaign_id, unit["item-4"])
     first = _lease(engine, campaign_id, alice).unit_id
     assert first == min((unit["item-2"], unit["item-4"]), key=after.__getitem__)
+
+
+def test_calibration_of_a_stratified_campaign_reads_only_its_estimation_sample(
+    engine: Engine,
+) -> None:
+    from data.campaign_input import read_calibration_input
+    from data.campaigns import unit_key_map
+
+    campaign_id, (alice,) = build_campaign(
+        engine, items=8, protocol="pairwise", overlap=1, annotators=1
+    )
+    _judge_pairs(engine, VERDICTS)
+    with session_scope(engine) as session:
+        plan = set_routing(session, campaign_id, "stratified", ["j1", "j2"], share=0.5)
+    view = _lease(engine, campaign_id, alice)
+    for _ in range(4):
+        view = _submit_next(engine, view, alice)
+    with session_scope(engine) as session:
+        sample = campaign_estimation_sample(session, campaign_id)
+        keys = unit_key_map(session, campaign_id)
+        source = read_calibration_input(session, campaign_id)
+    assert 2 <= len(sample) <= 4 and set(sample) <= set(plan.order[:4])
+    assert set(source.frame["unit"]) == {keys[unit] for unit in sample}
+    assert source.estimation_units == len(sample)
