@@ -59,8 +59,13 @@ def _pages_of(user: UserRecord) -> dict[str, list[st.Page]]:
         elif spec in allowed:
             page = st.Page(spec.path, title=spec.title, icon=spec.icon)
         elif spec.path.exists():
-            page = st.Page(_refusal(spec, user, home), title=spec.title, icon=spec.icon,
-                           url_path=_url_path(spec), visibility="hidden")  # fmt: skip
+            page = st.Page(
+                _refusal(spec, user, home),
+                title=spec.title,
+                icon=spec.icon,
+                url_path=_url_path(spec),
+                visibility="hidden",
+            )
         else:
             continue
         sections.setdefault(spec.section, []).append(page)

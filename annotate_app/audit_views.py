@@ -80,9 +80,14 @@ def _consistency(
         protocol = campaign_protocol(campaigns[0])
         names = (campaigns[0].name, campaigns[1].name)
     return cross_protocol_consistency(
-        frames[0], frames[1], protocol, names=names, delta=delta, overrides=overrides,
+        frames[0],
+        frames[1],
+        protocol,
+        names=names,
+        delta=delta,
+        overrides=overrides,
         bootstrap=bootstrap,
-    )  # fmt: skip
+    )
 
 
 def render_audits(
@@ -114,10 +119,12 @@ def _render_bias_and_cost(engine, campaign, frame, overrides, protocol, judges, 
         st.info("Pick a judge above to see its cost, length and format preference.")
         return None
     left, middle, right = st.columns([1, 1, 2])
-    price_in = left.number_input("Price / M input tokens", min_value=0.0, value=None,
-                                 key="audit-price-in")  # fmt: skip
-    price_out = middle.number_input("Price / M output tokens", min_value=0.0, value=None,
-                                    key="audit-price-out")  # fmt: skip
+    price_in = left.number_input(
+        "Price / M input tokens", min_value=0.0, value=None, key="audit-price-in"
+    )
+    price_out = middle.number_input(
+        "Price / M output tokens", min_value=0.0, value=None, key="audit-price-out"
+    )
     families_text = right.text_input(
         "Model families (JSON)",
         placeholder='{"my-judge": "gpt", "gpt-4o": "gpt"}',
@@ -126,8 +133,18 @@ def _render_bias_and_cost(engine, campaign, frame, overrides, protocol, judges, 
     )
     families = _families(families_text)
     prices = (price_in, price_out) if price_in is not None and price_out is not None else None
-    audit = _audit(frame, overrides, campaign.id, protocol.name, protocol, engine, tuple(judges),
-                   prices, tuple(sorted(families.items())), bootstrap)  # fmt: skip
+    audit = _audit(
+        frame,
+        overrides,
+        campaign.id,
+        protocol.name,
+        protocol,
+        engine,
+        tuple(judges),
+        prices,
+        tuple(sorted(families.items())),
+        bootstrap,
+    )
     st.caption(cost_caption(audit))
     st.dataframe(cost_table(audit))
     st.caption(audit_caption(audit))
@@ -155,21 +172,29 @@ def _render_consistency(engine, campaign, protocol, bootstrap) -> ConsistencyRep
     st.subheader("Scores and preferences: do they agree?")
     with session_scope(engine) as session:
         partners = [
-            c for c in list_campaigns(session)
-            if c.dataset_id == campaign.dataset_id and c.id != campaign.id
+            c
+            for c in list_campaigns(session)
+            if c.dataset_id == campaign.dataset_id
+            and c.id != campaign.id
             and (c.protocol == "pairwise") == protocol.is_pointwise
-        ]  # fmt: skip
+        ]
     if not partners:
         kind = "pairwise" if protocol.is_pointwise else "pointwise (scores)"
         st.info(f"No {kind} campaign of the same dataset to check this one against.")
         return None
     left, right = st.columns([3, 1])
-    partner = left.selectbox("Check against", partners, format_func=lambda c: c.name,
-                             key="consistency-partner")  # fmt: skip
+    partner = left.selectbox(
+        "Check against", partners, format_func=lambda c: c.name, key="consistency-partner"
+    )
     pointwise, pairwise = (campaign, partner) if protocol.is_pointwise else (partner, campaign)
     step = campaign_protocol(pointwise).step or 1.0
-    delta = right.number_input("δ for ties (points)", min_value=0.0, value=float(step),
-                               step=float(step), key="consistency-delta")  # fmt: skip
+    delta = right.number_input(
+        "δ for ties (points)",
+        min_value=0.0,
+        value=float(step),
+        step=float(step),
+        key="consistency-delta",
+    )
     try:
         report = _consistency(pointwise.id, pairwise.id, engine, float(delta), bootstrap)
     except CalibrationInputError as error:

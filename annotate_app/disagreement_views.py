@@ -54,9 +54,11 @@ def render_review_settings(engine: Engine, actor_id: int, campaign: Campaign) ->
         threshold = None
         if settings.threshold is not None:
             threshold = st.number_input(
-                "Smallest |judge − reference| to review", min_value=0.0,
-                value=float(settings.threshold), key=f"{key}_threshold",
-            )  # fmt: skip
+                "Smallest |judge − reference| to review",
+                min_value=0.0,
+                value=float(settings.threshold),
+                key=f"{key}_threshold",
+            )
         causes = st.text_area(
             "Causes, one per line", "\n".join(settings.taxonomy), key=f"{key}_taxonomy"
         )
@@ -66,9 +68,12 @@ def render_review_settings(engine: Engine, actor_id: int, campaign: Campaign) ->
     try:
         with session_scope(engine) as session:
             saved = set_review_settings(
-                session, actor_id, campaign.id,  # type: ignore[arg-type]
-                threshold=threshold, taxonomy=[c for c in causes.splitlines() if c.strip()],
-            )  # fmt: skip
+                session,
+                actor_id,
+                campaign.id,  # type: ignore[arg-type]
+                threshold=threshold,
+                taxonomy=[c for c in causes.splitlines() if c.strip()],
+            )
     except (DisagreementError, PermissionDenied) as error:
         st.error(escape_markdown(str(error)))
     else:

@@ -38,8 +38,9 @@ _STATUS = {"ok": 200, "wrong_credentials": 401, "disabled": 403, "rate_limited":
 
 
 def _answer(ok: bool, message: str, status: int) -> JSONResponse:
-    return JSONResponse({"ok": ok, "message": message}, status_code=status,
-                        headers={"Cache-Control": "no-store"})  # fmt: skip
+    return JSONResponse(
+        {"ok": ok, "message": message}, status_code=status, headers={"Cache-Control": "no-store"}
+    )
 
 
 def _same_origin(request: Request) -> bool:
@@ -89,9 +90,14 @@ async def login_endpoint(request: Request) -> Response:
     if result.ok:
         assert result.token is not None
         response.set_cookie(
-            COOKIE_NAME, result.token, max_age=int(SESSION_LIFETIME.total_seconds()), path="/",
-            secure=_is_https(request), httponly=True, samesite="strict",
-        )  # fmt: skip
+            COOKIE_NAME,
+            result.token,
+            max_age=int(SESSION_LIFETIME.total_seconds()),
+            path="/",
+            secure=_is_https(request),
+            httponly=True,
+            samesite="strict",
+        )
     return response
 
 
@@ -111,8 +117,9 @@ async def logout_endpoint(request: Request) -> Response:
         except DatabaseProblem as problem:
             return _answer(False, str(problem), 503)
     response = _answer(True, "Logged out.", 200)
-    response.delete_cookie(COOKIE_NAME, path="/", secure=_is_https(request), httponly=True,
-                           samesite="strict")  # fmt: skip
+    response.delete_cookie(
+        COOKIE_NAME, path="/", secure=_is_https(request), httponly=True, samesite="strict"
+    )
     return response
 
 

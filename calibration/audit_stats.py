@@ -49,9 +49,13 @@ def ratio_interval(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int) -> 
 
 
 def ratio_difference_interval(
-    num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray, n_boot: int,
+    num_a: np.ndarray,
+    den_a: np.ndarray,
+    num_b: np.ndarray,
+    den_b: np.ndarray,
+    n_boot: int,
     seed: int,
-) -> Interval:  # fmt: skip
+) -> Interval:
     """Paired bootstrap interval of ``Σnum_a/Σden_a − Σnum_b/Σden_b`` (same units, same draws)."""
     arrays = [np.asarray(x, float) for x in (num_a, den_a, num_b, den_b)]
     if n_boot <= 0 or arrays[0].size == 0:

@@ -90,9 +90,11 @@ class LengthControlled:
 
 
 def length_controlled_agreement(
-    judge_says_a: np.ndarray, reference_a: np.ndarray, length_term: np.ndarray,
+    judge_says_a: np.ndarray,
+    reference_a: np.ndarray,
+    length_term: np.ndarray,
     weights: np.ndarray,
-) -> LengthControlled:  # fmt: skip
+) -> LengthControlled:
     """Pairwise, over decisive checks (judge and reference both A or B).
 
     Model: ``P(judge says A) = σ(β₀ + β_H·h + β_L·z)`` with ``h = +1`` when the reference is A,

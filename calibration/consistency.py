@@ -32,8 +32,9 @@ HUMANS = "humans"
 MAX_CASES = 200
 
 
-def consistent(preference: np.ndarray, score_a: np.ndarray, score_b: np.ndarray,
-               delta: float) -> np.ndarray:  # fmt: skip
+def consistent(
+    preference: np.ndarray, score_a: np.ndarray, score_b: np.ndarray, delta: float
+) -> np.ndarray:
     """Per check, 1.0 when the preference (coded 0 = A, 1 = B, 2 = tie) agrees with the scores.
 
     >>> consistent(np.array([0, 1, 2, 2]), np.array([7, 7, 5, 5]), np.array([5, 5, 5.5, 7]), 1)
@@ -115,10 +116,16 @@ def cross_protocol_consistency(
     delta = float(protocol.step or 1.0) if delta is None else float(delta)
     if not np.isfinite(delta) or delta < 0:
         raise CalibrationInputError(f"delta must be a number ≥ 0, got {delta}")
-    scores = prepare_units(pointwise_frame, protocol, rule=consensus, no_majority=no_majority,
-                           overrides=overrides[0])  # fmt: skip
-    pairs = prepare_units(pairwise_frame, get_protocol("pairwise"), rule="majority",
-                          no_majority=no_majority, overrides=overrides[1])  # fmt: skip
+    scores = prepare_units(
+        pointwise_frame, protocol, rule=consensus, no_majority=no_majority, overrides=overrides[0]
+    )
+    pairs = prepare_units(
+        pairwise_frame,
+        get_protocol("pairwise"),
+        rule="majority",
+        no_majority=no_majority,
+        overrides=overrides[1],
+    )
     keys = [_score_keys(unit) for unit in pairs.units]
     where = {str(unit): i for i, unit in enumerate(scores.units)}
     linked = np.array([a in where and b in where for a, b in keys], dtype=bool)
@@ -144,10 +151,15 @@ def cross_protocol_consistency(
         cases += _cases(rater, table, delta)
     cases.sort(key=lambda c: (-abs(c.score_a - c.score_b), c.rater, c.pair))
     return ConsistencyReport(
-        pointwise_campaign=names[0], pairwise_campaign=names[1], delta=delta,
-        n_pairs=int(linked.sum()), bootstrap=bootstrap, seed=seed, raters=raters,
+        pointwise_campaign=names[0],
+        pairwise_campaign=names[1],
+        delta=delta,
+        n_pairs=int(linked.sum()),
+        bootstrap=bootstrap,
+        seed=seed,
+        raters=raters,
         cases=cases[:MAX_CASES],
-    )  # fmt: skip
+    )
 
 
 def _score_keys(pair_key: str) -> tuple[str, str]:
@@ -190,24 +202,33 @@ def _judge_checks(scores: UnitData, pairs: UnitData, keys: list, linked: np.ndar
 
 def _per_pair(table: pd.DataFrame, delta: float) -> pd.DataFrame:
     """Share of consistent checks per pair (a judge's verdicts on a pair weigh 1/k each)."""
-    ok = consistent(table["code"].to_numpy(), table["score_a"].to_numpy(),
-                    table["score_b"].to_numpy(), delta)  # fmt: skip
-    return table.assign(ok=ok).groupby("pair", sort=True).agg(
-        ok=("ok", "mean"), code=("code", lambda c: "/".join(LABELS[int(x)] for x in c)),
-        score_a=("score_a", "first"), score_b=("score_b", "first"),
-    )  # fmt: skip
+    ok = consistent(
+        table["code"].to_numpy(), table["score_a"].to_numpy(), table["score_b"].to_numpy(), delta
+    )
+    return (
+        table.assign(ok=ok)
+        .groupby("pair", sort=True)
+        .agg(
+            ok=("ok", "mean"),
+            code=("code", lambda c: "/".join(LABELS[int(x)] for x in c)),
+            score_a=("score_a", "first"),
+            score_b=("score_b", "first"),
+        )
+    )
 
 
 def _summary(rater: str, table: pd.DataFrame, delta: float, bootstrap: int, seed: int):
     if table.empty:
-        return RaterConsistency(rater=rater, n_pairs=0, consistency=None, ci=None,
-                                n_inconsistent=0)  # fmt: skip
+        return RaterConsistency(rater=rater, n_pairs=0, consistency=None, ci=None, n_inconsistent=0)
     per_pair = _per_pair(table, delta)
     ok, ones = per_pair["ok"].to_numpy(), np.ones(len(per_pair))
     return RaterConsistency(
-        rater=rater, n_pairs=len(per_pair), consistency=finite_or_none(ratio(ok, ones)),
-        ci=ratio_interval(ok, ones, bootstrap, seed), n_inconsistent=int((ok < 1).sum()),
-    )  # fmt: skip
+        rater=rater,
+        n_pairs=len(per_pair),
+        consistency=finite_or_none(ratio(ok, ones)),
+        ci=ratio_interval(ok, ones, bootstrap, seed),
+        n_inconsistent=int((ok < 1).sum()),
+    )
 
 
 def _cases(rater: str, table: pd.DataFrame, delta: float) -> list[InconsistentCase]:
@@ -222,6 +243,6 @@ def _cases(rater: str, table: pd.DataFrame, delta: float) -> list[InconsistentCa
             score_a=float(row.score_a),
             score_b=float(row.score_b),
             share_consistent=float(row.ok),
-        )  # fmt: skip
+        )
         for pair, row in per_pair[per_pair["ok"] < 1].iterrows()
     ]

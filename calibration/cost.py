@@ -101,12 +101,18 @@ def _cost(judge: str, units: Mapping[str, list[JudgementUsage]], price: Prices |
     if price is not None and per_in is not None and per_out is not None:
         cost = (per_in * price.input + per_out * price.output) / 1e6
     return JudgeCost(
-        judge=judge, n_units=len(units), n_calls=sum(len(rows) for rows in units.values()),
+        judge=judge,
+        n_units=len(units),
+        n_calls=sum(len(rows) for rows in units.values()),
         n_cached=sum(r.cached for rows in units.values() for r in rows),
-        n_units_tokens=len(tokens), n_units_time=len(seconds), input_tokens_per_1000=per_in,
-        output_tokens_per_1000=per_out, cost_per_1000=cost,
-        seconds_per_1000=1000 * sum(seconds) / len(seconds) if seconds else None, prices=price,
-    )  # fmt: skip
+        n_units_tokens=len(tokens),
+        n_units_time=len(seconds),
+        input_tokens_per_1000=per_in,
+        output_tokens_per_1000=per_out,
+        cost_per_1000=cost,
+        seconds_per_1000=1000 * sum(seconds) / len(seconds) if seconds else None,
+        prices=price,
+    )
 
 
 def parse_prices(text: str, where: str) -> dict[str, Prices]:

@@ -125,7 +125,7 @@ def summarise_tags(
                     low,
                     high,
                     tuple(chosen[:examples]),
-                )  # fmt: skip
+                )
             )
         result.append(JudgeTags(judge, len(mine), tuple(causes), confidence))
     return result

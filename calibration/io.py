@@ -70,10 +70,7 @@ def _frame_row(record: JudgementRecord, protocol: Protocol) -> dict[str, object]
         if record.response_id is None:
             raise CalibrationInputError("`response_id` is missing: pointwise judgements name one")
         unit = response_unit_key(record.response_id)
-        value: object = (
-            None if record.score is None
-            else _on_scale(protocol, record.score)
-        )  # fmt: skip
+        value: object = None if record.score is None else _on_scale(protocol, record.score)
         shown_order = "AB"
     else:
         if record.pair is None:

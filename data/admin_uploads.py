@@ -89,15 +89,24 @@ def import_dataset_upload(
             path = save_upload(data, name, folder)
         try:
             summary = import_jsonl(
-                session, path, dataset=dataset or None, images_root=path.parent, update=update,
-                allow_missing_images=allow_missing_images, actor_id=actor_id,
-            )  # fmt: skip
+                session,
+                path,
+                dataset=dataset or None,
+                images_root=path.parent,
+                update=update,
+                allow_missing_images=allow_missing_images,
+                actor_id=actor_id,
+            )
         except InvalidRecord as error:
             raise _rejected(error, folder) from None
     record_event(
-        session, actor_id=actor_id, action="dataset.upload", entity="dataset",
-        entity_id=summary.dataset, detail={"file": safe_file_name(name), "update": update},
-    )  # fmt: skip
+        session,
+        actor_id=actor_id,
+        action="dataset.upload",
+        entity="dataset",
+        entity_id=summary.dataset,
+        detail={"file": safe_file_name(name), "update": update},
+    )
     return summary
 
 
@@ -114,9 +123,13 @@ def import_judgements_upload(
         except InvalidRecord as error:
             raise _rejected(error, folder) from None
     record_event(
-        session, actor_id=actor_id, action="judgement.upload", entity="judgement",
-        entity_id=safe_file_name(name), detail={"file": safe_file_name(name), "update": update},
-    )  # fmt: skip
+        session,
+        actor_id=actor_id,
+        action="judgement.upload",
+        entity="judgement",
+        entity_id=safe_file_name(name),
+        detail={"file": safe_file_name(name), "update": update},
+    )
     return summary
 
 

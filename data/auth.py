@@ -208,9 +208,13 @@ def _finish_login(engine: Engine, attempt_id: int, account: _Account, now: datet
         token = secrets.token_urlsafe(TOKEN_BYTES)
         expires_at = now + SESSION_LIFETIME
         session.add(
-            AuthSession(token_hash=token_hash(token), user_id=account.id, created_at=now,
-                        expires_at=expires_at)
-        )  # fmt: skip
+            AuthSession(
+                token_hash=token_hash(token),
+                user_id=account.id,
+                created_at=now,
+                expires_at=expires_at,
+            )
+        )
         return AuthResult("ok", f"Logged in as {user.name}.", to_record(user), token, expires_at)
 
 

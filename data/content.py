@@ -43,8 +43,13 @@ MAX_ASPECT_RATIO = 200
 processors refuse them (transformers' Qwen2-VL image processor: "absolute aspect ratio must be
 smaller than 200"), so a critic could not score the unit."""
 IMAGE_EXTENSIONS: dict[str, str] = {
-    "JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp", "BMP": "bmp", "TIFF": "tiff",
-}  # fmt: skip
+    "JPEG": "jpg",
+    "PNG": "png",
+    "GIF": "gif",
+    "WEBP": "webp",
+    "BMP": "bmp",
+    "TIFF": "tiff",
+}
 """Pillow formats we accept, with the extension used in the store."""
 STORE_FOLDER = "images"
 

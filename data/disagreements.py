@@ -137,11 +137,17 @@ def set_review_settings(
     found.options = {**(found.options or {}), OPTIONS_KEY: settings_options(after)}
     session.add(found)
     record_event(
-        session, actor_id=actor_id, action="campaign.update", entity="campaign",
+        session,
+        actor_id=actor_id,
+        action="campaign.update",
+        entity="campaign",
         entity_id=found.id,  # type: ignore[arg-type]
-        detail={"field": OPTIONS_KEY, "before": settings_options(before),
-                "after": settings_options(after)},
-    )  # fmt: skip
+        detail={
+            "field": OPTIONS_KEY,
+            "before": settings_options(before),
+            "after": settings_options(after),
+        },
+    )
     return after
 
 
@@ -190,7 +196,7 @@ def disagreement_queue(
             judge,
             *found[unit_id],
             causes.get(unit_id),
-        )  # fmt: skip
+        )
         for unit_id in wanted
     ]
     return sorted(entries, key=lambda entry: (-entry.gap, entry.unit_key))
@@ -268,20 +274,36 @@ def tag_disagreement(
         session.add(live)
         session.flush()  # the partial unique index allows one live tag per unit and judge
     tag = DisagreementTag(
-        campaign_id=entry.campaign_id, unit_id=entry.unit_id, judge=entry.judge,
-        reviewer_id=reviewer.id, cause=cause, note=note, judge_value=entry.judge_value,
-        reference_value=entry.reference_value, gap=float(entry.gap),
-    )  # fmt: skip
+        campaign_id=entry.campaign_id,
+        unit_id=entry.unit_id,
+        judge=entry.judge,
+        reviewer_id=reviewer.id,
+        cause=cause,
+        note=note,
+        judge_value=entry.judge_value,
+        reference_value=entry.reference_value,
+        gap=float(entry.gap),
+    )
     session.add(tag)
     session.flush()
     record_event(
-        session, actor_id=actor_id, action="disagreement.tag", entity="disagreement_tag",
+        session,
+        actor_id=actor_id,
+        action="disagreement.tag",
+        entity="disagreement_tag",
         entity_id=tag.id,  # type: ignore[arg-type]
-        detail={"campaign_id": entry.campaign_id, "unit_id": entry.unit_id, "judge": entry.judge,
-                "before": None if live is None else live.cause, "after": cause, "note": note,
-                "judge_value": entry.judge_value, "reference_value": entry.reference_value,
-                "retired": None if live is None else live.id},
-    )  # fmt: skip
+        detail={
+            "campaign_id": entry.campaign_id,
+            "unit_id": entry.unit_id,
+            "judge": entry.judge,
+            "before": None if live is None else live.cause,
+            "after": cause,
+            "note": note,
+            "judge_value": entry.judge_value,
+            "reference_value": entry.reference_value,
+            "retired": None if live is None else live.id,
+        },
+    )
     return tag
 
 
@@ -316,7 +338,7 @@ def campaign_tags(
             gap=tag.gap,
             reviewer=name,
             created_at=tag.created_at,
-        )  # fmt: skip
+        )
         for tag, name in rows
     ]
     return sorted(records, key=lambda r: (r.judge, r.unit_key, r.tag_id))

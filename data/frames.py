@@ -96,10 +96,15 @@ def unit_content(session: Session, campaign_id: int, unit_key: str) -> UnitConte
 def item_content(item: Item) -> ItemContent:
     """The stored item as an :class:`~schemas.items.ItemContent`."""
     return ItemContent(
-        item_id=item.item_id, benchmark=item.benchmark, task=item.task, category=item.category,
-        group=item.group, history=list(item.history or []), question=item.question,
+        item_id=item.item_id,
+        benchmark=item.benchmark,
+        task=item.task,
+        category=item.category,
+        group=item.group,
+        history=list(item.history or []),
+        question=item.question,
         reference=item.reference,
-    )  # fmt: skip
+    )
 
 
 def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:

@@ -52,10 +52,12 @@ def campaign_response_facts(session: Session, campaign_id: int) -> list[Response
         )
     ).all()
     return sorted(
-        (ResponseFacts(rid, model, response_length(content), contains_list(content))
-         for rid, model, content in rows),
+        (
+            ResponseFacts(rid, model, response_length(content), contains_list(content))
+            for rid, model, content in rows
+        ),
         key=lambda facts: facts.response_id,
-    )  # fmt: skip
+    )
 
 
 def campaign_judgement_usage(

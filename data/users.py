@@ -81,9 +81,13 @@ def create_user(
     session.add(user)
     session.flush()
     record_event(
-        session, actor_id=actor_id, action="user.create", entity="user_account",
-        entity_id=user.id, detail={"name": name, "role": role},
-    )  # fmt: skip
+        session,
+        actor_id=actor_id,
+        action="user.create",
+        entity="user_account",
+        entity_id=user.id,
+        detail={"name": name, "role": role},
+    )
     return to_record(user)
 
 
@@ -109,9 +113,13 @@ def set_role(session: Session, name: str, role: str, *, actor_id: int | None) ->
     user.role = role
     session.add(user)
     record_event(
-        session, actor_id=actor_id, action="user.role", entity="user_account",
-        entity_id=user.id, detail={"before": before, "after": role},
-    )  # fmt: skip
+        session,
+        actor_id=actor_id,
+        action="user.role",
+        entity="user_account",
+        entity_id=user.id,
+        detail={"before": before, "after": role},
+    )
     return to_record(user)
 
 
@@ -121,9 +129,13 @@ def set_active(session: Session, name: str, active: bool, *, actor_id: int | Non
     user.active = active
     session.add(user)
     record_event(
-        session, actor_id=actor_id, action="user.enable" if active else "user.disable",
-        entity="user_account", entity_id=user.id, detail={"before": before, "after": active},
-    )  # fmt: skip
+        session,
+        actor_id=actor_id,
+        action="user.enable" if active else "user.disable",
+        entity="user_account",
+        entity_id=user.id,
+        detail={"before": before, "after": active},
+    )
     return to_record(user)
 
 
@@ -138,7 +150,11 @@ def reset_password(
     user.password_changed_at = utcnow()
     session.add(user)
     record_event(
-        session, actor_id=actor_id, action="user.password_reset", entity="user_account",
-        entity_id=user.id, detail={},
-    )  # fmt: skip
+        session,
+        actor_id=actor_id,
+        action="user.password_reset",
+        entity="user_account",
+        entity_id=user.id,
+        detail={},
+    )
     return to_record(user)

@@ -201,8 +201,10 @@ class Protocol:
         if not keyed:
             return ""
         if len(same) > 2 and self.step == 1:
-            parts = [f"keys {_fmt(same[0])}–{_fmt(same[-1])} choose scores "
-                     f"{_fmt(same[0])}–{_fmt(same[-1])}"]  # fmt: skip
+            parts = [
+                f"keys {_fmt(same[0])}–{_fmt(same[-1])} choose scores "
+                f"{_fmt(same[0])}–{_fmt(same[-1])}"
+            ]
         else:
             named = " and ".join(_fmt(v) for v in same)
             parts = [f"keys {named} choose scores {named}"] if same else []
@@ -292,9 +294,19 @@ MMIE_CATEGORIES: dict[str, str] = {
 """MMIE categories, keyed by the item id prefix."""
 
 MMIE_FIELDS: tuple[str, ...] = (
-    "mathematics", "physics", "coding", "statistics", "literature", "philosophy",
-    "education", "finance", "health", "sports", "art", "EECS",
-)  # fmt: skip
+    "mathematics",
+    "physics",
+    "coding",
+    "statistics",
+    "literature",
+    "philosophy",
+    "education",
+    "finance",
+    "health",
+    "sports",
+    "art",
+    "EECS",
+)
 
 MMIE_CRITERIA: dict[str, tuple[str, ...]] = {
     "SA": (

@@ -40,9 +40,14 @@ def annotations_import(
     progress = cli.progress(f"checking {file.name}", total=total)
     with progress as advance, session_scope(cli.engine()) as session:
         summary = import_annotations(
-            session, file, campaign=campaign, dataset=dataset, protocol=protocol,
-            scale=parse_scale(scale) if scale else None, on_progress=advance,
-        )  # fmt: skip
+            session,
+            file,
+            campaign=campaign,
+            dataset=dataset,
+            protocol=protocol,
+            scale=parse_scale(scale) if scale else None,
+            on_progress=advance,
+        )
     cli.emit(summary, text=summary.describe())
 
 

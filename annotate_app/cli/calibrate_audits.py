@@ -80,9 +80,17 @@ def read_audit_inputs(
 ) -> AuditInputs:
     """Check the audit options and read the price and family files (``file_mode``: the command
     reads judgement files, where there are no responses, usage or campaigns to audit)."""
-    given = [name for name, value in (("--consistency", consistency), ("--price-in", price_in),
-             ("--price-out", price_out), ("--prices", prices_file),
-             ("--families", families_file)) if value is not None]  # fmt: skip
+    given = [
+        name
+        for name, value in (
+            ("--consistency", consistency),
+            ("--price-in", price_in),
+            ("--price-out", price_out),
+            ("--prices", prices_file),
+            ("--families", families_file),
+        )
+        if value is not None
+    ]
     if file_mode and given:
         raise CalibrationInputError(
             f"{', '.join(given)} audit campaigns in the database (responses, token usage); "
@@ -132,10 +140,18 @@ def campaign_audits(
         protocol = campaign_protocol(found)
     with cli.progress("judge audit", total=None):
         audit = audit_judges(
-            frame, protocol, facts, usage, families=inputs.families, prices=inputs.prices,
-            judges=judges, no_majority=no_majority, overrides=overrides,  # type: ignore[arg-type]
-            bootstrap=bootstrap, seed=seed,
-        )  # fmt: skip
+            frame,
+            protocol,
+            facts,
+            usage,
+            families=inputs.families,
+            prices=inputs.prices,
+            judges=judges,
+            no_majority=no_majority,
+            overrides=overrides,  # type: ignore[arg-type]
+            bootstrap=bootstrap,
+            seed=seed,
+        )
     consistency = None
     if inputs.consistency is not None:
         consistency = _consistency(engine, cli, inputs, judges, no_majority, bootstrap, seed)
@@ -156,8 +172,9 @@ def consistency_only(
     return AuditOutputs(consistency=report)
 
 
-def _consistency(engine: Engine, cli: CliState, inputs: AuditInputs, judges, no_majority,
-                 bootstrap, seed) -> ConsistencyReport:  # fmt: skip
+def _consistency(
+    engine: Engine, cli: CliState, inputs: AuditInputs, judges, no_majority, bootstrap, seed
+) -> ConsistencyReport:
     assert inputs.consistency is not None
     pointwise_name, pairwise_name = inputs.consistency
     with session_scope(engine) as session:
@@ -176,11 +193,17 @@ def _consistency(engine: Engine, cli: CliState, inputs: AuditInputs, judges, no_
         protocol = campaign_protocol(pointwise)
     with cli.progress("consistency", total=None):
         return cross_protocol_consistency(
-            frames[0], frames[1], protocol, names=(pointwise.name, pairwise.name),
-            delta=inputs.delta, no_majority=no_majority,  # type: ignore[arg-type]
+            frames[0],
+            frames[1],
+            protocol,
+            names=(pointwise.name, pairwise.name),
+            delta=inputs.delta,
+            no_majority=no_majority,  # type: ignore[arg-type]
             overrides=overrides,  # type: ignore[arg-type]
-            judges=tuple(judges) if judges else None, bootstrap=bootstrap, seed=seed,
-        )  # fmt: skip
+            judges=tuple(judges) if judges else None,
+            bootstrap=bootstrap,
+            seed=seed,
+        )
 
 
 def _check_order(first: str, first_protocol: str, second: str, second_protocol: str) -> None:

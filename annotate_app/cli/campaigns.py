@@ -106,13 +106,19 @@ def create(
         progress = campaign_progress(session, campaign.id)  # type: ignore[arg-type]
         plan = routing_plan(session, campaign)
     cli.emit(
-        {"campaign": campaign.name, "id": campaign.id, "protocol": campaign.protocol,
-         "units": progress.units, "overlap": campaign.overlap, "routing": campaign.routing,
-         "routing_note": plan.note},
+        {
+            "campaign": campaign.name,
+            "id": campaign.id,
+            "protocol": campaign.protocol,
+            "units": progress.units,
+            "overlap": campaign.overlap,
+            "routing": campaign.routing,
+            "routing_note": plan.note,
+        },
         text=f"created campaign {campaign.name!r}: {progress.units} units, "
         f"{campaign.overlap} annotators each ({campaign.protocol})"
         + ("" if plan.routing == "least-annotated" else f"; routing {plan.routing}: {plan.note}"),
-    )  # fmt: skip
+    )
 
 
 @campaign_app.command("set-routing")
@@ -134,11 +140,16 @@ def set_routing_command(
             lambda: set_routing(session, name, routing, _judges(routing_judges), stratified_share)
         )
     cli.emit(
-        {"campaign": name, "routing": plan.routing, "guide": plan.guide,
-         "units_with_signal": plan.units_with_signal, "fell_back": plan.fell_back,
-         "note": plan.note},
+        {
+            "campaign": name,
+            "routing": plan.routing,
+            "guide": plan.guide,
+            "units_with_signal": plan.units_with_signal,
+            "fell_back": plan.fell_back,
+            "note": plan.note,
+        },
         text=f"campaign {name!r}: routing {plan.routing}: {plan.note}",
-    )  # fmt: skip
+    )
 
 
 def _judges(text: str | None) -> tuple[str, ...] | None:

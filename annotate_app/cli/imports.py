@@ -22,9 +22,12 @@ judgments_app = typer.Typer(help="Model judgements (FORMATS.md §3): import them
 
 _FILE = typer.Argument(..., exists=True, dir_okay=False, readable=True, help="The file to import.")
 _IMAGES_ROOT = typer.Option(
-    None, "--images-root", exists=True, file_okay=False,
+    None,
+    "--images-root",
+    exists=True,
+    file_okay=False,
     help="Folder the image paths are relative to (default: the file's folder).",
-)  # fmt: skip
+)
 _ALLOW_MISSING = typer.Option(
     False, "--allow-missing-images", help="Import items whose image files are missing (text only)."
 )
@@ -47,9 +50,14 @@ def jsonl(
     progress = cli.progress(f"checking {file.name}", total=total)
     with progress as advance, session_scope(cli.engine()) as session:
         summary = import_jsonl(
-            session, file, dataset=dataset, images_root=images_root,
-            allow_missing_images=allow_missing_images, update=update, on_progress=advance,
-        )  # fmt: skip
+            session,
+            file,
+            dataset=dataset,
+            images_root=images_root,
+            allow_missing_images=allow_missing_images,
+            update=update,
+            on_progress=advance,
+        )
     cli.emit(summary, text=summary.describe())
 
 
@@ -65,7 +73,7 @@ def alignmmbench(
         exists=True,
         dir_okay=False,
         help='Model answers {"question_id", "predict"} per line; pair each with a --model.',
-    ),  # fmt: skip
+    ),
     models: list[str] = typer.Option(
         None, "--model", help="Model name of the --responses file at the same position."
     ),
@@ -86,10 +94,15 @@ def alignmmbench(
     progress = cli.progress(f"checking {metadata.name}", total=count_lines(metadata))
     with progress as advance, session_scope(cli.engine()) as session:
         summary = import_alignmmbench(
-            session, metadata, responses=list(zip(responses, models, strict=True)),
-            dataset=dataset, images_root=images_root, allow_missing_images=allow_missing_images,
-            update=update, on_progress=advance,
-        )  # fmt: skip
+            session,
+            metadata,
+            responses=list(zip(responses, models, strict=True)),
+            dataset=dataset,
+            images_root=images_root,
+            allow_missing_images=allow_missing_images,
+            update=update,
+            on_progress=advance,
+        )
     cli.emit(summary, text=summary.describe())
 
 
@@ -106,9 +119,14 @@ def mmie(
     cli = state(ctx)
     with cli.progress(f"checking {file.name}") as advance, session_scope(cli.engine()) as session:
         summary = import_mmie(
-            session, file, dataset=dataset, images_root=images_root,
-            allow_missing_images=allow_missing_images, update=update, on_progress=advance,
-        )  # fmt: skip
+            session,
+            file,
+            dataset=dataset,
+            images_root=images_root,
+            allow_missing_images=allow_missing_images,
+            update=update,
+            on_progress=advance,
+        )
     cli.emit(summary, text=summary.describe())
 
 
@@ -132,9 +150,13 @@ def judgments_import(
     progress = cli.progress(f"checking {file.name}", total=total)
     with progress as advance, session_scope(cli.engine()) as session:
         summary = import_judgements(
-            session, file, protocol=protocol, scale=parse_scale(scale) if scale else None,
-            update_changed=update, on_progress=advance,
-        )  # fmt: skip
+            session,
+            file,
+            protocol=protocol,
+            scale=parse_scale(scale) if scale else None,
+            update_changed=update,
+            on_progress=advance,
+        )
     cli.emit(summary, text=summary.describe())
 
 

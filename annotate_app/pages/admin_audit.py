@@ -64,10 +64,18 @@ st.dataframe(
 st.caption(f"{len(rows)} of {total} matching events shown; the downloads hold all.")
 csv_column, jsonl_column = st.columns(2)
 csv_column.download_button(
-    "Download CSV", partial(_export, audit_csv, filters), "audit.csv", "text/csv",
-    key="audit_csv", on_click="ignore",
-)  # fmt: skip
+    "Download CSV",
+    partial(_export, audit_csv, filters),
+    "audit.csv",
+    "text/csv",
+    key="audit_csv",
+    on_click="ignore",
+)
 jsonl_column.download_button(
-    "Download JSONL", partial(_export, audit_jsonl, filters), "audit.jsonl",
-    "application/jsonl", key="audit_jsonl", on_click="ignore",
-)  # fmt: skip
+    "Download JSONL",
+    partial(_export, audit_jsonl, filters),
+    "audit.jsonl",
+    "application/jsonl",
+    key="audit_jsonl",
+    on_click="ignore",
+)

@@ -59,9 +59,14 @@ elif submitted:
     try:
         with session_scope(engine) as session:
             summary = import_dataset_upload(
-                session, user.id, upload.name, upload.getvalue(), dataset=dataset_name.strip(),
-                update=update, allow_missing_images=allow_missing,
-            )  # fmt: skip
+                session,
+                user.id,
+                upload.name,
+                upload.getvalue(),
+                dataset=dataset_name.strip(),
+                update=update,
+                allow_missing_images=allow_missing,
+            )
     except (UploadRejected, UnsafeUpload, PermissionDenied) as error:
         show_refusal(error)
     else:

@@ -33,10 +33,14 @@ def _save_revision(key: str, annotation_id: int) -> None:
     try:
         with session_scope(engine) as session:
             new = queue.revise(
-                session, annotation_id, user.id, score=payload.score,
-                preference=payload.preference, rationale=payload.rationale,
+                session,
+                annotation_id,
+                user.id,
+                score=payload.score,
+                preference=payload.preference,
+                rationale=payload.rationale,
                 extra_seconds=payload.seconds,
-            )  # fmt: skip
+            )
     except (queue.QueueError, DatabaseProblem) as error:
         attempt, _ = state.get("my_work_refused", (0, ""))
         state["my_work_refused"] = (attempt + 1, str(error))
@@ -196,11 +200,17 @@ with edit_area:
                 st.error(escape_markdown(error))
             current = queue.DraftView(own.score, own.preference_shown, own.rationale, 0.0)
             answer_box(
-                key=key, unit=own.annotation_id, protocol=view.protocol,
-                rationale_min=view.rationale_min, draft=current, on_draft=lambda: None,
-                on_submit=partial(_save_revision, key, own.annotation_id), attempt=attempt,
-                error=error, submit_label="Save revision",
-            )  # fmt: skip
+                key=key,
+                unit=own.annotation_id,
+                protocol=view.protocol,
+                rationale_min=view.rationale_min,
+                draft=current,
+                on_draft=lambda: None,
+                on_submit=partial(_save_revision, key, own.annotation_id),
+                attempt=attempt,
+                error=error,
+                submit_label="Save revision",
+            )
             with st.container(border=True):
                 render_rubric(view)
             if others:

@@ -152,10 +152,14 @@ with form_column, st.form(f"adjudication_form_{review.unit_id}", border=False):
     if protocol.is_pointwise and protocol.is_discrete:
         label = {
             "score": st.selectbox(
-                "Score", protocol.scale_points(), index=None, format_func="{:g}".format,
-                placeholder="Choose a score", key=keys["score"],
+                "Score",
+                protocol.scale_points(),
+                index=None,
+                format_func="{:g}".format,
+                placeholder="Choose a score",
+                key=keys["score"],
             )
-        }  # fmt: skip
+        }
     elif protocol.is_pointwise:
         low, high = float(protocol.scale_min), float(protocol.scale_max)  # type: ignore[arg-type]
         label = {

@@ -73,21 +73,31 @@ def export_dataset(session: Session, name: str, output: Path) -> DatasetExport:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(resolve_image(path), target)
     return DatasetExport(
-        dataset=name, items=len(items), responses=len(by_pk),
-        pairs=sum(len(p) for p in pairs.values()), images=len(images), output=str(output),
-    )  # fmt: skip
+        dataset=name,
+        items=len(items),
+        responses=len(by_pk),
+        pairs=sum(len(p) for p in pairs.values()),
+        images=len(images),
+        output=str(output),
+    )
 
 
 def _line(item: Item, responses: list[Response], pairs: list[list[str]]) -> dict[str, Any]:
     line: dict[str, Any] = {
-        "item_id": item.item_id, "benchmark": item.benchmark, "task": item.task,
-        "category": item.category, "group": item.group, "history": item.history,
-        "question": item.question, "reference": item.reference, "meta": item.meta,
+        "item_id": item.item_id,
+        "benchmark": item.benchmark,
+        "task": item.task,
+        "category": item.category,
+        "group": item.group,
+        "history": item.history,
+        "question": item.question,
+        "reference": item.reference,
+        "meta": item.meta,
         "responses": [
             {"response_id": r.response_id, "model": r.model, "content": r.content, "meta": r.meta}
             for r in responses
         ],
-    }  # fmt: skip
+    }
     if pairs:
         line["pairs"] = pairs
     return {key: value for key, value in line.items() if value is not None}
@@ -95,7 +105,8 @@ def _line(item: Item, responses: list[Response], pairs: list[list[str]]) -> dict
 
 def _contents(line: dict[str, Any]) -> list[Any]:
     return [
-        line["question"], line.get("reference"),
+        line["question"],
+        line.get("reference"),
         *(turn["content"] for turn in line["history"]),
         *(response["content"] for response in line["responses"]),
-    ]  # fmt: skip
+    ]

@@ -57,7 +57,7 @@ def annotation_records(
                 campaign=campaign.name,
                 created_at=_utc(annotation.created_at),
                 meta={**annotation.meta, **({"synthetic": True} if annotation.synthetic else {})},
-            )  # fmt: skip
+            )
         )
     return records
 
@@ -96,7 +96,7 @@ def model_judgement_records(
                 expected_score=judgement.expected_score,
                 created_at=_utc(judgement.created_at),
                 meta={**judgement.meta, **kept},
-            )  # fmt: skip
+            )
         )
     return records
 
@@ -131,9 +131,11 @@ def _unit_names(
 
 
 def _unit_fields(
-    names: dict[str, dict[int, Any]], response_pk: int | None, pair_pk: int | None,
+    names: dict[str, dict[int, Any]],
+    response_pk: int | None,
+    pair_pk: int | None,
     shown_order: str | None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     if response_pk is not None:
         return {"response_id": names["responses"][response_pk]}
     assert pair_pk is not None

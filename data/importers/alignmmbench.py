@@ -55,10 +55,16 @@ def import_alignmmbench(
     """
     answers = _read_responses(responses)
     return import_items(
-        session, _plans(metadata, answers), dataset_name=dataset, source=str(metadata),
-        images_root=images_root or metadata.parent, allow_missing_images=allow_missing_images,
-        update_changed=update, on_progress=on_progress, actor_id=actor_id,
-    )  # fmt: skip
+        session,
+        _plans(metadata, answers),
+        dataset_name=dataset,
+        source=str(metadata),
+        images_root=images_root or metadata.parent,
+        allow_missing_images=allow_missing_images,
+        update_changed=update,
+        on_progress=on_progress,
+        actor_id=actor_id,
+    )
 
 
 def _plans(metadata: Path, answers: _Answers) -> Iterator[ItemPlan]:
@@ -74,10 +80,12 @@ def _plans(metadata: Path, answers: _Answers) -> Iterator[ItemPlan]:
     if unknown:
         source, number = answers.where[unknown[0]]
         raise InvalidRecord(
-            source, number, "question_id",
+            source,
+            number,
+            "question_id",
             f"`question_id` {unknown[0]!r} is not in the metadata {metadata}: "
             "check that the responses belong to this benchmark file",
-        )  # fmt: skip
+        )
 
 
 def _item_record(line: Any, source: str, number: int) -> dict[str, Any]:
@@ -140,27 +148,35 @@ def _read_responses(files: Sequence[tuple[Path, str]]) -> _Answers:
             question_id, predict = line.get("question_id"), line.get("predict")
             if not isinstance(question_id, str) or not question_id:
                 raise InvalidRecord(
-                    str(path), number, "question_id",
+                    str(path),
+                    number,
+                    "question_id",
                     f"`question_id` is {question_id!r}, but it must be a non-empty string",
-                )  # fmt: skip
+                )
             if not isinstance(predict, str):
                 raise InvalidRecord(
-                    str(path), number, "predict",
+                    str(path),
+                    number,
+                    "predict",
                     f"`predict` is {predict!r}, but it must be the model's answer as a string",
-                )  # fmt: skip
+                )
             if question_id in seen:
                 raise InvalidRecord(
-                    str(path), number, "question_id",
+                    str(path),
+                    number,
+                    "question_id",
                     f"duplicate question_id {question_id!r} (also on line {seen[question_id]}): "
                     f"one answer per question for model {model}",
-                )  # fmt: skip
+                )
             seen[question_id] = number
             extra = {k: v for k, v in line.items() if k not in RESPONSE_KEYS}
             answers.where.setdefault(question_id, (str(path), number))
-            answers.by_question.setdefault(question_id, []).append({
-                "response_id": f"{item_id_of(question_id)}/{model}",
-                "model": model,
-                "content": predict,
-                "meta": extra,
-            })  # fmt: skip
+            answers.by_question.setdefault(question_id, []).append(
+                {
+                    "response_id": f"{item_id_of(question_id)}/{model}",
+                    "model": model,
+                    "content": predict,
+                    "meta": extra,
+                }
+            )
     return answers

@@ -138,22 +138,28 @@ def _unit(
     second = responses[label.unit[1]]
     if first[1] != second[1]:
         raise label.error(
-            "pair", "`pair` names responses to two different items: a pair compares two "
+            "pair",
+            "`pair` names responses to two different items: a pair compares two "
             "answers to the same item",
-        )  # fmt: skip
+        )
     if (first[0], second[0]) not in pairs:
         reversed_ = (second[0], first[0]) in pairs
         raise label.error(
             "pair",
             "`pair` is stored in the other order: swap the two ids (and map A/B) to the stored "
-            "canonical order" if reversed_ else
-            f"`pair` {label.unit[0]} | {label.unit[1]} is not a pair of dataset {first[3]!r}: "
+            "canonical order"
+            if reversed_
+            else f"`pair` {label.unit[0]} | {label.unit[1]} is not a pair of dataset {first[3]!r}: "
             "list it under the item's `pairs` in the dataset file and import the dataset again",
-        )  # fmt: skip
+        )
     return ImportedUnit(
-        pair_unit_key(*label.unit), first[1], None, pairs[(first[0], second[0])], first[2],
+        pair_unit_key(*label.unit),
+        first[1],
+        None,
+        pairs[(first[0], second[0])],
+        first[2],
         first[3],
-    )  # fmt: skip
+    )
 
 
 def _responses(session: Session, ids: list[str]) -> dict[str, tuple[int, int, int, str]]:
@@ -192,12 +198,17 @@ def existing_labels(session: Session, campaign: Campaign) -> set[tuple[Any, ...]
     keys = unit_key_map(session, campaign.id)  # type: ignore[arg-type]
     rows = session.execute(
         select(
-            User.name, Annotation.unit_id, Annotation.revision, Annotation.score,
-            Annotation.preference, Annotation.shown_order, Annotation.rationale,
+            User.name,
+            Annotation.unit_id,
+            Annotation.revision,
+            Annotation.score,
+            Annotation.preference,
+            Annotation.shown_order,
+            Annotation.rationale,
         )
         .join(User, User.id == Annotation.annotator_id)  # type: ignore[arg-type]
         .where(Annotation.campaign_id == campaign.id)
-    )  # fmt: skip
+    )
     return {(name, keys[unit], *rest) for name, unit, *rest in rows}
 
 
@@ -224,53 +235,91 @@ def write_campaign(
     overlap = max(len(entries) for entries in by_unit.values())
     dataset_id = next(iter(units.values())).dataset_id
     campaign = Campaign(
-        name=name, dataset_id=dataset_id, protocol=protocol.name,
+        name=name,
+        dataset_id=dataset_id,
+        protocol=protocol.name,
         scale_min=protocol.scale_min if protocol.name == "score" else None,
         scale_max=protocol.scale_max if protocol.name == "score" else None,
         scale_step=protocol.step if protocol.name == "score" else None,
-        overlap=overlap, rationale_min=rationale_min, lease_seconds=LEASE_SECONDS,
-        status="active", created_by=actor_id, created_at=now,
+        overlap=overlap,
+        rationale_min=rationale_min,
+        lease_seconds=LEASE_SECONDS,
+        status="active",
+        created_by=actor_id,
+        created_at=now,
         options={"models": None, "pairs": None, "imported": imported},
-    )  # fmt: skip
+    )
     session.add(campaign)
     session.flush()
     assert campaign.id is not None
     ordered = list(by_unit)
-    unit_ids = _insert(session, _UNITS, [
-        {"campaign_id": campaign.id, "item_pk": units[u].item_pk,
-         "response_pk": units[u].response_pk, "pair_pk": units[u].pair_pk,
-         "slots_taken": len(by_unit[u]), "n_submitted": len(by_unit[u])}
-        for u in ordered
-    ])  # fmt: skip
+    unit_ids = _insert(
+        session,
+        _UNITS,
+        [
+            {
+                "campaign_id": campaign.id,
+                "item_pk": units[u].item_pk,
+                "response_pk": units[u].response_pk,
+                "pair_pk": units[u].pair_pk,
+                "slots_taken": len(by_unit[u]),
+                "n_submitted": len(by_unit[u]),
+            }
+            for u in ordered
+        ],
+    )
     record_event(
-        session, actor_id=actor_id, action="campaign.create", entity="campaign",
+        session,
+        actor_id=actor_id,
+        action="campaign.create",
+        entity="campaign",
         entity_id=campaign.id,
-        detail={"name": name, "dataset": units[ordered[0]].dataset_name,
-                "protocol": protocol.name, "overlap": overlap, "units": len(ordered),
-                "options": campaign.options},
-    )  # fmt: skip
+        detail={
+            "name": name,
+            "dataset": units[ordered[0]].dataset_name,
+            "protocol": protocol.name,
+            "overlap": overlap,
+            "units": len(ordered),
+            "options": campaign.options,
+        },
+    )
     placed = [
         (unit_id, slot, accounts[annotator], labels)
         for unit, unit_id in zip(ordered, unit_ids, strict=True)
         for slot, (annotator, labels) in enumerate(by_unit[unit])
     ]
-    assignment_ids = _insert(session, _ASSIGNMENTS, [
-        _assignment(campaign, unit_id, slot, annotator_id, labels[0], now)
-        for unit_id, slot, annotator_id, labels in placed
-    ])  # fmt: skip
+    assignment_ids = _insert(
+        session,
+        _ASSIGNMENTS,
+        [
+            _assignment(campaign, unit_id, slot, annotator_id, labels[0], now)
+            for unit_id, slot, annotator_id, labels in placed
+        ],
+    )
     written = _annotations(session, campaign, placed, assignment_ids, now)
     record_event(
-        session, actor_id=actor_id, action="annotation.import", entity="campaign",
+        session,
+        actor_id=actor_id,
+        action="annotation.import",
+        entity="campaign",
         entity_id=campaign.id,
-        detail={**imported, "annotations": written, "annotators": len(accounts),
-                "units": len(ordered)},
-    )  # fmt: skip
+        detail={
+            **imported,
+            "annotations": written,
+            "annotators": len(accounts),
+            "units": len(ordered),
+        },
+    )
     campaign.status = "closed"
     session.add(campaign)
     record_event(
-        session, actor_id=actor_id, action="campaign.close", entity="campaign",
-        entity_id=campaign.id, detail={"campaign": name, "before": "active", "after": "closed"},
-    )  # fmt: skip
+        session,
+        actor_id=actor_id,
+        action="campaign.close",
+        entity="campaign",
+        entity_id=campaign.id,
+        detail={"campaign": name, "before": "active", "after": "closed"},
+    )
     session.flush()
     return written
 
@@ -281,12 +330,17 @@ def _assignment(
     submitted = _moment(first, now)
     leased = submitted - timedelta(seconds=first.seconds)
     return {
-        "campaign_id": campaign.id, "unit_id": unit_id, "annotator_id": annotator_id,
-        "slot": slot, "overlap": campaign.overlap, "status": "submitted",
-        "shown_order": first.shown_order, "leased_at": leased,
+        "campaign_id": campaign.id,
+        "unit_id": unit_id,
+        "annotator_id": annotator_id,
+        "slot": slot,
+        "overlap": campaign.overlap,
+        "status": "submitted",
+        "shown_order": first.shown_order,
+        "leased_at": leased,
         "expires_at": leased + timedelta(seconds=campaign.lease_seconds),
         "closed_at": submitted,
-    }  # fmt: skip
+    }
 
 
 def _annotations(
@@ -312,19 +366,30 @@ def _annotations(
             meta = dict(label.meta)
             if revision > 1:
                 meta["revises"] = previous[position][0]
-            rows.append({
-                "campaign_id": campaign.id, "unit_id": unit_id, "annotator_id": annotator_id,
-                "assignment_id": assignment_ids[position], "revision": revision,
-                "is_live": live, "score": label.score, "preference": label.preference,
-                "shown_order": label.shown_order if label.preference is not None else None,
-                "rationale": label.rationale, "seconds": label.seconds,
-                "synthetic": label.synthetic, "created_at": _moment(label, now), "meta": meta,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "campaign_id": campaign.id,
+                    "unit_id": unit_id,
+                    "annotator_id": annotator_id,
+                    "assignment_id": assignment_ids[position],
+                    "revision": revision,
+                    "is_live": live,
+                    "score": label.score,
+                    "preference": label.preference,
+                    "shown_order": label.shown_order if label.preference is not None else None,
+                    "rationale": label.rationale,
+                    "seconds": label.seconds,
+                    "synthetic": label.synthetic,
+                    "created_at": _moment(label, now),
+                    "meta": meta,
+                }
+            )
         ids = _insert(session, _ANNOTATIONS, rows)
         for (position, label, _live), annotation_id in zip(batch, ids, strict=True):
             if revision > 1:
-                _audit_revision(session, placed[position], previous[position], label,
-                                annotation_id, revision)  # fmt: skip
+                _audit_revision(
+                    session, placed[position], previous[position], label, annotation_id, revision
+                )
             previous[position] = (annotation_id, label)
         written += len(rows)
     return written
@@ -342,16 +407,28 @@ def _audit_revision(
     unit_id, _slot, annotator_id, _labels = placed
     old_id, old = previous
     record_event(
-        session, actor_id=annotator_id, action="annotation.revise", entity="annotation",
-        entity_id=annotation_id, detail={
-            "unit_id": unit_id, "revision": revision, "previous_id": old_id,
-            "before": {"score": old.score, "preference": old.preference,
-                       "rationale": old.rationale},
-            "after": {"score": label.score, "preference": label.preference,
-                      "rationale": label.rationale},
+        session,
+        actor_id=annotator_id,
+        action="annotation.revise",
+        entity="annotation",
+        entity_id=annotation_id,
+        detail={
+            "unit_id": unit_id,
+            "revision": revision,
+            "previous_id": old_id,
+            "before": {
+                "score": old.score,
+                "preference": old.preference,
+                "rationale": old.rationale,
+            },
+            "after": {
+                "score": label.score,
+                "preference": label.preference,
+                "rationale": label.rationale,
+            },
             "imported": True,
         },
-    )  # fmt: skip
+    )
 
 
 def _insert(session: Session, table: Table, rows: list[dict[str, Any]]) -> list[int]:

@@ -270,29 +270,35 @@ def _revisions(
     for (annotator, unit), group in grouped.items():
         if len(group) > 1 and any(label.revision is None for label in group):
             first, again = group[0], group[1]
-            problems.add(again.error(
-                "revision",
-                f"annotator {annotator!r} labelled {_unit_text(unit)} again (first at line "
-                f"{first.location}): give every such line its `revision` number (1, 2, ...) "
-                "to keep them as revisions, or keep one line",
-            ))  # fmt: skip
+            problems.add(
+                again.error(
+                    "revision",
+                    f"annotator {annotator!r} labelled {_unit_text(unit)} again (first at line "
+                    f"{first.location}): give every such line its `revision` number (1, 2, ...) "
+                    "to keep them as revisions, or keep one line",
+                )
+            )
             continue
         ordered = sorted(group, key=lambda label: label.revision or 1)
         numbers = [label.revision or 1 for label in ordered]
         if numbers != list(range(1, len(ordered) + 1)):
-            problems.add(ordered[-1].error(
-                "revision",
-                f"annotator {annotator!r} has revisions {numbers} of {_unit_text(unit)}: they "
-                "must be 1, 2, ... without gaps",
-            ))  # fmt: skip
+            problems.add(
+                ordered[-1].error(
+                    "revision",
+                    f"annotator {annotator!r} has revisions {numbers} of {_unit_text(unit)}: they "
+                    "must be 1, 2, ... without gaps",
+                )
+            )
             continue
         shown = {label.shown_order for label in ordered}
         if len(shown) > 1:
-            problems.add(ordered[-1].error(
-                "shown",
-                f"the revisions of {annotator!r} on {_unit_text(unit)} give different shown "
-                "orders: an annotator edits the pair in the order first shown",
-            ))  # fmt: skip
+            problems.add(
+                ordered[-1].error(
+                    "shown",
+                    f"the revisions of {annotator!r} on {_unit_text(unit)} give different shown "
+                    "orders: an annotator edits the pair in the order first shown",
+                )
+            )
             continue
         result[(annotator, unit)] = ordered
     return result
@@ -313,20 +319,28 @@ def _accounts(
     for name in names:
         user = found.get(name)
         if user is not None and not user.external:
-            problems.add(first_line[name].error(
-                "judge",
-                f"annotator {name!r} is the name of an account that logs in here: imported "
-                "labels get external accounts of their own; rename the annotator in the file "
-                f"(e.g. 'ext-{name}')",
-            ))  # fmt: skip
+            problems.add(
+                first_line[name].error(
+                    "judge",
+                    f"annotator {name!r} is the name of an account that logs in here: imported "
+                    "labels get external accounts of their own; rename the annotator in the file "
+                    f"(e.g. 'ext-{name}')",
+                )
+            )
             continue
         accounts[name] = user or User(
-            name=name, password_hash=EXTERNAL_PASSWORD_HASH, role="annotator", active=False,
-            external=True, synthetic=all(
-                label.synthetic for (who, _), labels in revisions.items() if who == name
+            name=name,
+            password_hash=EXTERNAL_PASSWORD_HASH,
+            role="annotator",
+            active=False,
+            external=True,
+            synthetic=all(
+                label.synthetic
+                for (who, _), labels in revisions.items()
+                if who == name
                 for label in labels
             ),
-        )  # fmt: skip
+        )
     return accounts
 
 
@@ -339,10 +353,13 @@ def _add_accounts(
     session.flush()
     for user in added:
         record_event(
-            session, actor_id=actor_id, action="user.create", entity="user_account",
+            session,
+            actor_id=actor_id,
+            action="user.create",
+            entity="user_account",
             entity_id=user.id,  # type: ignore[arg-type]
             detail={"name": user.name, "role": user.role, "external": True, "source": source},
-        )  # fmt: skip
+        )
     return len(added)
 
 
@@ -361,10 +378,18 @@ def _same_campaign(
             "the labels under another campaign name"
         )
     wanted = {
-        (annotator, units[unit].unit_key, label.revision or 1, label.score, label.preference,
-         label.shown_order if label.preference is not None else None, label.rationale)
-        for (annotator, unit), labels in revisions.items() for label in labels
-    }  # fmt: skip
+        (
+            annotator,
+            units[unit].unit_key,
+            label.revision or 1,
+            label.score,
+            label.preference,
+            label.shown_order if label.preference is not None else None,
+            label.rationale,
+        )
+        for (annotator, unit), labels in revisions.items()
+        for label in labels
+    }
     if campaign.protocol != protocol.name or existing_labels(session, campaign) != wanted:
         raise AnnotationImportError(
             f"campaign {campaign.name!r} already holds different imported labels: import these "

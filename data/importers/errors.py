@@ -93,9 +93,15 @@ class MissingImages(InvalidRecord):
     """Image files named by the import file that do not exist (all of them counted)."""
 
     def __init__(
-        self, source: str, location: int | str, field: str, count: int, files: int, root: str,
+        self,
+        source: str,
+        location: int | str,
+        field: str,
+        count: int,
+        files: int,
+        root: str,
         example: str,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.count = count
         self.files = files
         self.root = root

@@ -34,8 +34,15 @@ def import_jsonl(
     """
     problems = Problems()
     return import_items(
-        session, read_dataset(path, problems), problems=problems,
-        dataset_name=dataset or path.stem, source=str(path),
-        images_root=images_root or path.parent, allow_missing_images=allow_missing_images,
-        update_changed=update, on_progress=on_progress, actor_id=actor_id, data_root=data_root,
-    )  # fmt: skip
+        session,
+        read_dataset(path, problems),
+        problems=problems,
+        dataset_name=dataset or path.stem,
+        source=str(path),
+        images_root=images_root or path.parent,
+        allow_missing_images=allow_missing_images,
+        update_changed=update,
+        on_progress=on_progress,
+        actor_id=actor_id,
+        data_root=data_root,
+    )

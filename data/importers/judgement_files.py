@@ -112,9 +112,14 @@ def judgement_key(record: JudgementRecord) -> tuple[Any, ...]:
     unit = record.pair if record.pair is not None else record.response_id
     swapped = record.shown is not None and record.pair is not None and record.shown != record.pair
     return (
-        record.judge, record.prompt_id or "", unit, swapped, record.meta.get("sample", 0),
-        record.campaign, record.revision,
-    )  # fmt: skip
+        record.judge,
+        record.prompt_id or "",
+        unit,
+        swapped,
+        record.meta.get("sample", 0),
+        record.campaign,
+        record.revision,
+    )
 
 
 def _checked(key: str, value: Any, fail: _Fail) -> Any:
@@ -138,9 +143,10 @@ def _checked(key: str, value: Any, fail: _Fail) -> Any:
         return value
     if key in ("pair", "shown"):
         if not (
-            isinstance(value, list | tuple) and len(value) == 2
+            isinstance(value, list | tuple)
+            and len(value) == 2
             and all(isinstance(part, str) and part for part in value)
-        ):  # fmt: skip
+        ):
             raise fail(key, f"`{key}` is {_kind(value)}, but it must be two response ids")
         return tuple(value)
     if key == "revision":
@@ -200,9 +206,12 @@ def _check_status(values: dict[str, Any], fail: _Fail) -> None:
 
 def _check_sample(value: Any, fail: _Fail) -> None:
     if (
-        isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-        or value != int(value) or not 0 <= value <= MAX_SAMPLE
-    ):  # fmt: skip
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value != int(value)
+        or not 0 <= value <= MAX_SAMPLE
+    ):
         raise fail(
             "meta.sample",
             f"`meta.sample` is {_kind(value)}, but it must be a whole number from 0 to "

@@ -33,9 +33,17 @@ from schemas.tables import Judgement, Pair, Response, utcnow
 KEY_COLUMNS: tuple[str, ...] = ("judge", "prompt_id", "unit_key", "shown_order", "sample")
 COLUMNS_IN_META: tuple[str, ...] = ("sample", "usage", "input_sha256")
 COMPARED_COLUMNS: tuple[str, ...] = (
-    "protocol", "score", "preference", "expected_score", "rationale", "raw_output",
-    "parse_status", "input_sha256", "usage", "meta",
-)  # fmt: skip
+    "protocol",
+    "score",
+    "preference",
+    "expected_score",
+    "rationale",
+    "raw_output",
+    "parse_status",
+    "input_sha256",
+    "usage",
+    "meta",
+)
 _JUDGEMENTS: Table = Judgement.__table__  # type: ignore[attr-defined]
 _RESPONSES: Table = Response.__table__  # type: ignore[attr-defined]
 _PAIRS: Table = Pair.__table__  # type: ignore[attr-defined]
@@ -102,10 +110,19 @@ def import_judgements(
         )
     summary = JudgementImportSummary(added, len(changed), unchanged, pairs_added)
     record_event(
-        session, actor_id=actor_id, action="judgement.import", entity="judgement",
-        entity_id=source, detail={"source": source, "added": added, "updated": len(changed),
-                                  "unchanged": unchanged, "pairs_added": pairs_added},
-    )  # fmt: skip
+        session,
+        actor_id=actor_id,
+        action="judgement.import",
+        entity="judgement",
+        entity_id=source,
+        detail={
+            "source": source,
+            "added": added,
+            "updated": len(changed),
+            "unchanged": unchanged,
+            "pairs_added": pairs_added,
+        },
+    )
     return summary
 
 
@@ -215,12 +232,16 @@ def _attach_units(session: Session, lines: list[_Line], source: str, problems: P
     wanted = {line.row["_response_id"] for line in lines if "_response_id" in line.row}
     wanted |= {rid for line in lines if "_pair" in line.row for rid in line.row["_pair"]}
     responses = _responses(session, sorted(wanted))
-    pairs = {
-        (a, b): pk
-        for pk, a, b in session.connection().execute(
-            select(_PAIRS.c.id, _PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk)
-        )
-    } if any("_pair" in line.row for line in lines) else {}  # fmt: skip
+    pairs = (
+        {
+            (a, b): pk
+            for pk, a, b in session.connection().execute(
+                select(_PAIRS.c.id, _PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk)
+            )
+        }
+        if any("_pair" in line.row for line in lines)
+        else {}
+    )
     new_pairs: dict[tuple[int, int], int] = {}
     for line in lines:
         try:
@@ -231,17 +252,21 @@ def _attach_units(session: Session, lines: list[_Line], source: str, problems: P
     if new_pairs:
         session.connection().execute(
             insert(_PAIRS),
-            [{"item_pk": item, "response_a_pk": a, "response_b_pk": b, "source": "import"}
-             for (a, b), item in new_pairs.items()],
-        )  # fmt: skip
-        pairs.update({
-            (a, b): pk
-            for pk, a, b in session.connection().execute(
-                select(_PAIRS.c.id, _PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk).where(
-                    tuple_(_PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk).in_(list(new_pairs))
+            [
+                {"item_pk": item, "response_a_pk": a, "response_b_pk": b, "source": "import"}
+                for (a, b), item in new_pairs.items()
+            ],
+        )
+        pairs.update(
+            {
+                (a, b): pk
+                for pk, a, b in session.connection().execute(
+                    select(_PAIRS.c.id, _PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk).where(
+                        tuple_(_PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk).in_(list(new_pairs))
+                    )
                 )
-            )
-        })  # fmt: skip
+            }
+        )
     for line in lines:
         if "_pair_pks" in line.row:
             line.row["pair_pk"] = pairs[line.row.pop("_pair_pks")]
@@ -261,26 +286,32 @@ def _attach(
     if missing:
         field = "pair" if "_pair" in row else "response_id"
         raise InvalidRecord(
-            source, line.location, field,
+            source,
+            line.location,
+            field,
             f"`{field}` names {missing[0]!r}, which is not in the database: import the "
             "dataset with its responses first",
-        )  # fmt: skip
+        )
     if "_response_id" in row:
         row["response_pk"] = responses[row.pop("_response_id")][0]
         return
     (a_pk, a_item), (b_pk, b_item) = (responses[rid] for rid in row.pop("_pair"))
     if a_item != b_item:
         raise InvalidRecord(
-            source, line.location, "pair",
+            source,
+            line.location,
+            "pair",
             "`pair` names responses to two different items: a pair compares two answers "
             "to the same item",
-        )  # fmt: skip
+        )
     if (a_pk, b_pk) not in pairs and (b_pk, a_pk) in pairs:
         raise InvalidRecord(
-            source, line.location, "pair",
+            source,
+            line.location,
+            "pair",
             "`pair` is stored in the other order: swap the two ids (and map A/B) to the "
             "stored canonical order",
-        )  # fmt: skip
+        )
     if (a_pk, b_pk) not in pairs:
         new_pairs[(a_pk, b_pk)] = a_item
         pairs[(a_pk, b_pk)] = -1
@@ -323,12 +354,16 @@ def _classify(
         elif update_changed:
             changed.append((line, found[0]))
         else:
-            problems.add(InvalidRecord(
-                source, line.location, "judge",
-                f"judge {line.row['judge']!r} already has a different judgement of "
-                f"{line.row['unit_key']} (prompt {line.row['prompt_id']!r}): import with --update "
-                "to replace it",
-            ))  # fmt: skip
+            problems.add(
+                InvalidRecord(
+                    source,
+                    line.location,
+                    "judge",
+                    f"judge {line.row['judge']!r} already has a different judgement of "
+                    f"{line.row['unit_key']} (prompt {line.row['prompt_id']!r}): "
+                    "import with --update to replace it",
+                )
+            )
     problems.check()
     return new, changed, unchanged
 

@@ -35,10 +35,16 @@ def import_mmie(
 ) -> ImportSummary:
     """Import an MMIE file into ``dataset``; image paths relative to ``images_root``."""
     return import_items(
-        session, read_mmie(path), dataset_name=dataset, source=str(path),
-        images_root=images_root or path.parent, allow_missing_images=allow_missing_images,
-        update_changed=update, on_progress=on_progress, actor_id=actor_id,
-    )  # fmt: skip
+        session,
+        read_mmie(path),
+        dataset_name=dataset,
+        source=str(path),
+        images_root=images_root or path.parent,
+        allow_missing_images=allow_missing_images,
+        update_changed=update,
+        on_progress=on_progress,
+        actor_id=actor_id,
+    )
 
 
 def read_mmie(path: Path) -> list[ItemPlan]:
@@ -54,10 +60,12 @@ def read_mmie(path: Path) -> list[ItemPlan]:
             records[item_id] = (number, record)
         elif _without_responses(records[item_id][1]) != _without_responses(record):
             raise InvalidRecord(
-                str(path), location, "question",
+                str(path),
+                location,
+                "question",
                 f"entry {number} has id {item_id!r} like entry {records[item_id][0]} but a "
                 "different question or gt_answer: give it its own id",
-            )  # fmt: skip
+            )
         if response is not None:
             records[item_id][1]["responses"].append(response)
     return [parse_item(record, str(path), f"entry {number}") for number, record in records.values()]

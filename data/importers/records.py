@@ -18,9 +18,20 @@ from schemas.protocols import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES
 BENCHMARKS: tuple[str, ...] = ("alignmmbench", "mmie", "generic")
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
 ITEM_KEYS = frozenset(
-    ("item_id", "benchmark", "task", "category", "group", "history", "question", "reference",
-     "meta", "responses", "pairs")
-)  # fmt: skip
+    (
+        "item_id",
+        "benchmark",
+        "task",
+        "category",
+        "group",
+        "history",
+        "question",
+        "reference",
+        "meta",
+        "responses",
+        "pairs",
+    )
+)
 RESPONSE_KEYS = frozenset(("response_id", "model", "content", "meta"))
 
 Fail = Callable[[str | None, str], InvalidRecord]
@@ -80,9 +91,10 @@ def parse_item(record: Any, source: str, location: int | str) -> ItemPlan:
     try:
         question = validate_content(record.get("question"), "question")
         reference = (
-            None if record.get("reference") is None
+            None
+            if record.get("reference") is None
             else validate_content(record["reference"], "reference")
-        )  # fmt: skip
+        )
         history = _history(_given(record, "history", []), fail)
     except ContentError as error:
         raise fail(error.field, error.message) from None
@@ -92,10 +104,19 @@ def parse_item(record: Any, source: str, location: int | str) -> ItemPlan:
         for index, value in enumerate(_list(_given(record, "responses", []), "responses", fail))
     ]
     plan = ItemPlan(
-        source=source, location=location, item_id=item_id, benchmark=benchmark, task=task,
-        category=category, group=_optional_text(record.get("group"), "group", fail),
-        history=history, question=question, reference=reference, meta=meta, responses=responses,
-    )  # fmt: skip
+        source=source,
+        location=location,
+        item_id=item_id,
+        benchmark=benchmark,
+        task=task,
+        category=category,
+        group=_optional_text(record.get("group"), "group", fail),
+        history=history,
+        question=question,
+        reference=reference,
+        meta=meta,
+        responses=responses,
+    )
     plan.pairs = _pairs(_given(record, "pairs", []), responses, fail)
     return plan
 

@@ -45,9 +45,10 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         keys = [k for k, _ in pairs]
         key = next(k for index, k in enumerate(keys) if k in keys[:index])
         raise _Refused(
-            key, f"the key `{key}` appears twice in one object; JSON readers disagree on which "
+            key,
+            f"the key `{key}` appears twice in one object; JSON readers disagree on which "
             "value wins: keep one",
-        )  # fmt: skip
+        )
     return value
 
 
@@ -121,31 +122,39 @@ def loads(text: str, source: str, location: int | str | None, *, per_line: bool 
     if found_non_finite:
         field, bad = find(value, lambda v: isinstance(v, _NonFinite))
         raise InvalidRecord(
-            source, location, field,
+            source,
+            location,
+            field,
             f"`{field}` is {bad.literal}, which is not valid JSON: write a number or null",
-        )  # fmt: skip
+        )
     if found_too_large:
         field, bad = find(value, lambda v: isinstance(v, _TooLarge))
         raise InvalidRecord(
-            source, location, field,
+            source,
+            location,
+            field,
             f"`{field}` is {bad.literal[:40]}, too large for a 64-bit float (it would be read as "
             "Infinity): write a smaller number",
-        )  # fmt: skip
+        )
     if "\x00" in text or "\\u0000" in text:
         field, _ = find(value, lambda v: isinstance(v, str) and "\x00" in v)
         if field is not None:
             raise InvalidRecord(
-                source, location, field,
+                source,
+                location,
+                field,
                 f"`{field}` contains a NUL character (\\u0000), which cannot be stored: remove it",
-            )  # fmt: skip
+            )
     if "\\ud" in text or "\\uD" in text:  # surrogates only come from escapes in valid UTF-8
         field, _ = find(value, _has_lone_surrogate)
         if field is not None:
             raise InvalidRecord(
-                source, location, field,
+                source,
+                location,
+                field,
                 f"`{field}` contains a lone surrogate escape (\\ud800–\\udfff without its pair), "
                 "which is not text: remove it or write the whole character",
-            )  # fmt: skip
+            )
     return value
 
 
@@ -165,9 +174,12 @@ def find(value: Any, wanted: Any, path: str = "") -> tuple[str | None, Any]:
     if wanted(value):
         return path or "(line)", value
     children = (
-        value.items() if isinstance(value, dict)
-        else enumerate(value) if isinstance(value, list) else ()
-    )  # fmt: skip
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
     for key, child in children:
         child_path = (
             f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)

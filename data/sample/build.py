@@ -63,24 +63,72 @@ class _CampaignPlan:
 
 
 CAMPAIGNS: tuple[_CampaignPlan, ...] = (
-    _CampaignPlan(CampaignSpec("demo-alignmmbench-finished", ALIGNMMBENCH_DATASET, "alignmmbench",
-                               synthetic=True, instructions=_NOTE.format(
-                                   labels="the annotations and judge outputs")), finished=True),
-    _CampaignPlan(CampaignSpec("demo-mmie-finished", MMIE_DATASET, "mmie", synthetic=True,
-                               instructions=_NOTE.format(
-                                   labels="the annotations and judge outputs")), finished=True),
-    _CampaignPlan(CampaignSpec("demo-pairwise-finished", ALIGNMMBENCH_DATASET, "pairwise",
-                               pairs="dataset", synthetic=True, instructions=_NOTE.format(
-                                   labels="the annotations and judge outputs")), finished=True),
-    _CampaignPlan(CampaignSpec("demo-alignmmbench-open", ALIGNMMBENCH_DATASET, "alignmmbench",
-                               models=(MODELS[1].name, MODELS[3].name), synthetic=True,
-                               instructions=_NOTE.format(labels="nothing else")), finished=False),
-    _CampaignPlan(CampaignSpec("demo-mmie-open", MMIE_DATASET, "mmie", synthetic=True,
-                               instructions=_NOTE.format(labels="nothing else")), finished=False),
-    _CampaignPlan(CampaignSpec("demo-pairwise-open", MMIE_DATASET, "pairwise", pairs="sample",
-                               pairs_per_item=2, seed=7, synthetic=True,
-                               instructions=_NOTE.format(labels="nothing else")), finished=False),
-)  # fmt: skip
+    _CampaignPlan(
+        CampaignSpec(
+            "demo-alignmmbench-finished",
+            ALIGNMMBENCH_DATASET,
+            "alignmmbench",
+            synthetic=True,
+            instructions=_NOTE.format(labels="the annotations and judge outputs"),
+        ),
+        finished=True,
+    ),
+    _CampaignPlan(
+        CampaignSpec(
+            "demo-mmie-finished",
+            MMIE_DATASET,
+            "mmie",
+            synthetic=True,
+            instructions=_NOTE.format(labels="the annotations and judge outputs"),
+        ),
+        finished=True,
+    ),
+    _CampaignPlan(
+        CampaignSpec(
+            "demo-pairwise-finished",
+            ALIGNMMBENCH_DATASET,
+            "pairwise",
+            pairs="dataset",
+            synthetic=True,
+            instructions=_NOTE.format(labels="the annotations and judge outputs"),
+        ),
+        finished=True,
+    ),
+    _CampaignPlan(
+        CampaignSpec(
+            "demo-alignmmbench-open",
+            ALIGNMMBENCH_DATASET,
+            "alignmmbench",
+            models=(MODELS[1].name, MODELS[3].name),
+            synthetic=True,
+            instructions=_NOTE.format(labels="nothing else"),
+        ),
+        finished=False,
+    ),
+    _CampaignPlan(
+        CampaignSpec(
+            "demo-mmie-open",
+            MMIE_DATASET,
+            "mmie",
+            synthetic=True,
+            instructions=_NOTE.format(labels="nothing else"),
+        ),
+        finished=False,
+    ),
+    _CampaignPlan(
+        CampaignSpec(
+            "demo-pairwise-open",
+            MMIE_DATASET,
+            "pairwise",
+            pairs="sample",
+            pairs_per_item=2,
+            seed=7,
+            synthetic=True,
+            instructions=_NOTE.format(labels="nothing else"),
+        ),
+        finished=False,
+    ),
+)
 """A finished (closed, fully annotated, judged) and an open campaign per protocol."""
 
 
@@ -145,19 +193,33 @@ def _build(session: Session, records: SampleRecords, data_root: Path) -> SampleS
             annotations_added += add_annotations(session, campaign, user_ids, records.truths)
             judgements_added += add_judgements(session, campaign, records.truths)
     added = (
-        users_added + campaigns_added + annotations_added + judgements_added
+        users_added
+        + campaigns_added
+        + annotations_added
+        + judgements_added
         + sum(s.items_added + s.responses_added + s.pairs_added for s in imports)
-    )  # fmt: skip
+    )
     if added:
         record_event(
-            session, actor_id=admin_id, action="sample.build", entity="dataset",
+            session,
+            actor_id=admin_id,
+            action="sample.build",
+            entity="dataset",
             entity_id=ALIGNMMBENCH_DATASET,
-            detail={"users": users_added, "campaigns": campaigns_added,
-                    "annotations": annotations_added, "judgements": judgements_added},
-        )  # fmt: skip
+            detail={
+                "users": users_added,
+                "campaigns": campaigns_added,
+                "annotations": annotations_added,
+                "judgements": judgements_added,
+            },
+        )
     session.flush()
-    return _summary(session, created=added > 0, annotations_added=annotations_added,
-                    judgements_added=judgements_added)  # fmt: skip
+    return _summary(
+        session,
+        created=added > 0,
+        annotations_added=annotations_added,
+        judgements_added=judgements_added,
+    )
 
 
 def _import_datasets(
@@ -171,10 +233,9 @@ def _import_datasets(
     with tempfile.TemporaryDirectory(prefix="critiquelab-sample-") as staging:
         files = dict(zip(wanted, write_sample_files(records, Path(staging)), strict=True))
         return [
-            import_jsonl(session, files[name], dataset=name, actor_id=admin_id,
-                         data_root=data_root)
+            import_jsonl(session, files[name], dataset=name, actor_id=admin_id, data_root=data_root)
             for name in missing
-        ]  # fmt: skip
+        ]
 
 
 def _is_complete(session: Session, dataset: str, rows: list[dict[str, Any]]) -> bool:
@@ -233,10 +294,15 @@ def _summary(
             col(Judgement.response_pk).in_(responses) | col(Judgement.pair_pk).in_(pairs),
         )
     )
-    annotations = select(func.count()).select_from(Annotation).where(
-        col(Annotation.campaign_id).in_(campaigns), col(Annotation.is_live),
-        col(Annotation.synthetic),
-    )  # fmt: skip
+    annotations = (
+        select(func.count())
+        .select_from(Annotation)
+        .where(
+            col(Annotation.campaign_id).in_(campaigns),
+            col(Annotation.is_live),
+            col(Annotation.synthetic),
+        )
+    )
     return SampleSummary(
         created=created,
         datasets=names,

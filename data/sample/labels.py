@@ -83,21 +83,38 @@ def add_annotations(
             answer = _human_answer(rng, campaign.protocol, unit, annotator)
             submitted = BASE_TIME + timedelta(minutes=7 * index + 3 * slot, seconds=rng.random())
             leased = submitted - timedelta(seconds=answer.seconds + 5)
-            common = {"campaign_id": campaign.id, "unit_id": unit.unit_id,
-                      "annotator_id": annotator_ids[annotator.name]}  # fmt: skip
-            assignments.append({
-                **common, "slot": slot, "overlap": campaign.overlap, "status": "submitted",
-                "shown_order": answer.shown_order, "leased_at": leased,
-                "expires_at": leased + timedelta(seconds=campaign.lease_seconds),
-                "closed_at": submitted,
-            })  # fmt: skip
-            annotations.append({
-                **common, "revision": 1, "is_live": True, "score": answer.score,
-                "preference": answer.preference,
-                "shown_order": answer.shown_order if answer.preference is not None else None,
-                "rationale": answer.rationale, "seconds": answer.seconds, "synthetic": True,
-                "created_at": submitted, "meta": {"synthetic": True, "generator": "data.sample"},
-            })  # fmt: skip
+            common = {
+                "campaign_id": campaign.id,
+                "unit_id": unit.unit_id,
+                "annotator_id": annotator_ids[annotator.name],
+            }
+            assignments.append(
+                {
+                    **common,
+                    "slot": slot,
+                    "overlap": campaign.overlap,
+                    "status": "submitted",
+                    "shown_order": answer.shown_order,
+                    "leased_at": leased,
+                    "expires_at": leased + timedelta(seconds=campaign.lease_seconds),
+                    "closed_at": submitted,
+                }
+            )
+            annotations.append(
+                {
+                    **common,
+                    "revision": 1,
+                    "is_live": True,
+                    "score": answer.score,
+                    "preference": answer.preference,
+                    "shown_order": answer.shown_order if answer.preference is not None else None,
+                    "rationale": answer.rationale,
+                    "seconds": answer.seconds,
+                    "synthetic": True,
+                    "created_at": submitted,
+                    "meta": {"synthetic": True, "generator": "data.sample"},
+                }
+            )
     connection = session.connection()
     assignment_ids = connection.execute(
         insert(_ASSIGNMENTS).returning(_ASSIGNMENTS.c.id, sort_by_parameter_order=True),
@@ -158,11 +175,14 @@ def add_judgements(session: Session, campaign: Campaign, truths: dict[str, Respo
     )
     orders = ("AB", "BA") if campaign.protocol == "pairwise" else ("AB",)
     rows = [
-        _pair_judgement(judge, unit, order) if campaign.protocol == "pairwise"
+        _pair_judgement(judge, unit, order)
+        if campaign.protocol == "pairwise"
         else _pointwise_judgement(judge, campaign.protocol, unit)
-        for unit in units for judge in JUDGES for order in orders
+        for unit in units
+        for judge in JUDGES
+        for order in orders
         if (judge.name, unit.unit_key, order) not in stored
-    ]  # fmt: skip
+    ]
     return insert_judgements(session, rows)
 
 
@@ -178,17 +198,25 @@ def _pointwise_judgement(judge: JudgeProfile, protocol_name: str, unit: _UnitTru
     score = perceived_score(rng, truth.quality, judge.bias, judge.noise, low, high, judge.shrink)
     reason = pointwise_rationale(rng, truth.language, truth.tier, truth.fact)
     claimed = int(high) + rng.choice((2, 4)) if status == "out_of_scale" else score
-    raw = pointwise_raw_output(rng, judge, protocol.name, claimed, reason, status,
-                               truth.language)  # fmt: skip
+    raw = pointwise_raw_output(rng, judge, protocol.name, claimed, reason, status, truth.language)
     usage, latency = judge_usage(rng_for("usage", judge.name, unit.unit_key), judge, raw, 1)
     return Judgement(
-        judge=judge.name, protocol=protocol.name, unit_key=unit.unit_key,
-        response_pk=unit.response_pk, shown_order="AB", sample=0,
+        judge=judge.name,
+        protocol=protocol.name,
+        unit_key=unit.unit_key,
+        response_pk=unit.response_pk,
+        shown_order="AB",
+        sample=0,
         score=float(score) if status == "ok" else None,
-        rationale=reason if status != "unparsed" else "", raw_output=raw, parse_status=status,
-        prompt_id=prompt_id(protocol.name, truth.language), synthetic=True, usage=usage,
-        created_at=BASE_TIME + timedelta(days=3), meta={"synthetic": True, "latency": latency},
-    )  # fmt: skip
+        rationale=reason if status != "unparsed" else "",
+        raw_output=raw,
+        parse_status=status,
+        prompt_id=prompt_id(protocol.name, truth.language),
+        synthetic=True,
+        usage=usage,
+        created_at=BASE_TIME + timedelta(days=3),
+        meta={"synthetic": True, "latency": latency},
+    )
 
 
 def _pair_judgement(judge: JudgeProfile, unit: _UnitTruth, shown_order: str) -> Judgement:
@@ -201,24 +229,35 @@ def _pair_judgement(judge: JudgeProfile, unit: _UnitTruth, shown_order: str) -> 
     elif rng.random() < judge.position_bias:
         shown = "A"
     else:
-        shown = perceived_preference(rng, first.quality, second.quality, judge.noise,
-                                     judge.tie_margin, 1.0)  # fmt: skip
+        shown = perceived_preference(
+            rng, first.quality, second.quality, judge.noise, judge.tie_margin, 1.0
+        )
     reason = (
         pairwise_rationale(rng, first.language, shown, first.tier, second.tier, first.fact)
-        if shown is not None else ""
-    )  # fmt: skip
+        if shown is not None
+        else ""
+    )
     raw = pairwise_raw_output(rng, judge, shown, reason)
-    usage, latency = judge_usage(rng_for("usage", judge.name, unit.unit_key, shown_order), judge,
-                                 raw, 2)  # fmt: skip
+    usage, latency = judge_usage(
+        rng_for("usage", judge.name, unit.unit_key, shown_order), judge, raw, 2
+    )
     return Judgement(
-        judge=judge.name, protocol="pairwise", unit_key=unit.unit_key, pair_pk=unit.pair_pk,
-        shown_order=shown_order, sample=0,
+        judge=judge.name,
+        protocol="pairwise",
+        unit_key=unit.unit_key,
+        pair_pk=unit.pair_pk,
+        shown_order=shown_order,
+        sample=0,
         preference=None if shown is None else to_canonical(shown, swapped=shown_order == "BA"),
-        rationale=reason, raw_output=raw,
+        rationale=reason,
+        raw_output=raw,
         parse_status="ok" if shown is not None else "unparsed",
-        prompt_id=prompt_id("pairwise", first.language), synthetic=True, usage=usage,
-        created_at=BASE_TIME + timedelta(days=3), meta={"synthetic": True, "latency": latency},
-    )  # fmt: skip
+        prompt_id=prompt_id("pairwise", first.language),
+        synthetic=True,
+        usage=usage,
+        created_at=BASE_TIME + timedelta(days=3),
+        meta={"synthetic": True, "latency": latency},
+    )
 
 
 def _pair_reason(
@@ -242,7 +281,8 @@ def _unit_truths(
         key = keys[unit.id]
         response_ids = parse_unit_key(key).response_ids
         result.append(
-            _UnitTruth(unit.id, key, unit.response_pk, unit.pair_pk,
-                       tuple(truths[r] for r in response_ids))
-        )  # fmt: skip
+            _UnitTruth(
+                unit.id, key, unit.response_pk, unit.pair_pk, tuple(truths[r] for r in response_ids)
+            )
+        )
     return result

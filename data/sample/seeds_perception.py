@@ -29,10 +29,9 @@ STARS_MIX = partial(
 RECEIPT = partial(
     images.text_card,
     "CITY BAKERY",
-    [("Sourdough loaf", "4.50"), ("2 x Croissant", "5.00"), ("Coffee", "3.20"),
-     ("TOTAL", "12.70")],
+    [("Sourdough loaf", "4.50"), ("2 x Croissant", "5.00"), ("Coffee", "3.20"), ("TOTAL", "12.70")],
     ruled=True,
-)  # fmt: skip
+)
 LIBRARY_NOTICE = partial(
     images.text_card,
     "NOTICE",

@@ -32,10 +32,15 @@ EQUATION = partial(images.text_card, "SOLVE", ["3x + 5 = 20", "", "x = ?"])
 PHONES = partial(
     images.text_card,
     "PHONE A   vs   PHONE B",
-    [("", "A", "B"), ("Battery", "20 h", "15 h"), ("Weight", "180 g", "150 g"),
-     ("Price", "$399", "$299"), ("Camera", "12 MP", "48 MP")],
+    [
+        ("", "A", "B"),
+        ("Battery", "20 h", "15 h"),
+        ("Weight", "180 g", "150 g"),
+        ("Price", "$399", "$299"),
+        ("Camera", "12 MP", "48 MP"),
+    ],
     ruled=True,
-)  # fmt: skip
+)
 RAIN = partial(
     images.bar_chart, "Average rainfall in July (mm)", ["Oslo", "Rome", "Lima"], [81, 19, 1]
 )

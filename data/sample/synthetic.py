@@ -80,11 +80,28 @@ ANNOTATORS: tuple[AnnotatorProfile, ...] = (
 )
 
 JUDGES: tuple[JudgeProfile, ...] = (
-    JudgeProfile("synthetic-gpt4-like", bias=0.35, noise=1.0, shrink=0.1, unparsed=0.03,
-                 out_of_scale=0.0, position_bias=0.06, tie_margin=0.7),
-    JudgeProfile("synthetic-critic-v0", bias=0.8, noise=1.5, shrink=0.35, unparsed=0.08,
-                 out_of_scale=0.02, position_bias=0.3, tie_margin=0.4, seconds_per_token=0.008),
-)  # fmt: skip
+    JudgeProfile(
+        "synthetic-gpt4-like",
+        bias=0.35,
+        noise=1.0,
+        shrink=0.1,
+        unparsed=0.03,
+        out_of_scale=0.0,
+        position_bias=0.06,
+        tie_margin=0.7,
+    ),
+    JudgeProfile(
+        "synthetic-critic-v0",
+        bias=0.8,
+        noise=1.5,
+        shrink=0.35,
+        unparsed=0.08,
+        out_of_scale=0.02,
+        position_bias=0.3,
+        tie_margin=0.4,
+        seconds_per_token=0.008,
+    ),
+)
 """Two fictional judges: one close to the humans, one noisier with a position bias."""
 
 
@@ -106,9 +123,14 @@ def latent_quality(rng: random.Random, centre: float, low: float, high: float) -
 
 
 def perceived_score(
-    rng: random.Random, truth: float, bias: float, noise: float, low: float, high: float,
+    rng: random.Random,
+    truth: float,
+    bias: float,
+    noise: float,
+    low: float,
+    high: float,
     shrink: float = 0.0,
-) -> int:  # fmt: skip
+) -> int:
     """An integer score on ``[low, high]``: the truth seen with bias and noise (in 1–10 points,
     scaled to the protocol's range), optionally pulled towards the middle."""
     scale = (high - low) / 9.0
@@ -118,9 +140,13 @@ def perceived_score(
 
 
 def perceived_preference(
-    rng: random.Random, quality_a: float, quality_b: float, noise: float, margin: float,
+    rng: random.Random,
+    quality_a: float,
+    quality_b: float,
+    noise: float,
+    margin: float,
     scale: float,
-) -> str:  # fmt: skip
+) -> str:
     """A, B or tie from the difference of two latent qualities seen with noise."""
     difference = (quality_a - quality_b) / scale + rng.gauss(0.0, noise)
     if abs(difference) < margin:
@@ -128,16 +154,23 @@ def perceived_preference(
     return "A" if difference > 0 else "B"
 
 
-def judge_usage(rng: random.Random, judge: JudgeProfile, raw_output: str, responses: int,
-                ) -> tuple[dict[str, int], float]:  # fmt: skip
+def judge_usage(
+    rng: random.Random,
+    judge: JudgeProfile,
+    raw_output: str,
+    responses: int,
+) -> tuple[dict[str, int], float]:
     """Token usage (OpenAI's keys, as ``judge run`` stores them) and latency in seconds of one
     synthetic judge call: a prompt of about 380 tokens plus 260 per response shown, an answer of
     one token per 3.5 characters, and a time that grows with the answer."""
     prompt = int(380 + 260 * responses + rng.gauss(0.0, 40.0))
     completion = max(1, round(len(raw_output) / 3.5))
     seconds = 0.4 + judge.seconds_per_token * completion * rng.lognormvariate(0.0, 0.25)
-    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-             "total_tokens": prompt + completion}  # fmt: skip
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
     return usage, round(seconds, 3)
 
 
@@ -147,9 +180,14 @@ def active_seconds(rng: random.Random, median: float) -> float:
 
 
 def pointwise_raw_output(
-    rng: random.Random, judge: JudgeProfile, protocol: str, score: int | None, reason: str,
-    status: str, language: str,
-) -> str:  # fmt: skip
+    rng: random.Random,
+    judge: JudgeProfile,
+    protocol: str,
+    score: int | None,
+    reason: str,
+    status: str,
+    language: str,
+) -> str:
     """The raw text a judge would have produced for this verdict, in the protocol's format.
 
     ``status`` is ``ok``, ``unparsed`` (no score can be read) or ``out_of_scale``.
@@ -171,8 +209,9 @@ def pointwise_raw_output(
     return json.dumps({"Rating": score, "Reason": reason}, ensure_ascii=False)
 
 
-def pairwise_raw_output(rng: random.Random, judge: JudgeProfile, shown_verdict: str | None,
-                        reason: str) -> str:  # fmt: skip
+def pairwise_raw_output(
+    rng: random.Random, judge: JudgeProfile, shown_verdict: str | None, reason: str
+) -> str:
     """The raw text of a pairwise verdict about the shown order (``None`` = unparseable)."""
     if shown_verdict is None:
         return rng.choice(
