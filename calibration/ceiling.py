@@ -64,7 +64,9 @@ class LeaveOneOut:
     def pointwise(self, judge: np.ndarray | None) -> dict:
         """Per annotator and on average: human vs others, judge vs others (same units)."""
         scale = self.scale
-        names = metrics_for(scale)  # type: ignore[arg-type]
+        if scale is None:
+            raise ValueError("a pairwise ceiling has no pointwise metrics")
+        names = metrics_for(scale)
         per_rater: dict[str, dict] = {}
         for r, name in enumerate(self.raters):
             own, others = self.humans[r], self.consensus[r]

@@ -326,12 +326,13 @@ def _metric(
     name: str, a: float, b: float, deltas: list[np.ndarray], wins: list[np.ndarray]
 ) -> MetricComparison:
     direction = METRIC_DIRECTION.get(name, "higher")
-    ci = None
+    ci: tuple[float | None, float | None] | None = None
     p_better = p_equal = None
     n_defined = 0
     if deltas:
         delta_samples = np.concatenate(deltas)
-        ci = tuple(_finite(v) for v in percentile_interval(delta_samples))
+        low, high = percentile_interval(delta_samples)
+        ci = (_finite(low), _finite(high))
         outcome = np.concatenate(wins)
         outcome = outcome[np.isfinite(outcome)]
         n_defined = int(outcome.size)
@@ -345,7 +346,7 @@ def _metric(
         a=_finite(a),
         b=_finite(b),
         delta=_finite(a - b),
-        ci=ci,  # type: ignore[arg-type]
+        ci=ci,
         p_a_better=p_better,
         p_equal=p_equal,
         n_resamples=n_defined,

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from calibration.errors import CalibrationInputError
 from schemas.audit_records import JudgementUsage
+
+_Number = TypeVar("_Number", int, float)
 
 
 class Prices(BaseModel):
@@ -83,17 +86,26 @@ def _price(prices: Mapping[str, Prices] | Prices | None, judge: str) -> Prices |
     return prices.get(judge)
 
 
-def _cost(judge: str, units: Mapping[str, list[JudgementUsage]], price: Prices | None):
+def _total(values: Iterable[_Number | None]) -> _Number | None:
+    """The sum of values recorded for every call of a unit; None when any call lacks one."""
+    total: _Number = 0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def _cost(judge: str, units: Mapping[str, list[JudgementUsage]], price: Prices | None) -> JudgeCost:
     paid = {unit: rows for unit, rows in units.items() if not any(r.cached for r in rows)}
     tokens = [
-        (sum(r.input_tokens for r in rows), sum(r.output_tokens for r in rows))  # type: ignore[misc]
+        (inputs, outputs)
         for rows in paid.values()
-        if all(r.input_tokens is not None and r.output_tokens is not None for r in rows)
+        if (inputs := _total(r.input_tokens for r in rows)) is not None
+        and (outputs := _total(r.output_tokens for r in rows)) is not None
     ]
     seconds = [
-        sum(r.latency_s for r in rows)  # type: ignore[misc]
-        for rows in paid.values()
-        if all(r.latency_s is not None for r in rows)
+        total for rows in paid.values() if (total := _total(r.latency_s for r in rows)) is not None
     ]
     per_in = 1000 * sum(t[0] for t in tokens) / len(tokens) if tokens else None
     per_out = 1000 * sum(t[1] for t in tokens) / len(tokens) if tokens else None

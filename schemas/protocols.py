@@ -143,8 +143,7 @@ class Protocol:
 
     def percent_of(self, score: float) -> float:
         """Score as percent of the scale maximum (MMIE reports points / 6 × 100)."""
-        self._require_pointwise()
-        return float(score) / float(self.scale_max) * 100.0  # type: ignore[arg-type]
+        return float(score) / self.bounds[1] * 100.0
 
     def band_for(self, score: float) -> Band | None:
         for band in self.bands:
@@ -156,10 +155,11 @@ class Protocol:
         """Human-readable scale, e.g. ``integers 1–10`` or ``0–1 in steps of 0.1``."""
         if self.kind == "pairwise":
             return "/".join(self.labels)
-        low, high = _fmt(self.scale_min), _fmt(self.scale_max)  # type: ignore[arg-type]
+        minimum, maximum = self.bounds
+        low, high = _fmt(minimum), _fmt(maximum)
         if self.step is None:
             return f"any number from {low} to {high}"
-        if self.step == 1 and float(self.scale_min).is_integer():  # type: ignore[arg-type]
+        if self.step == 1 and minimum.is_integer():
             return f"integers {low}–{high}"
         return f"{low}–{high} in steps of {_fmt(self.step)}"
 
