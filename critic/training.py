@@ -162,93 +162,10 @@ def train_critic(
             "ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning
         )
         if config.objective == "head":
-            return _train_head(config, on_log)
+            from critic.head import train_head
+
+            return train_head(config, on_log)
         return _train(config, on_log)
-
-
-def _train_head(
-    config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None
-) -> TrainResult:
-    """``--objective head``: prompt features of the frozen base model, then a grouped-CV head."""
-    from critic.head import (
-        CV_FILE,
-        PAIRWISE_CLASSES,
-        fit_head,
-        prompt_features,
-        record_class,
-        save_head,
-    )
-    from critic.modeling import inference_dtype
-
-    records = read_sft(config.data)
-    train_records = [record for record in records if record.split == "train"]
-    if not train_records:
-        raise TrainingSetupError(f"{config.data} has no records with meta.split == 'train'")
-    final_dir = config.output_dir / FINAL_FOLDER
-    if (final_dir / CRITIC_INFO_FILE).exists():
-        raise TrainingSetupError(f"{final_dir} already holds a critic; choose another -o folder")
-    started = time.perf_counter()
-    dtype = inference_dtype()
-    loaded = load_base_model(config.base_model, dtype=dtype)
-    targets = [record_class(record) for record in train_records]
-    pairwise = train_records[0].meta.get("protocol") == "pairwise"
-    classes = list(PAIRWISE_CLASSES) if pairwise else sorted(set(targets), key=float)
-    features = prompt_features(
-        loaded,
-        [record.messages[:-1] for record in train_records],
-        config.eval_batch_size,
-        layers=config.head_layers,
-    )
-    groups = [str(record.meta.get("item_id")) for record in train_records]
-    fit = fit_head(
-        features, targets, groups, classes=classes, folds=config.head_folds, seed=config.seed
-    )
-    for step, loss in fit.losses:
-        if on_log is not None and (step % config.logging_steps == 0 or step == len(fit.losses) - 1):
-            on_log({"step": step, "loss": loss})
-    final_dir.mkdir(parents=True, exist_ok=True)
-    save_head(fit.head, final_dir)
-    meta = train_records[0].meta
-    info = {
-        "objective": "head",
-        "base_model": str(Path(config.base_model).resolve()),
-        "kind": loaded.kind,
-        "protocol": meta.get("protocol"),
-        "prompt_id": meta.get("prompt_id"),
-        "scale": meta.get("scale"),
-        "classes": classes,
-        "dtype": str(dtype).removeprefix("torch."),
-        "l2": fit.head.l2,
-        "layer": fit.head.layer,
-        "cv": fit.cv,
-        "train_records": len(train_records),
-        "train_config": {
-            key: str(value) if isinstance(value, Path) else value
-            for key, value in asdict(config).items()
-        },
-    }
-    (final_dir / CRITIC_INFO_FILE).write_text(json.dumps(info, indent=2))
-    out_of_fold = [
-        {
-            "unit_key": record.meta.get("unit_key"),
-            "item_id": record.meta.get("item_id"),
-            "shown": record.meta.get("shown"),
-            "label": record.meta.get("label"),
-            "probs": dict(zip(classes, map(float, row), strict=True)),
-        }
-        for record, row in zip(train_records, fit.out_of_fold, strict=True)
-    ]
-    (final_dir / CV_FILE).write_text(json.dumps(out_of_fold, indent=1, ensure_ascii=False))
-    seconds = time.perf_counter() - started
-    return TrainResult(
-        final_dir=final_dir,
-        steps=len(fit.losses),
-        losses=fit.losses,
-        train_tokens=0,
-        seconds=seconds,
-        tokens_per_second=float("nan"),
-        truncated=0,
-    )
 
 
 def _train(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None) -> TrainResult:
