@@ -15,16 +15,17 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from data.campaigns import campaign_protocol, get_campaign
 from data.content import resolve_image
 from data.judgements import insert_judgements
 from data.storage import engine_data_dir
+from schemas.core import core_table, stored_id
 from schemas.ids import pair_unit_key, response_unit_key
 from schemas.items import ItemContent, ResponseContent
 from schemas.protocols import Protocol
@@ -39,6 +40,8 @@ from schemas.tables import (
     Unit,
     User,
 )
+
+_Row = TypeVar("_Row", Item, Pair, Response)
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,7 @@ def campaign_info(session: Session, name: str) -> CampaignInfo:
     """The campaign called ``name`` with its protocol (raises ``CampaignError`` if absent)."""
     campaign = get_campaign(session, name)
     return CampaignInfo(
-        id=_id(campaign),
+        id=stored_id(campaign),
         name=campaign.name,
         protocol=campaign_protocol(campaign),
         show_reference=campaign.show_reference,
@@ -98,7 +101,7 @@ def campaign_info(session: Session, name: str) -> CampaignInfo:
 def campaign_units(session: Session, campaign_id: int) -> list[CampaignUnit]:
     """Every unit of the campaign with its content, ordered by unit id (flagged ones too)."""
     units = list(
-        session.exec(select(Unit).where(Unit.campaign_id == campaign_id).order_by(Unit.id))
+        session.exec(select(Unit).where(Unit.campaign_id == campaign_id).order_by(col(Unit.id)))
     )
     items = _by_id(session, Item, {unit.item_pk for unit in units})
     pairs = _by_id(session, Pair, {unit.pair_pk for unit in units if unit.pair_pk is not None})
@@ -111,15 +114,18 @@ def campaign_units(session: Session, campaign_id: int) -> list[CampaignUnit]:
     item_contents = {pk: _item_content(row) for pk, row in items.items()}
     result = []
     for unit in units:
-        if unit.pair_pk is None:
-            chosen = (responses[unit.response_pk],)  # type: ignore[index]
-            key = response_unit_key(chosen[0].response_id)
-        else:
+        chosen: tuple[ResponseContent, ...]
+        if unit.pair_pk is not None:
             pair = pairs[unit.pair_pk]
             chosen = (responses[pair.response_a_pk], responses[pair.response_b_pk])
             key = pair_unit_key(chosen[0].response_id, chosen[1].response_id)
+        elif unit.response_pk is not None:
+            chosen = (responses[unit.response_pk],)
+            key = response_unit_key(chosen[0].response_id)
+        else:
+            raise ValueError(f"unit {unit.id} has neither a response nor a pair")
         result.append(
-            CampaignUnit(_id(unit), key, item_contents[unit.item_pk], chosen, unit.pair_pk)
+            CampaignUnit(stored_id(unit), key, item_contents[unit.item_pk], chosen, unit.pair_pk)
         )
     return result
 
@@ -132,7 +138,7 @@ def annotated_units(session: Session, campaign_id: int) -> list[AnnotatedUnit]:
     """
     rows = session.exec(
         select(Annotation, User.name)
-        .join(User, User.id == Annotation.annotator_id)
+        .join(User, col(User.id) == Annotation.annotator_id)
         .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
     ).all()
     labels: dict[int, list[HumanLabel]] = defaultdict(list)
@@ -189,7 +195,7 @@ def cached_outputs(
         select(JudgeCache).where(
             JudgeCache.model == model,
             JudgeCache.prompt_id == prompt_id,
-            JudgeCache.input_sha256.in_(input_hashes),  # type: ignore[attr-defined]
+            col(JudgeCache.input_sha256).in_(input_hashes),
         )
     ).all()
     return {row.input_sha256: row for row in rows}
@@ -199,7 +205,7 @@ def store_cached_output(
     session: Session, model: str, prompt_id: str, input_sha256: str, output: str, usage: dict
 ) -> None:
     """Remember a remote answer; a key that is already cached is left as it is."""
-    table = JudgeCache.__table__  # type: ignore[attr-defined]
+    table = core_table(JudgeCache)
     values = {
         "model": model,
         "prompt_id": prompt_id,
@@ -220,11 +226,11 @@ def image_resolver(engine: Engine) -> Callable[[str], Path]:
     return lambda stored_path: resolve_image(stored_path, root)
 
 
-def _by_id(session: Session, table: type, ids: set[int]) -> dict[int, Any]:
+def _by_id(session: Session, table: type[_Row], ids: set[int]) -> dict[int, _Row]:
     if not ids:
         return {}
-    rows = session.exec(select(table).where(table.id.in_(sorted(ids)))).all()  # type: ignore[attr-defined]
-    return {row.id: row for row in rows}
+    rows = session.exec(select(table).where(col(table.id).in_(sorted(ids)))).all()
+    return {stored_id(row): row for row in rows}
 
 
 def _item_content(item: Item) -> ItemContent:
@@ -241,9 +247,6 @@ def _item_content(item: Item) -> ItemContent:
 
 
 def _response_content(response: Response) -> ResponseContent:
-    return ResponseContent(response.response_id, response.model, response.content, _id(response))
-
-
-def _id(row: Any) -> int:
-    assert row.id is not None, "row without a primary key: it was never flushed"
-    return int(row.id)
+    return ResponseContent(
+        response.response_id, response.model, response.content, stored_id(response)
+    )

@@ -12,9 +12,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
 from data.queue.routing import refresh_routing_for_judgements
+from schemas.core import core_table
 from schemas.tables import Judgement
 
-_JUDGEMENT_TABLE: Table = Judgement.__table__  # type: ignore[attr-defined]
+_JUDGEMENT_TABLE: Table = core_table(Judgement)
 _KEY_COLUMNS = ("judge", "prompt_id", "unit_key", "shown_order", "sample")
 
 

@@ -161,7 +161,7 @@ with form_column, st.form(f"adjudication_form_{review.unit_id}", border=False):
             )
         }
     elif protocol.is_pointwise:
-        low, high = float(protocol.scale_min), float(protocol.scale_max)  # type: ignore[arg-type]
+        low, high = protocol.bounds
         label = {
             "score": st.number_input(
                 "Score", low, high, value=None, placeholder="Type a score", key=keys["score"]

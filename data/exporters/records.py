@@ -7,17 +7,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Table
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from data.campaigns import campaign_protocol, get_campaign
 from data.frames import campaign_judgements
 from data.importers.judgements import COLUMNS_IN_META
+from schemas.core import core_table
 from schemas.protocols import get_protocol
 from schemas.records import JudgementRecord
 from schemas.tables import Annotation, Judgement, Pair, Response, Unit, User
 
-_RESPONSES: Table = Response.__table__  # type: ignore[attr-defined]
-_PAIRS: Table = Pair.__table__  # type: ignore[attr-defined]
+_RESPONSES: Table = core_table(Response)
+_PAIRS: Table = core_table(Pair)
 
 
 def annotation_records(
@@ -70,7 +71,7 @@ def model_judgement_records(
     if campaign_name is not None:  # the judgements the campaign's calibration reads
         query = campaign_judgements(get_campaign(session, campaign_name), Judgement)
     if judges:
-        query = query.where(Judgement.judge.in_(judges))  # type: ignore[attr-defined]
+        query = query.where(col(Judgement.judge).in_(judges))
     judgements = list(session.execute(query.order_by(Judgement.id)).scalars())
     names = _unit_names(session, [(j.response_pk, j.pair_pk) for j in judgements])
     records = []

@@ -10,11 +10,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Table, insert, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from data.audit import record_event
 from data.campaigns import unit_key_map
 from data.importers.errors import InvalidRecord, Problems
+from schemas.core import core_table, stored_id
 from schemas.ids import pair_unit_key, response_unit_key
 from schemas.protocols import Protocol
 from schemas.tables import (
@@ -29,9 +30,9 @@ from schemas.tables import (
     User,
 )
 
-_UNITS: Table = Unit.__table__  # type: ignore[attr-defined]
-_ASSIGNMENTS: Table = Assignment.__table__  # type: ignore[attr-defined]
-_ANNOTATIONS: Table = Annotation.__table__  # type: ignore[attr-defined]
+_UNITS: Table = core_table(Unit)
+_ASSIGNMENTS: Table = core_table(Assignment)
+_ANNOTATIONS: Table = core_table(Annotation)
 _CHUNK = 500
 LEASE_SECONDS = 900
 
@@ -167,13 +168,13 @@ def _responses(session: Session, ids: list[str]) -> dict[str, tuple[int, int, in
     found = {}
     query = (
         select(Response.response_id, Response.id, Response.item_pk, Dataset.id, Dataset.name)
-        .join(Item, Item.id == Response.item_pk)  # type: ignore[arg-type]
-        .join(Dataset, Dataset.id == Item.dataset_id)  # type: ignore[arg-type]
+        .join(Item, col(Item.id) == Response.item_pk)
+        .join(Dataset, col(Dataset.id) == Item.dataset_id)
     )
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         for rid, pk, item_pk, dataset_id, name in session.execute(
-            query.where(Response.response_id.in_(chunk))  # type: ignore[attr-defined]
+            query.where(col(Response.response_id).in_(chunk))
         ):
             found[rid] = (pk, item_pk, dataset_id, name)
     return found
@@ -185,7 +186,7 @@ def _pairs(session: Session, response_pks: list[int]) -> dict[tuple[int, int], i
         chunk = response_pks[start : start + _CHUNK]
         for pk, a, b in session.execute(
             select(Pair.id, Pair.response_a_pk, Pair.response_b_pk).where(
-                Pair.response_a_pk.in_(chunk)  # type: ignore[attr-defined]
+                col(Pair.response_a_pk).in_(chunk)
             )
         ):
             found[(a, b)] = pk
@@ -195,7 +196,7 @@ def _pairs(session: Session, response_pks: list[int]) -> dict[tuple[int, int], i
 def existing_labels(session: Session, campaign: Campaign) -> set[tuple[Any, ...]]:
     """Every annotation of ``campaign`` as (annotator, unit key, revision, score, preference,
     shown order, rationale), to compare a re-import with."""
-    keys = unit_key_map(session, campaign.id)  # type: ignore[arg-type]
+    keys = unit_key_map(session, stored_id(campaign))
     rows = session.execute(
         select(
             User.name,
@@ -206,7 +207,7 @@ def existing_labels(session: Session, campaign: Campaign) -> set[tuple[Any, ...]
             Annotation.shown_order,
             Annotation.rationale,
         )
-        .join(User, User.id == Annotation.annotator_id)  # type: ignore[arg-type]
+        .join(User, col(User.id) == Annotation.annotator_id)
         .where(Annotation.campaign_id == campaign.id)
     )
     return {(name, keys[unit], *rest) for name, unit, *rest in rows}

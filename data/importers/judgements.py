@@ -25,6 +25,7 @@ from data.audit import record_event
 from data.importers.errors import InvalidRecord, Problems
 from data.importers.reader import read_judgements
 from data.judgements import insert_judgements
+from schemas.core import core_table
 from schemas.ids import pair_unit_key, response_unit_key
 from schemas.protocols import InvalidJudgement, Protocol, get_protocol
 from schemas.records import JudgementRecord
@@ -44,9 +45,9 @@ COMPARED_COLUMNS: tuple[str, ...] = (
     "usage",
     "meta",
 )
-_JUDGEMENTS: Table = Judgement.__table__  # type: ignore[attr-defined]
-_RESPONSES: Table = Response.__table__  # type: ignore[attr-defined]
-_PAIRS: Table = Pair.__table__  # type: ignore[attr-defined]
+_JUDGEMENTS: Table = core_table(Judgement)
+_RESPONSES: Table = core_table(Response)
+_PAIRS: Table = core_table(Pair)
 _CHUNK = 500
 _Fail = Callable[[str, str], InvalidRecord]
 

@@ -33,13 +33,14 @@ from data.sample.synthetic import (
     pointwise_raw_output,
     rng_for,
 )
+from schemas.core import core_table
 from schemas.ids import parse_unit_key
 from schemas.protocols import get_protocol, to_canonical
 from schemas.tables import Annotation, Assignment, Campaign, Judgement, Unit
 
-_ASSIGNMENTS: Table = Assignment.__table__  # type: ignore[attr-defined]
-_ANNOTATIONS: Table = Annotation.__table__  # type: ignore[attr-defined]
-_UNITS: Table = Unit.__table__  # type: ignore[attr-defined]
+_ASSIGNMENTS: Table = core_table(Assignment)
+_ANNOTATIONS: Table = core_table(Annotation)
+_UNITS: Table = core_table(Unit)
 
 BASE_TIME = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 """When the finished sample campaigns started (fixed, so that builds are identical)."""
@@ -148,7 +149,7 @@ def _human_answer(
     seconds = active_seconds(rng, annotator.seconds * slow)
     if protocol.is_pointwise:
         truth = unit.truths[0]
-        low, high = float(protocol.scale_min), float(protocol.scale_max)  # type: ignore[arg-type]
+        low, high = protocol.bounds
         score = perceived_score(rng, truth.quality, annotator.bias, annotator.noise, low, high)
         rationale = pointwise_rationale(rng, truth.language, truth.tier, truth.fact)
         return _HumanAnswer(float(score), None, "AB", rationale, seconds)
@@ -189,7 +190,7 @@ def add_judgements(session: Session, campaign: Campaign, truths: dict[str, Respo
 def _pointwise_judgement(judge: JudgeProfile, protocol_name: str, unit: _UnitTruth) -> Judgement:
     protocol = get_protocol(protocol_name)
     truth = unit.truths[0]
-    low, high = float(protocol.scale_min), float(protocol.scale_max)  # type: ignore[arg-type]
+    low, high = protocol.bounds
     rng = rng_for("judge", judge.name, unit.unit_key)
     draw = rng.random()
     status = "unparsed" if draw < judge.unparsed else "ok"
