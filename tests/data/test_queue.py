@@ -486,6 +486,27 @@ def test_draft_of_someone_elses_assignment_is_refused(engine: Engine) -> None:
         queue.submit(session, view.assignment_id, bob, score=5, rationale=RATIONALE)
 
 
+def test_submit_and_next_of_an_assignment_not_the_callers_stores_and_leases_nothing(
+    engine: Engine,
+) -> None:
+    """The page's submit (one transaction: store, close, lease next) given an assignment id that
+    is another annotator's, or no assignment at all, refuses it by name and rolls back: no answer
+    on that unit, no lease for the caller, the other annotator's lease untouched."""
+    campaign_id, (alice, bob) = build_campaign(engine)
+    view = _lease(engine, campaign_id, alice)
+    for assignment_id in (view.assignment_id, view.assignment_id + 1000):
+        with (
+            pytest.raises(queue.AssignmentNotFound, match=f"no assignment with id {assignment_id}"),
+            session_scope(engine) as session,
+        ):
+            queue.submit_and_next(session, assignment_id, bob, score=5, rationale=RATIONALE)
+    with Session(engine) as session:
+        assert session.exec(select(func.count()).select_from(Annotation)).one() == 0
+        rows = session.exec(select(Assignment.id, Assignment.annotator_id, Assignment.status))
+        assert rows.all() == [(view.assignment_id, alice, "leased")]
+        _check_counters(session, campaign_id)
+
+
 def test_submit_refuses_invalid_answers_with_a_clear_message(engine: Engine) -> None:
     campaign_id, (alice, _) = build_campaign(engine, rationale_min=20)
     view = _lease(engine, campaign_id, alice)
