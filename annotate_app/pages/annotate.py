@@ -150,12 +150,17 @@ if not campaigns:
     st.stop()
 
 names = [campaign.name for campaign in campaigns]
-wanted = st.query_params.get("campaign")
-if "annotate_campaign" not in state or state["annotate_campaign"] not in names:
-    state["annotate_campaign"] = wanted if wanted in names else names[0]
+# The URL names the campaign served (the page keeps it there); the last one served stands in.
+asked = (st.query_params.get("campaign"), state.get("annotate_served"))
+served = next((name for name in asked if name in names), names[0])
 with st.sidebar:
-    chosen = st.selectbox("Campaign", names, key="annotate_campaign")
+    # Unkeyed, and its default is the campaign served: the browser may register the picker
+    # afresh at its default with no choice made (seen under load, in a draft's rerun). With the
+    # first campaign as default that moved the annotator there and leased a unit; now it is a
+    # no-op. A choice changes the widget's identity with the next run's default, so it holds.
+    chosen = st.selectbox("Campaign", names, index=names.index(served))
 campaign = campaigns[names.index(chosen)]
+state["annotate_served"] = campaign.name
 st.query_params["campaign"] = campaign.name
 
 notice = state.pop("annotate_notice", None)

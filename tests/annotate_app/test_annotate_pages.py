@@ -242,6 +242,39 @@ def test_skip_and_flag_buttons_give_the_unit_back(seeded: dict) -> None:
         assert session.exec(select(Flag.reason)).all() == ["image does not load"]
 
 
+def _leases(seeded: dict, user: UserRecord) -> list[tuple[int, str]]:
+    """The (campaign id, status) of every assignment the annotator holds."""
+    with session_scope(seeded["engine"]) as session:
+        query = select(Assignment.campaign_id, Assignment.status)
+        return list(session.exec(query.where(Assignment.annotator_id == user.id)).all())
+
+
+def test_the_campaign_picker_sent_at_its_default_keeps_the_campaign_of_the_url(
+    seeded: dict,
+) -> None:
+    """The browser can re-register the sidebar's campaign picker at its declared default with no
+    choice made (seen in headless Chromium under load: a draft's rerun carried the first campaign
+    while the URL said another). The page then moved the annotator to the first campaign and
+    leased a unit there. The default must be the campaign being served; a real choice moves."""
+    bo, pairwise = seeded["users"]["bo"], seeded["campaigns"]["pairwise"]
+    at = _open("pages/annotate.py", bo, campaign="c-pairwise")
+    unit = _panel(at)["unit"]
+    (picker,) = at.sidebar.selectbox
+    assert picker.options[0] == "c-alignmmbench" and picker.value == "c-pairwise"
+    picker.set_value(picker.options[picker.proto.default]).run()  # what such a browser sends
+    assert not at.exception, at.exception
+    assert _panel(at)["unit"] == unit and at.query_params["campaign"] == "c-pairwise"
+    assert _leases(seeded, bo) == [(pairwise, "leased")]  # nothing leased elsewhere
+
+    at.sidebar.selectbox[0].set_value("c-alignmmbench").run()  # the annotator's own choice
+    assert at.query_params["campaign"] == "c-alignmmbench" and _panel(at)["unit"] != unit
+    at.run()  # and it stays chosen on the next rerun (a draft, say)
+    assert at.sidebar.selectbox[0].value == "c-alignmmbench"
+    assert sorted(_leases(seeded, bo)) == sorted(
+        [(pairwise, "leased"), (seeded["campaigns"]["alignmmbench"], "leased")]
+    )
+
+
 def test_paused_campaign_says_so_and_gives_no_unit(seeded: dict) -> None:
     with session_scope(seeded["engine"]) as session:
         session.get(Campaign, seeded["campaigns"]["alignmmbench"]).status = "paused"
