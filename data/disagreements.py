@@ -29,6 +29,7 @@ from data.audit import record_event
 from data.campaigns import campaign_protocol, get_campaign, unit_key_map
 from data.frames import campaign_judgements
 from data.monitor import unit_infos
+from schemas.core import stored_id
 from schemas.disagreements import DEFAULT_TAXONOMY, DEFAULT_THRESHOLD_SHARE, TagRecord
 from schemas.protocols import Protocol
 from schemas.tables import Campaign, DisagreementTag, Judgement, Unit, User
@@ -141,7 +142,7 @@ def set_review_settings(
         actor_id=actor_id,
         action="campaign.update",
         entity="campaign",
-        entity_id=found.id,  # type: ignore[arg-type]
+        entity_id=stored_id(found),
         detail={
             "field": OPTIONS_KEY,
             "before": settings_options(before),
@@ -171,7 +172,7 @@ def disagreement_queue(
     statement = campaign_judgements(
         campaign, Judgement.score, Judgement.preference, unit_id=True
     ).where(Judgement.judge == judge)
-    for unit_id, score, preference in session.exec(statement):  # type: ignore[call-overload]
+    for unit_id, score, preference in session.exec(statement):
         value = score if protocol.is_pointwise else preference
         if value is not None and (protocol.is_pointwise or value in protocol.labels):
             verdicts.setdefault(unit_id, []).append(value)
@@ -291,7 +292,7 @@ def tag_disagreement(
         actor_id=actor_id,
         action="disagreement.tag",
         entity="disagreement_tag",
-        entity_id=tag.id,  # type: ignore[arg-type]
+        entity_id=stored_id(tag),
         detail={
             "campaign_id": entry.campaign_id,
             "unit_id": entry.unit_id,
@@ -328,7 +329,7 @@ def campaign_tags(
         TagRecord(
             tag_id=tag.id,
             campaign=found.name,
-            unit_key=infos[tag.unit_id].unit_key,  # type: ignore[arg-type]
+            unit_key=infos[tag.unit_id].unit_key,
             item_id=infos[tag.unit_id].item_id,
             judge=tag.judge,
             cause=tag.cause,

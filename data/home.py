@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
+from sqlmodel.sql.expression import Select
 
 from data.users import UserRecord
 from schemas.tables import Annotation, Assignment, Campaign, Dataset, Unit
@@ -104,7 +105,7 @@ def campaigns_for_user(session: Session, user: UserRecord) -> list[CampaignSumma
     return summaries
 
 
-def _count_by_campaign(session: Session, query) -> dict[int, int]:  # type: ignore[no-untyped-def]
+def _count_by_campaign(session: Session, query: Select[int, int]) -> dict[int, int]:
     return {campaign_id: count for campaign_id, count in session.exec(query)}
 
 

@@ -11,6 +11,7 @@ written by a newer CritiqueLab.
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import weakref
 from collections import deque
@@ -24,7 +25,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlmodel import Session, create_engine
 
 import schemas.tables  # noqa: F401  (registers every table on SQLModel.metadata)
@@ -105,7 +106,7 @@ def make_engine(url: str | None = None, *, echo: bool = False) -> Engine:
     return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=40)
 
 
-def _configure_sqlite_connection(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+def _configure_sqlite_connection(dbapi_connection: sqlite3.Connection, _record: object) -> None:
     # Let SQLAlchemy, not the sqlite3 module, decide when transactions begin.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
@@ -116,7 +117,7 @@ def _configure_sqlite_connection(dbapi_connection, _record) -> None:  # type: ig
     cursor.close()
 
 
-def _begin_immediate_sqlite(connection) -> None:  # type: ignore[no-untyped-def]
+def _begin_immediate_sqlite(connection: Connection) -> None:
     # BEGIN IMMEDIATE takes the write lock up front, so two writers queue on the busy timeout
     # instead of failing with "database is locked" when a read transaction upgrades to a write.
     connection.exec_driver_sql("BEGIN IMMEDIATE")
@@ -217,7 +218,7 @@ def _install_writer_gate(engine: Engine, gate: _WriterGate) -> None:
     going back to the pool keeps the gate meanwhile (the gate is re-entrant for its holder).
     """
 
-    def begin(connection) -> None:  # type: ignore[no-untyped-def]
+    def begin(connection: Connection) -> None:
         if connection.get_execution_options().get(_READ_ONLY):
             # A reader in WAL mode sees the last commit and blocks no writer: no gate, no lock.
             connection.exec_driver_sql("BEGIN")
@@ -231,7 +232,7 @@ def _install_writer_gate(engine: Engine, gate: _WriterGate) -> None:
             gate.release(owner)
             raise
 
-    def let_go(dbapi_connection, *_args) -> None:  # type: ignore[no-untyped-def]
+    def let_go(dbapi_connection: object, *_args: object) -> None:
         if dbapi_connection is not None:
             gate.release(dbapi_connection)
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import streamlit as st
+from sqlmodel import Session
 
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
@@ -27,7 +30,7 @@ listing = st.container()
 outcome = st.empty()
 
 
-def _run(action, done: str) -> None:  # type: ignore[no-untyped-def]
+def _run(action: Callable[[Session], object], done: str) -> None:
     """Run ``action(session)`` in one transaction; say what happened."""
     try:
         with session_scope(engine) as session:

@@ -20,6 +20,7 @@ from typing import Any
 from sqlmodel import Session, select
 
 from data.content import iter_images, resolve_image
+from schemas.core import stored_id
 from schemas.tables import Dataset, Item, Pair, Response
 
 
@@ -51,7 +52,7 @@ def export_dataset(session: Session, name: str, output: Path) -> DatasetExport:
     query = select(Response).join(Item).where(Item.dataset_id == dataset.id).order_by(Response.id)
     for response in session.exec(query):
         responses[response.item_pk].append(response)
-        by_pk[response.id] = response.response_id  # type: ignore[index]
+        by_pk[stored_id(response)] = response.response_id
     pairs: dict[int, list[list[str]]] = defaultdict(list)
     pair_query = (
         select(Pair).join(Item).where(Item.dataset_id == dataset.id, Pair.source == "import")
@@ -63,7 +64,7 @@ def export_dataset(session: Session, name: str, output: Path) -> DatasetExport:
     handle, temporary = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         for item in items:
-            line = _line(item, responses[item.id], pairs[item.id])  # type: ignore[index]
+            line = _line(item, responses[stored_id(item)], pairs[stored_id(item)])
             images |= {path for content in _contents(line) for path in iter_images(content)}
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
     os.replace(temporary, output)

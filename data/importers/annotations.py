@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from data.audit import record_event
 from data.importers.annotation_rows import (
@@ -44,6 +44,7 @@ from data.importers.annotation_rows import (
 from data.importers.errors import InvalidRecord, Problems
 from data.importers.reader import JudgementLine, files_sha256, read_judgements
 from data.users import USER_NAME_PATTERN
+from schemas.core import stored_id
 from schemas.ids import id_problem
 from schemas.protocols import InvalidJudgement, Protocol, get_protocol
 from schemas.tables import Campaign, User, utcnow
@@ -132,7 +133,7 @@ def import_annotations(
         protocol=chosen,
         revisions=revisions,
         units=units,
-        accounts={name: user.id for name, user in accounts.items()},  # type: ignore[misc]
+        accounts={name: stored_id(user) for name, user in accounts.items()},
         rationale_min=_rationale_min(labels),
         imported={"source": source, "sha256": files_sha256([Path(path)])},
         actor_id=actor_id,
@@ -314,7 +315,7 @@ def _accounts(
     for (annotator, _unit), labels in revisions.items():
         first_line.setdefault(annotator, labels[0])
     names = sorted(first_line)
-    found = {u.name: u for u in session.exec(select(User).where(User.name.in_(names)))}  # type: ignore[attr-defined]
+    found = {u.name: u for u in session.exec(select(User).where(col(User.name).in_(names)))}
     accounts: dict[str, User] = {}
     for name in names:
         user = found.get(name)
@@ -357,7 +358,7 @@ def _add_accounts(
             actor_id=actor_id,
             action="user.create",
             entity="user_account",
-            entity_id=user.id,  # type: ignore[arg-type]
+            entity_id=stored_id(user),
             detail={"name": user.name, "role": user.role, "external": True, "source": source},
         )
     return len(added)
