@@ -454,8 +454,9 @@ def _insert_pairs(
 
 def _fingerprint(row: dict[str, Any]) -> str:
     """SHA-256 of a stored record, ignoring where its images were read from (``source``)."""
-    comparable = {key: _without_sources(value) for key, value in row.items()}
-    text = _CANONICAL.encode(comparable)
+    if any(isinstance(value, list) for value in row.values()):
+        row = {key: _without_sources(value) for key, value in row.items()}
+    text = _CANONICAL.encode(row)  # (a text response, the common case, has nothing to drop)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
