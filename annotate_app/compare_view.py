@@ -12,6 +12,7 @@ import streamlit as st
 from annotate_app.text import escape_markdown
 from calibration import CalibrationInputError, CalibrationOptions
 from calibration.compare import HUMAN, JudgeComparison, compare_judges
+from calibration.pairwise import UnparsedRule
 from calibration.report_compare import comparison_caption, comparison_table, side_label
 from schemas.protocols import Protocol
 
@@ -24,13 +25,13 @@ def _comparison(
     _protocol: Protocol,
     a: str,
     b: str,
-    unparsed: str,
+    unparsed: UnparsedRule,
     bootstrap: int,
     seed: int,
 ) -> JudgeComparison:
     options = CalibrationOptions(
         protocol=_protocol,
-        unparsed=unparsed,  # type: ignore[arg-type]
+        unparsed=unparsed,
         bootstrap=bootstrap,
         seed=seed,
     )
@@ -43,7 +44,7 @@ def render_comparison(
     protocol: Protocol,
     judges: list[str],
     *,
-    unparsed: str,
+    unparsed: UnparsedRule,
     bootstrap: int,
     seed: int = 0,
 ) -> None:

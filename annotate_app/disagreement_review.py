@@ -30,6 +30,7 @@ from data.disagreements import (
 )
 from data.frames import campaign_judgement_frame, campaign_reference_overrides
 from data.storage import session_scope
+from schemas.core import stored_id
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def tag_summaries(engine: Engine, campaign: str | int) -> list[JudgeTags]:
     """Per judge, the live tags' causes with Wilson intervals and two examples each."""
     with session_scope(engine) as session:
         found = get_campaign(session, campaign)
-        tags = campaign_tags(session, found.id)  # type: ignore[arg-type]
+        tags = campaign_tags(session, stored_id(found))
         taxonomy = review_settings(found).taxonomy
     return summarise_tags(tags, taxonomy)
 

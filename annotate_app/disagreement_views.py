@@ -14,13 +14,14 @@ from data.admin import PermissionDenied
 from data.campaigns import get_campaign
 from data.disagreements import DisagreementError, review_settings, set_review_settings
 from data.storage import session_scope
+from schemas.core import stored_id
 from schemas.tables import Campaign
 
 
 def render_disagreement_causes(engine: Engine, campaign: Campaign) -> None:
     """Per judge: each cause's count and share with its Wilson interval, and two examples."""
     st.subheader("Why judges disagree with the humans")
-    summaries = tag_summaries(engine, campaign.id)  # type: ignore[arg-type]
+    summaries = tag_summaries(engine, stored_id(campaign))
     if not summaries:
         st.caption("No disagreement tagged yet: reviewers tag causes on the Disagreements page.")
         return
@@ -47,7 +48,7 @@ def render_review_settings(engine: Engine, actor_id: int, campaign: Campaign) ->
     """The Campaigns page's form for the disagreement review's threshold and taxonomy (admins;
     :func:`data.disagreements.set_review_settings` checks the role again)."""
     with session_scope(engine) as session:
-        settings = review_settings(get_campaign(session, campaign.id))  # type: ignore[arg-type]
+        settings = review_settings(get_campaign(session, stored_id(campaign)))
     key = f"review_{campaign.id}"
     with st.form(key):
         st.markdown("**Disagreement review**: which judge–human differences reviewers tag, and how")
@@ -70,7 +71,7 @@ def render_review_settings(engine: Engine, actor_id: int, campaign: Campaign) ->
             saved = set_review_settings(
                 session,
                 actor_id,
-                campaign.id,  # type: ignore[arg-type]
+                stored_id(campaign),
                 threshold=threshold,
                 taxonomy=[c for c in causes.splitlines() if c.strip()],
             )

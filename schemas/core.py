@@ -10,7 +10,8 @@ from sqlmodel import SQLModel
 
 
 class _Row(Protocol):
-    id: int | None
+    @property
+    def id(self) -> int | None: ...
 
 
 def core_table(model: type[SQLModel]) -> Table:

@@ -29,6 +29,7 @@ from data.frames import campaign_judgement_frame, campaign_reference_overrides
 from data.judge_facts import campaign_judgement_usage, campaign_response_facts
 from data.queue import campaign_protocol
 from data.storage import session_scope
+from schemas.core import stored_id
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,10 @@ def read_audit_inputs(
         raise CalibrationInputError(
             "give either --price-in/--price-out (every judge) or --prices FILE, not both"
         )
-    if price_in is not None:
-        if price_in < 0 or price_out < 0:  # type: ignore[operator]
+    if price_in is not None and price_out is not None:
+        if price_in < 0 or price_out < 0:
             raise CalibrationInputError("--price-in and --price-out must be ≥ 0")
-        prices = Prices(input=price_in, output=price_out)  # type: ignore[arg-type]
+        prices = Prices(input=price_in, output=price_out)
     if prices_file is not None:
         prices = parse_prices(_read(prices_file, "--prices"), f"--prices {prices_file}")
     families = {}
@@ -133,10 +134,11 @@ def campaign_audits(
     engine = cli.engine()
     with session_scope(engine) as session:
         found = get_campaign(session, campaign)
-        frame = campaign_judgement_frame(session, found.id, judges=judges)
-        facts = campaign_response_facts(session, found.id)
-        usage = campaign_judgement_usage(session, found.id, judges=judges)
-        overrides = campaign_reference_overrides(session, found.id)
+        campaign_id = stored_id(found)
+        frame = campaign_judgement_frame(session, campaign_id, judges=judges)
+        facts = campaign_response_facts(session, campaign_id)
+        usage = campaign_judgement_usage(session, campaign_id, judges=judges)
+        overrides = campaign_reference_overrides(session, campaign_id)
         protocol = campaign_protocol(found)
     with cli.progress("judge audit", total=None):
         audit = audit_judges(
@@ -148,7 +150,7 @@ def campaign_audits(
             prices=inputs.prices,
             judges=judges,
             no_majority=no_majority,
-            overrides=overrides,  # type: ignore[arg-type]
+            overrides=overrides,
             bootstrap=bootstrap,
             seed=seed,
         )
@@ -186,9 +188,10 @@ def _consistency(
                 "datasets; give a pointwise and a pairwise campaign of one dataset"
             )
         _check_order(pointwise.name, pointwise.protocol, pairwise.name, pairwise.protocol)
-        frames = [campaign_judgement_frame(session, c.id) for c in (pointwise, pairwise)]
-        overrides = tuple(
-            campaign_reference_overrides(session, c.id) for c in (pointwise, pairwise)
+        frames = [campaign_judgement_frame(session, stored_id(c)) for c in (pointwise, pairwise)]
+        overrides = (
+            campaign_reference_overrides(session, stored_id(pointwise)),
+            campaign_reference_overrides(session, stored_id(pairwise)),
         )
         protocol = campaign_protocol(pointwise)
     with cli.progress("consistency", total=None):
@@ -198,8 +201,8 @@ def _consistency(
             protocol,
             names=(pointwise.name, pairwise.name),
             delta=inputs.delta,
-            no_majority=no_majority,  # type: ignore[arg-type]
-            overrides=overrides,  # type: ignore[arg-type]
+            no_majority=no_majority,
+            overrides=overrides,
             judges=tuple(judges) if judges else None,
             bootstrap=bootstrap,
             seed=seed,

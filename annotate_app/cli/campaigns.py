@@ -20,6 +20,7 @@ from data.campaigns import (
 )
 from data.queue.routing import routing_plan, set_routing
 from data.storage import session_scope
+from schemas.core import stored_id
 from schemas.protocols import parse_scale
 
 T = TypeVar("T")
@@ -103,7 +104,7 @@ def create(
     cli = state(ctx)
     with review_flags(), session_scope(cli.engine()) as session:
         campaign = _routing_errors(lambda: create_campaign(session, spec))
-        progress = campaign_progress(session, campaign.id)  # type: ignore[arg-type]
+        progress = campaign_progress(session, stored_id(campaign))
         plan = routing_plan(session, campaign)
     cli.emit(
         {
@@ -186,7 +187,7 @@ def status(
     """Progress per annotator and per unit, with the active time per unit."""
     cli = state(ctx)
     with session_scope(cli.engine()) as session:
-        progress = campaign_progress(session, get_campaign(session, name).id)  # type: ignore[arg-type]
+        progress = campaign_progress(session, stored_id(get_campaign(session, name)))
     lines = [
         f"campaign {progress.campaign} ({progress.protocol}, {progress.status}): "
         f"{progress.units_complete}/{progress.units} units complete "

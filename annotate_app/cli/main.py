@@ -41,6 +41,8 @@ CRITIC_EXTRA_MODULES = frozenset(
 class _ErrorMappingGroup(TyperGroup):
     """Turns exceptions raised by commands into one line on stderr and an exit status."""
 
+    # typer.Context subclasses the click Context that typer vendors privately (typer._click) and
+    # that TyperGroup.invoke declares; typer exports no public name for that base class.
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
@@ -49,7 +51,7 @@ class _ErrorMappingGroup(TyperGroup):
         except typer.TyperException as error:  # usage errors: bad option, missing file...
             usage = getattr(error, "ctx", None)
             hint = f"; see {usage.command_path} --help" if usage is not None else ""
-            message = _one_line_text(error.format_message()).rstrip(".")  # type: ignore[attr-defined]
+            message = _one_line_text(error.format_message()).rstrip(".")
             typer.echo(f"error: {message}{hint}", err=True)
             raise typer.Exit(getattr(error, "exit_code", EXIT_BAD_INPUT)) from None
         except KeyboardInterrupt:

@@ -18,6 +18,7 @@ from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
 from data.storage import DatabaseProblem, session_scope
+from schemas.core import stored_id
 
 PAGE_SIZE = 50
 
@@ -118,7 +119,7 @@ if asked_problem:
     st.error(escape_markdown(asked_problem))
 
 with session_scope(engine) as session:
-    progress = queue.annotator_progress(session, campaign.id, user.id)  # type: ignore[arg-type]
+    progress = queue.annotator_progress(session, stored_id(campaign), user.id)
 fraction = progress.units_complete / progress.units_total if progress.units_total else 0.0
 complete = f"Campaign: {progress.units_complete} of {progress.units_total} units complete"
 st.progress(fraction, text=complete)
@@ -136,10 +137,10 @@ with list_area:
     with session_scope(engine) as session:
         mine = queue.my_annotations(
             session,
-            campaign.id,
+            stored_id(campaign),
             user.id,
             limit=PAGE_SIZE,
-            offset=(page - 1) * PAGE_SIZE,  # type: ignore[arg-type]
+            offset=(page - 1) * PAGE_SIZE,
         )
     if not mine:
         st.info("No answers on this page.")
