@@ -54,7 +54,7 @@ class _Metrics(_Section):
     """Declared fields plus metric values as extra keys (``float | None``)."""
 
     model_config = ConfigDict(frozen=True, extra="allow", use_attribute_docstrings=True)
-    __pydantic_extra__: dict[str, float | None] = Field(init=False)  # type: ignore[assignment]
+    __pydantic_extra__: dict[str, float | None] = Field(init=False)
     _metrics_after: ClassVar[str | None] = None
     """The declared field the metrics follow in the JSON (None: after every declared field)."""
 
