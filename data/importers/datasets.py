@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Table, insert, update
+from sqlalchemy import JSON, Connection, Table, insert, update
 from sqlmodel import Session, select
 
 from data.audit import record_event
@@ -217,13 +217,40 @@ def _write_batch(
         connection.execute(update(_ITEMS).where(_ITEMS.c.id == item_pk).values(**prepared_item.row))
     item_pks = _item_pks(session, dataset.id, [p.plan.item_id for p in prepared])
     if new_responses:
-        connection.execute(
-            insert(_RESPONSES),
-            [{**row, "item_pk": item_pks[item_id]} for item_id, row in new_responses],
+        _insert_responses(
+            connection, [{**row, "item_pk": item_pks[item_id]} for item_id, row in new_responses]
         )
     for row, response_pk in changed_responses:
         connection.execute(update(_RESPONSES).where(_RESPONSES.c.id == response_pk).values(**row))
     state.with_pairs.extend((p.plan, item_pks) for p in prepared if p.plan.pairs)
+
+
+def _insert_responses(connection: Connection, rows: list[dict[str, Any]]) -> None:
+    """Bulk ``INSERT`` of response rows.
+
+    On SQLite the rows go to the driver's ``executemany`` as tuples, the JSON columns serialised
+    as SQLAlchemy's JSON type does (``json.dumps``): its per-row parameter processing was half
+    the CPU time of inserting a million responses. Other databases take the Core ``INSERT``.
+    """
+    if connection.dialect.name != "sqlite":
+        connection.execute(insert(_RESPONSES), rows)
+        return
+    columns = [column for column in _RESPONSES.columns if column.name != "id"]
+    encode = [isinstance(column.type, JSON) for column in columns]
+    statement = (
+        f"INSERT INTO {_RESPONSES.name} ({', '.join(column.name for column in columns)}) "
+        f"VALUES ({', '.join('?' for _ in columns)})"
+    )
+    connection.exec_driver_sql(
+        statement,
+        [
+            tuple(
+                json.dumps(row[column.name]) if as_json else row[column.name]
+                for column, as_json in zip(columns, encode, strict=True)
+            )
+            for row in rows
+        ],
+    )
 
 
 def _prepare(

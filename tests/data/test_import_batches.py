@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 from importing_fixtures import item_record, make_image, snapshot, write_jsonl
+from sqlalchemy import insert, text
 from sqlalchemy.engine import Engine
 from sqlmodel import func, select
 
 from data.importers import InvalidFile, import_jsonl
 from data.importers import datasets as datasets_module
-from data.storage import data_dir, session_scope
+from data.storage import data_dir, make_engine, session_scope, upgrade_database
 from schemas.tables import Dataset, Item, Pair, Response
 
 
@@ -69,3 +70,39 @@ def test_a_bad_line_after_written_batches_leaves_nothing_even_if_the_caller_comm
         [path for path in data_dir().rglob("*") if path.is_file()] if data_dir().exists() else []
     )
     assert stored == []  # no image stored for a refused import
+
+
+def test_the_sqlite_bulk_insert_stores_what_the_core_insert_stores(
+    tmp_path: Path, folder: Path
+) -> None:
+    """Responses go to SQLite's executemany as tuples (JSON serialised by the importer): the
+    stored text is byte for byte what SQLAlchemy's JSON type stores, and reads back the same."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'fast.db'}")
+    upgrade_database(engine)
+    record = item_record(0, image=None)
+    record["responses"][0]["content"] = "naïve “quotes” \u2028 and a tab\t"
+    record["responses"][0]["meta"] = {"b": [1, 2.5, None], "a": {"é": True}}
+    with session_scope(engine) as session:
+        import_jsonl(session, write_jsonl(folder / "fast.jsonl", [record]))
+    with session_scope(engine) as session:
+        stored = session.exec(select(Response).where(Response.response_id == "item-0/m0")).one()
+        assert stored.content == record["responses"][0]["content"]
+        assert stored.meta == record["responses"][0]["meta"]
+        copy = {
+            "response_id": "copy",
+            "item_pk": stored.item_pk,
+            "model": stored.model,
+            "content": stored.content,
+            "meta": stored.meta,
+            "content_sha256": "x",
+        }
+        session.connection().execute(insert(Response.__table__), copy)  # type: ignore[attr-defined]
+    with engine.connect() as connection:
+        raw = {
+            response_id: (content, meta)
+            for response_id, content, meta in connection.execute(
+                text("SELECT response_id, content, meta FROM response")
+            )
+        }
+    engine.dispose()
+    assert raw["item-0/m0"] == raw["copy"]
