@@ -1,42 +1,45 @@
-"""Write validated items into a dataset: check everything first, then insert in bulk.
+"""Write validated items into a dataset: check everything, insert in bulk, all or nothing.
 
-The import runs in two phases inside the caller's transaction. Phase one reads every plan,
-checks every image (Pillow, confinement, size) and compares every id with the database; any
-problem raises :class:`~data.importers.errors.InvalidRecord` before a single row is written.
-Phase two copies the accepted images into the content-addressed store and inserts items,
-responses and pairs with bulk ``INSERT``s. Records already present with the same content are
-skipped, so re-importing a file changes nothing; a changed record is refused unless
-``update=True``.
+The import runs inside a savepoint of the caller's transaction, a batch of plans at a time:
+each batch's plans are checked (records, images: Pillow, confinement, size) and their ids
+compared with the database, then its items and responses are inserted with bulk ``INSERT``s
+(``dataset_rows.py``) while no problem is known. Any problem raises
+:class:`~data.importers.errors.InvalidRecord` at the end and the savepoint takes every batch
+back; the accepted images are copied into the content-addressed store and the pairs inserted
+only when every plan passed. Records already present with the same content are skipped, so
+re-importing a file changes nothing; a changed record is refused unless ``update=True``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, Connection, Table, insert, update
+from sqlalchemy import Table, insert, update
 from sqlmodel import Session, select
 
 from data.audit import record_event
 from data.content import store_image
+from data.importers.dataset_rows import (
+    existing_items,
+    existing_responses,
+    fingerprint,
+    insert_pairs,
+    insert_responses,
+    item_pks,
+)
 from data.importers.errors import InvalidRecord, MissingImages, Problems
 from data.importers.images import ImageChecker
 from data.importers.records import ItemPlan
 from data.storage import engine_data_dir
 from schemas.ids import id_problem
-from schemas.tables import Dataset, Item, Pair, Response
+from schemas.tables import Dataset, Item, Response
 
 _ITEMS: Table = Item.__table__  # type: ignore[attr-defined]
 _RESPONSES: Table = Response.__table__  # type: ignore[attr-defined]
-_PAIRS: Table = Pair.__table__  # type: ignore[attr-defined]
-_LOOKUP_CHUNK = 500
 _BATCH_ROWS = 20_000  # items + responses checked and written at once
-# json.dumps(sort_keys=True, ensure_ascii=False, default=str) without building an encoder per call
-_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ def import_items(
         if state.created and len(state.benchmarks) > 1:
             dataset.benchmark = "generic"
             session.add(dataset)
-        pairs_added = _insert_pairs(session, dataset.id, state.with_pairs)
+        pairs_added = insert_pairs(session, dataset.id, state.with_pairs)
         for image in images.accepted.values():
             store_image(image, data_root or engine_data_dir(session.get_bind()))
     summary = ImportSummary(
@@ -195,7 +198,7 @@ def _write_batch(
     assert dataset is not None and dataset.id is not None
     state.benchmarks.update(p.plan.benchmark for p in prepared)
     if state.existing_items is None:
-        state.existing_items = _existing_items(session, dataset.id)
+        state.existing_items = existing_items(session, dataset.id)
     new_items, changed_items, unchanged_items = _classify_items(
         state.existing_items, dataset, prepared, state.update_changed, problems
     )
@@ -215,42 +218,14 @@ def _write_batch(
         connection.execute(insert(_ITEMS), [{**p.row, "dataset_id": dataset.id} for p in new_items])
     for prepared_item, item_pk in changed_items:
         connection.execute(update(_ITEMS).where(_ITEMS.c.id == item_pk).values(**prepared_item.row))
-    item_pks = _item_pks(session, dataset.id, [p.plan.item_id for p in prepared])
+    pks = item_pks(session, dataset.id, [p.plan.item_id for p in prepared])
     if new_responses:
-        _insert_responses(
-            connection, [{**row, "item_pk": item_pks[item_id]} for item_id, row in new_responses]
+        insert_responses(
+            connection, [{**row, "item_pk": pks[item_id]} for item_id, row in new_responses]
         )
     for row, response_pk in changed_responses:
         connection.execute(update(_RESPONSES).where(_RESPONSES.c.id == response_pk).values(**row))
-    state.with_pairs.extend((p.plan, item_pks) for p in prepared if p.plan.pairs)
-
-
-def _insert_responses(connection: Connection, rows: list[dict[str, Any]]) -> None:
-    """Bulk ``INSERT`` of response rows.
-
-    On SQLite the rows go to the driver's ``executemany`` as tuples, the JSON columns serialised
-    as SQLAlchemy's JSON type does (``json.dumps``): its per-row parameter processing was half
-    the CPU time of inserting a million responses. Other databases take the Core ``INSERT``.
-    """
-    if connection.dialect.name != "sqlite":
-        connection.execute(insert(_RESPONSES), rows)
-        return
-    columns = [column for column in _RESPONSES.columns if column.name != "id"]
-    encode = [isinstance(column.type, JSON) for column in columns]
-    statement = (
-        f"INSERT INTO {_RESPONSES.name} ({', '.join(column.name for column in columns)}) "
-        f"VALUES ({', '.join('?' for _ in columns)})"
-    )
-    connection.exec_driver_sql(
-        statement,
-        [
-            tuple(
-                json.dumps(row[column.name]) if as_json else row[column.name]
-                for column, as_json in zip(columns, encode, strict=True)
-            )
-            for row in rows
-        ],
-    )
+    state.with_pairs.extend((p.plan, pks) for p in prepared if p.plan.pairs)
 
 
 def _prepare(
@@ -297,7 +272,7 @@ def _prepared(
         "reference": images.stored_form(plan.reference, "reference", plan),
         "meta": plan.meta,
     }  # fmt: skip
-    row["content_sha256"] = _fingerprint(row)
+    row["content_sha256"] = fingerprint(row)
     responses = []
     for index, response in enumerate(plan.responses):
         if response.response_id in response_lines:
@@ -310,7 +285,7 @@ def _prepared(
         content = images.stored_form(response.content, f"responses[{index}].content", plan)
         response_row = {"response_id": response.response_id, "model": response.model,
                         "content": content, "meta": response.meta}  # fmt: skip
-        response_row["content_sha256"] = _fingerprint({**response_row, "item": plan.item_id})
+        response_row["content_sha256"] = fingerprint({**response_row, "item": plan.item_id})
         responses.append(response_row)
     return _Prepared(plan, row, responses)
 
@@ -334,14 +309,6 @@ def _dataset(
     session.add(dataset)
     session.flush()
     return dataset, True
-
-
-def _existing_items(session: Session, dataset_id: int) -> dict[str, tuple[int, str]]:
-    """Item id → (primary key, content fingerprint) of the items the dataset already holds."""
-    query = select(_ITEMS.c.item_id, _ITEMS.c.id, _ITEMS.c.content_sha256).where(
-        _ITEMS.c.dataset_id == dataset_id
-    )
-    return {item_id: (pk, sha) for item_id, pk, sha in session.connection().execute(query)}
 
 
 def _classify_items(
@@ -381,7 +348,7 @@ def _classify_responses(
     problems: Problems,
 ) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[dict[str, Any], int]], int]:
     wanted = [(item, row) for item in prepared for row in item.responses]
-    existing = dict(_existing_responses(session, [row["response_id"] for _, row in wanted]))
+    existing = dict(existing_responses(session, [row["response_id"] for _, row in wanted]))
     new, changed, unchanged = [], [], 0
     for item, row in wanted:
         found = existing.get(row["response_id"])
@@ -411,94 +378,3 @@ def _classify_responses(
                 )
             )
     return new, changed, unchanged
-
-
-def _existing_responses(
-    session: Session, response_ids: list[str]
-) -> Iterator[tuple[str, tuple[int, str, int, str]]]:
-    query = select(
-        _RESPONSES.c.response_id, _RESPONSES.c.id, _RESPONSES.c.content_sha256,
-        _ITEMS.c.dataset_id, _ITEMS.c.item_id,
-    ).join(_ITEMS, _ITEMS.c.id == _RESPONSES.c.item_pk)  # fmt: skip
-    for start in range(0, len(response_ids), _LOOKUP_CHUNK):
-        chunk = response_ids[start : start + _LOOKUP_CHUNK]
-        for response_id, pk, sha, dataset_id, item_id in session.connection().execute(
-            query.where(_RESPONSES.c.response_id.in_(chunk))
-        ):
-            yield response_id, (pk, sha, dataset_id, item_id)
-
-
-def _item_pks(session: Session, dataset_id: int, item_ids: list[str]) -> dict[str, int]:
-    query = select(_ITEMS.c.item_id, _ITEMS.c.id).where(_ITEMS.c.dataset_id == dataset_id)
-    pks: dict[str, int] = {}
-    for start in range(0, len(item_ids), _LOOKUP_CHUNK):
-        chunk = item_ids[start : start + _LOOKUP_CHUNK]
-        pks.update(session.connection().execute(query.where(_ITEMS.c.item_id.in_(chunk))).all())
-    return pks
-
-
-def _insert_pairs(
-    session: Session, dataset_id: int, with_pairs: list[tuple[ItemPlan, dict[str, int]]]
-) -> int:
-    """Insert the pairs of the plans in ``with_pairs`` (each with its batch's item keys)."""
-    if not with_pairs:
-        return 0
-    connection = session.connection()
-    response_pks = dict(
-        connection.execute(
-            select(_RESPONSES.c.response_id, _RESPONSES.c.id)
-            .join(_ITEMS, _ITEMS.c.id == _RESPONSES.c.item_pk)
-            .where(_ITEMS.c.dataset_id == dataset_id)
-        ).all()
-    )
-    existing = {
-        (a, b)
-        for a, b in connection.execute(
-            select(_PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk)
-            .join(_ITEMS, _ITEMS.c.id == _PAIRS.c.item_pk)
-            .where(_ITEMS.c.dataset_id == dataset_id)
-        )
-    }
-    rows = []
-    for plan, item_pks in with_pairs:
-        for index, (a, b) in enumerate(plan.pairs):
-            key = (response_pks[a], response_pks[b])
-            if key in existing:
-                continue
-            if key[::-1] in existing:
-                raise plan.error(
-                    f"pairs[{index}]",
-                    f"pair [{a!r}, {b!r}] is already stored in the other order [{b!r}, {a!r}]: "
-                    "keep the stored canonical order",
-                )
-            existing.add(key)
-            rows.append({"item_pk": item_pks[plan.item_id], "response_a_pk": key[0],
-                         "response_b_pk": key[1], "source": "import"})  # fmt: skip
-    if rows:
-        connection.execute(insert(_PAIRS), rows)
-    return len(rows)
-
-
-def _fingerprint(row: dict[str, Any]) -> str:
-    """SHA-256 of a stored record, ignoring where its images were read from (``source``)."""
-    if any(isinstance(value, list) for value in row.values()):
-        row = {key: _without_sources(value) for key, value in row.items()}
-    text = _CANONICAL.encode(row)  # (a text response, the common case, has nothing to drop)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _without_sources(value: Any) -> Any:
-    """CONTENT (or history) without the ``source`` of its image segments; other values as is."""
-    if not isinstance(value, list):
-        return value
-    return [_segment_without_source(part) for part in value]
-
-
-def _segment_without_source(part: Any) -> Any:
-    if not isinstance(part, dict):
-        return part
-    if part.get("type") == "image":
-        return {key: value for key, value in part.items() if key != "source"}
-    if isinstance(part.get("content"), list):  # a history turn
-        return {**part, "content": _without_sources(part["content"])}
-    return part
