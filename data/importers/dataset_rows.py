@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import JSON, Connection, Table, insert
@@ -35,21 +36,19 @@ def insert_responses(connection: Connection, rows: list[dict[str, Any]]) -> None
         connection.execute(insert(_RESPONSES), rows)
         return
     columns = [column for column in _RESPONSES.columns if column.name != "id"]
-    encode = [isinstance(column.type, JSON) for column in columns]
+    as_json = [index for index, column in enumerate(columns) if isinstance(column.type, JSON)]
+    values_of = itemgetter(*(column.name for column in columns))
     statement = (
         f"INSERT INTO {_RESPONSES.name} ({', '.join(column.name for column in columns)}) "
         f"VALUES ({', '.join('?' for _ in columns)})"
     )
-    connection.exec_driver_sql(
-        statement,
-        [
-            tuple(
-                json.dumps(row[column.name]) if as_json else row[column.name]
-                for column, as_json in zip(columns, encode, strict=True)
-            )
-            for row in rows
-        ],
-    )
+    parameters = []
+    for row in rows:
+        values = list(values_of(row))
+        for index in as_json:
+            values[index] = json.dumps(values[index])
+        parameters.append(tuple(values))
+    connection.exec_driver_sql(statement, parameters)
 
 
 def existing_items(session: Session, dataset_id: int) -> dict[str, tuple[int, str]]:
@@ -128,9 +127,11 @@ def insert_pairs(
 
 def fingerprint(row: dict[str, Any]) -> str:
     """SHA-256 of a stored record, ignoring where its images were read from (``source``)."""
-    if any(isinstance(value, list) for value in row.values()):
-        row = {key: _without_sources(value) for key, value in row.items()}
-    text = _CANONICAL.encode(row)  # (a text response, the common case, has nothing to drop)
+    for value in row.values():
+        if isinstance(value, list):  # content or history with segments: drop image sources
+            row = {key: _without_sources(value) for key, value in row.items()}
+            break
+    text = _CANONICAL.encode(row)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
