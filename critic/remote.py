@@ -5,7 +5,9 @@ travel as data URLs. At most ``concurrency`` requests are in flight; 429, 5xx, t
 connection errors are retried with exponential backoff (honouring ``Retry-After``), other errors
 fail that unit only. Every answer is cached in ``JudgeCache`` under (model, template, input hash)
 before its judgement is stored, so a re-run — or another judge name over the same inputs — costs
-nothing. Token usage is stored with each judgement.
+nothing. Token usage is stored with each judgement, and ``meta.latency``: the seconds from sending
+the request that answered to reading its answer (backoff waits and failed attempts not counted);
+an answer from the cache is stored with ``meta.cached: true`` and no latency (the cache keeps none).
 
 The API key is read from the environment variable named by ``api_key_env`` at call time and
 sent only in the ``Authorization`` header; it is never logged, stored or put in an error message.
@@ -44,8 +46,8 @@ from schemas.tables import Judgement
 
 Usage = dict[str, int]
 """Token counts as the endpoint reports them (``prompt_tokens``, ``completion_tokens``...)."""
-Answer = tuple[str, Usage]
-"""An answer's text and its token usage."""
+Answer = tuple[str, Usage, float]
+"""An answer's text, its token usage and the seconds its request took."""
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 JOBS_PER_TRANSACTION_PER_SLOT = 8
 
@@ -195,11 +197,16 @@ def judge_campaign_remote(
             if isinstance(answer, RemoteCallFailed):
                 failed.append(f"{job.unit.unit_key} [{job.shown_order}]: {answer}")
                 continue
-            text, usage = answer
+            text, usage, latency = answer
             new_cache.append((job.prompt.input_sha256, text, usage))
             rows.append(
                 judgement_row(
-                    job, judge=options.judge_name, protocol=protocol, raw_output=text, usage=usage
+                    job,
+                    judge=options.judge_name,
+                    protocol=protocol,
+                    raw_output=text,
+                    usage=usage,
+                    meta={"latency": latency},
                 )
             )
         stored += _write(engine, options, rows, new_cache, statuses, prompt_id=prompt_id)
@@ -278,6 +285,7 @@ class _Runner:
                 await asyncio.sleep(self._delay(attempt, retry_after))
                 retry_after = None
             self.requests += 1
+            sent = time.perf_counter()
             try:
                 response = await client.post(url, json=payload)
             except (httpx.TimeoutException, httpx.TransportError) as error:
@@ -294,12 +302,13 @@ class _Runner:
                     else ""
                 )
                 raise RemoteCallFailed(f"HTTP {response.status_code}{hint}: {response.text[:200]}")
-            return self._answer(response)
+            text, usage = self._answer(response)
+            return text, usage, time.perf_counter() - sent
         raise RemoteCallFailed(
             f"gave up after {self.options.max_retries + 1} attempts ({last_problem})"
         )
 
-    def _answer(self, response: httpx.Response) -> Answer:
+    def _answer(self, response: httpx.Response) -> tuple[str, Usage]:
         try:
             body = response.json()
             text = body["choices"][0]["message"]["content"]

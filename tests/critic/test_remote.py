@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -140,6 +141,7 @@ def test_retries_cache_usage_and_failures(
     campaigns: dict,
     endpoint: tuple[str, FakeEndpoint],
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     url, fake = endpoint
     monkeypatch.setenv("CRITIC_TEST_KEY", KEY)
@@ -169,6 +171,9 @@ def test_retries_cache_usage_and_failures(
     assert by_key["r:item-2/model-x"].parse_status == "unparsed"
     assert by_key["r:item-4/model-y"].parse_status == "out_of_scale"
     assert by_key["r:item-4/model-y"].raw_output == "Final Score: 85"
+    # the server waits 0.02 s before answering; the timed-out first attempt (4 s) is not counted
+    latencies = {row.unit_key: row.meta["latency"] for row in rows}
+    assert all(0.02 <= seconds < 1.5 for seconds in latencies.values()), latencies
     stored_text = json.dumps([r.model_dump(mode="json") for r in rows + cache])
     assert KEY not in stored_text
 
@@ -181,6 +186,23 @@ def test_retries_cache_usage_and_failures(
     third = judge_campaign_remote(engine, "amb", _options(url, judge="gpt-test-again"))
     assert (third.stored, third.cached, third.requests) == (12, 12, 0)  # a re-run costs nothing
     assert sum(fake.requests.values()) == before + 2
+    with session_scope(engine) as session:
+        again = list(session.exec(select(Judgement).where(Judgement.judge == "gpt-test-again")))
+        paid = list(session.exec(select(Judgement).where(Judgement.judge == "gpt-test")))
+    assert all(row.meta["cached"] is True and "latency" not in row.meta for row in again)
+
+    # the audit's time per 1,000 units: 1000 × the mean latency of the paid calls (one per unit)
+    db = engine.url.render_as_string(hide_password=False)
+    out = tmp_path / "audit.json"
+    args = ["--db", db, "calibrate", "--campaign", "amb", "--price-in", "1", "--price-out", "2"]
+    result = runner.invoke(app, [*args, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    costs = {c["judge"]: c for c in json.loads(out.read_text())["judge_audit"]["costs"]}
+    mean = sum(row.meta["latency"] for row in paid) / len(paid)
+    assert costs["gpt-test"]["n_units_time"] == 12
+    assert costs["gpt-test"]["seconds_per_1000"] == pytest.approx(1000 * mean)
+    assert costs["gpt-test"]["cost_per_1000"] == pytest.approx((11 * 1 + 5 * 2) * 1000 / 1e6)
+    assert costs["gpt-test-again"]["seconds_per_1000"] is None  # every call from the cache
 
 
 def test_judge_run_command_reads_the_key_from_the_named_variable(
