@@ -21,7 +21,7 @@ from calibration import CalibrationOptions, CalibrationReport, calibrate, krippe
 from calibration.tables import select_units
 from data.campaign_input import CampaignCalibrationInput, read_calibration_input
 from data.monitor import human_rating_matrices
-from data.storage import session_scope
+from data.storage import read_scope
 from schemas.protocols import Protocol
 
 
@@ -41,8 +41,9 @@ def load_campaign(
     judges: Sequence[str] | None = None,
     protocol: Protocol | None = None,
 ) -> CampaignCalibrationInput:
-    """Read ``campaign`` for calibration in one session (:func:`read_calibration_input`)."""
-    with session_scope(engine) as session:
+    """Read ``campaign`` for calibration in one read-only snapshot (:func:`read_calibration_input`):
+    a large campaign's read neither waits for annotators' submits nor holds them up."""
+    with read_scope(engine) as session:
         return read_calibration_input(session, campaign, judges=judges, protocol=protocol)
 
 
@@ -114,7 +115,7 @@ def task_agreement(engine: Engine, campaign_id: int) -> list[TaskAgreement]:
     Krippendorff (2011), "Computing Krippendorff's alpha-reliability", on the live human labels
     (:func:`data.monitor.human_rating_matrices`).
     """
-    with session_scope(engine) as session:
+    with read_scope(engine) as session:
         matrices = human_rating_matrices(session, campaign_id)
     return [
         TaskAgreement(
