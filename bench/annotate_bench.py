@@ -21,6 +21,8 @@ service p95 ≤ 50 ms, browser p95 ≤ 250 ms. Prints one JSON object.
                                                         # $CRITIQUELAB_TEST_PG_URL)
     python bench/annotate_bench.py --units 20000 --browser-units 0
     python bench/annotate_bench.py --browser-only       # seed, then only the browser run
+    python bench/annotate_bench.py --dashboard-load     # 20 annotators while the calibration
+                                                        # page reads the judged campaign
 
 The campaign is seeded in bulk by ``seed_campaign`` of ``bench/load_test.py`` (rows inserted
 directly, then ``data.campaigns.create_campaign``).
@@ -44,16 +46,18 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from sqlalchemy import text
+from sqlalchemy import insert, select, text
 from sqlalchemy.engine import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_test import percentiles, seed_campaign, throwaway_postgres  # noqa: E402
 from system_binaries import chromium_missing, chromium_path  # noqa: E402
 
+from annotate_app.campaign_calibration import load_campaign  # noqa: E402
 from data import queue  # noqa: E402
 from data.storage import make_engine, session_scope, upgrade_database  # noqa: E402
 from data.users import create_user  # noqa: E402
+from schemas.tables import Judgement, Response, utcnow  # noqa: E402
 
 RATIONALE = "Benchmark rationale: the answer counts the apples correctly, unit {unit}."
 TARGET_SERVICE_P95_MS = 50.0
@@ -157,6 +161,68 @@ def run_service(url: str, units: int, submits: int) -> tuple[Engine, int, dict[s
         p95 = result[run]["submit_plus_next_unit"]["p95_ms"]  # type: ignore[index]
         result[run]["meets_target_p95_50ms"] = p95 <= TARGET_SERVICE_P95_MS  # type: ignore[index]
     return engine, campaign_id, result
+
+
+def _seed_model_judgements(engine: Engine, judges: tuple[str, ...] = ("bench-a", "bench-b")) -> int:
+    """A score from each of ``judges`` for every response (rows inserted directly), so that the
+    calibration page's read of the campaign is as large as a fully judged campaign's."""
+    now = utcnow()
+    with session_scope(engine) as session:
+        responses = session.execute(select(Response.id, Response.response_id)).all()
+        connection = session.connection()
+        rows = [
+            {"judge": judge, "protocol": "alignmmbench", "unit_key": f"r:{response_id}",
+             "response_pk": pk, "score": float(1 + (pk * (j + 3)) % 10), "usage": {}, "meta": {},
+             "created_at": now}
+            for j, judge in enumerate(judges) for pk, response_id in responses
+        ]  # fmt: skip
+        for start in range(0, len(rows), 5000):
+            connection.execute(insert(Judgement), rows[start : start + 5000])
+    return len(rows)
+
+
+def _read_campaign_repeatedly(
+    engine: Engine, campaign_id: int, stop: threading.Event, seconds: list[float]
+) -> None:
+    """What the calibration page does on every open: read the whole campaign, until ``stop``."""
+    while not stop.is_set():
+        start = time.perf_counter()
+        load_campaign(engine, campaign_id)
+        seconds.append(time.perf_counter() - start)
+
+
+def dashboard_contention(
+    engine: Engine, campaign_id: int, annotators: list[int], submits: int
+) -> dict[str, object]:
+    """20 annotators submitting back to back, without and then with the calibration page reading
+    the whole (judged) campaign over and over in the same process; the p95 should stay within
+    2x (reads take no writer turn: :func:`data.storage.read_scope`)."""
+    judgements = _seed_model_judgements(engine)
+    alone = service_latency(engine, campaign_id, annotators[:20], submits)
+    reads: list[float] = []
+    stop = threading.Event()
+    reader = threading.Thread(
+        target=_read_campaign_repeatedly, args=(engine, campaign_id, stop, reads)
+    )
+    reader.start()
+    while not reads and reader.is_alive():  # the first read is done: the reads are under way
+        stop.wait(0.05)
+    loaded = service_latency(engine, campaign_id, annotators[20:40], submits)
+    stop.set()
+    reader.join()
+    ratio = (
+        loaded["submit_plus_next_unit"]["p95_ms"]  # type: ignore[index]
+        / alone["submit_plus_next_unit"]["p95_ms"]  # type: ignore[index]
+    )
+    return {
+        "model_judgements_in_campaign": judgements,
+        "without_dashboard": alone,
+        "with_dashboard_reading": loaded,
+        "dashboard_reads": len(reads),
+        "dashboard_read": percentiles(reads),
+        "p95_ratio": round(ratio, 2),
+        "meets_target_within_2x": ratio <= 2.0,
+    }
 
 
 def _free_port() -> int:
@@ -321,6 +387,11 @@ def main() -> None:
     parser.add_argument(
         "--browser-only", action="store_true", help="seed the campaign, then only the browser run"
     )
+    parser.add_argument(
+        "--dashboard-load",
+        action="store_true",
+        help="only: 20 annotators with and without the calibration page reading the campaign",
+    )
     args = parser.parse_args()
     report: dict[str, object] = {
         "python": sys.version.split()[0],
@@ -331,7 +402,15 @@ def main() -> None:
         db_url = f"sqlite:///{folder}/bench.db"
         data_dir = Path(folder) / "data"
         os.environ["CRITIQUELAB_DATA_DIR"] = str(data_dir)
-        if args.browser_only:
+        if args.dashboard_load:
+            engine = make_engine(db_url)
+            upgrade_database(engine)
+            campaign_id, annotators = seed_campaign(engine, args.units, 42, overlap=3)
+            report["sqlite_dashboard_load"] = dashboard_contention(
+                engine, campaign_id, annotators, args.submits
+            )
+            args.browser_units = 0
+        elif args.browser_only:
             engine = make_engine(db_url)
             upgrade_database(engine)
             seed_campaign(engine, args.units, 42, overlap=3)
