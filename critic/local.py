@@ -13,6 +13,7 @@ and the probabilities are renormalised over the scale.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,14 +53,37 @@ def encode_prompt(
     return EncodedConversation(ids, ids, extra)
 
 
+@dataclass(frozen=True)
+class Generation:
+    """A prompt's answers and what they took."""
+
+    texts: list[str]
+    prompt_tokens: int
+    """Tokens of the prompt (padding not counted)."""
+    completion_tokens: int
+    """Tokens generated over all its answers, up to and including the end-of-sequence token."""
+    latency: float
+    """Wall-clock seconds of its batch (encoding, generation, decoding) divided by the number of
+    prompts in the batch: batched generation has no per-prompt time."""
+
+
 def generate(
     loaded: LoadedModel, prompts: list[JudgePrompt], options: GenerationOptions
 ) -> list[list[str]]:
     """The critic's answers: ``num_samples`` texts per prompt, in the order of ``prompts``."""
+    return [generation.texts for generation in generate_measured(loaded, prompts, options)]
+
+
+def generate_measured(
+    loaded: LoadedModel, prompts: list[JudgePrompt], options: GenerationOptions
+) -> list[Generation]:
+    """:func:`generate` with each prompt's token counts and share of its batch's wall time."""
     collator = CriticCollator(loaded.tokenizer.pad_token_id, padding_side="left")
-    answers: list[list[str]] = []
+    answers: list[Generation] = []
     model = loaded.model.eval()
+    stops = _eos_ids(loaded)
     for start in range(0, len(prompts), options.batch_size):
+        started = time.perf_counter()
         batch = collator(
             [encode_prompt(loaded, p) for p in prompts[start : start + options.batch_size]]
         )
@@ -80,9 +104,38 @@ def generate(
             )
         new_tokens = output[:, batch["input_ids"].shape[1] :]
         texts = loaded.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        for index in range(0, len(texts), options.num_samples):
-            answers.append([text.strip() for text in texts[index : index + options.num_samples]])
+        lengths = [_generated_length(row.tolist(), stops) for row in new_tokens]
+        prompt_lengths = batch["attention_mask"].sum(-1).tolist()
+        share = (time.perf_counter() - started) / len(prompt_lengths)
+        for number, index in enumerate(range(0, len(texts), options.num_samples)):
+            answers.append(
+                Generation(
+                    texts=[text.strip() for text in texts[index : index + options.num_samples]],
+                    prompt_tokens=int(prompt_lengths[number]),
+                    completion_tokens=sum(lengths[index : index + options.num_samples]),
+                    latency=share,
+                )
+            )
     return answers
+
+
+def _eos_ids(loaded: LoadedModel) -> set[int]:
+    """The token ids that end generation (the generation config's, else the tokenizer's)."""
+    config = getattr(loaded.model, "generation_config", None)
+    eos = getattr(config, "eos_token_id", None)
+    if eos is None:
+        eos = loaded.tokenizer.eos_token_id
+    if eos is None:
+        return set()
+    return {int(eos)} if isinstance(eos, int) else {int(token) for token in eos}
+
+
+def _generated_length(tokens: list[int], stops: set[int]) -> int:
+    """Tokens up to and including the first end-of-sequence token (the rest is padding)."""
+    for position, token in enumerate(tokens):
+        if token in stops:
+            return position + 1
+    return len(tokens)
 
 
 def expected_scores(

@@ -12,6 +12,14 @@ probabilities without generating; its own judgements are their argmax.
 
 Judgements are written batch by batch, each batch in its own transaction, so an
 interrupted run keeps every finished batch and nothing half-written.
+
+Each judgement of a generating critic stores ``usage.prompt_tokens`` (the prompt's tokens) and
+``usage.completion_tokens`` (tokens generated, up to the end-of-sequence token), and
+``meta.latency``: its generation batch's wall time divided by the batch size (batched generation
+has no per-prompt time), plus its share (wall time / prompts) of the chunk's extra forward
+passes for ``--expected-score`` / ``--preference-probs``. A head critic stores the prompt's tokens,
+no completion tokens, and the chunk's feature-and-head time divided by its prompts. The
+``-probs`` / ``-debiased`` read-outs record neither.
 """
 
 from __future__ import annotations
@@ -27,7 +35,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from critic.judging import JudgeJob, judgement_row, plan_jobs, skipped_row
-from critic.local import GenerationOptions, expected_scores, generate, verdict_probabilities
+from critic.local import (
+    GenerationOptions,
+    expected_scores,
+    generate_measured,
+    verdict_probabilities,
+)
 from critic.modeling import LoadedModel
 from critic.prompts import (
     SHOWN_VERDICTS,
@@ -198,7 +211,8 @@ def _judge_chunk(
         num_samples=1,
         batch_size=options.generation.batch_size,
     )
-    outputs = [answers[0] for answers in generate(critic, prompts, generation)]
+    generations = generate_measured(critic, prompts, generation)
+    extra_started = time.perf_counter()
     expected: list[float | None] = [None] * len(chunk)
     if options.expected_score:
         expected = list(
@@ -220,16 +234,21 @@ def _judge_chunk(
             batch_size=options.generation.batch_size,
         )
         probs = [_canonical(p, job.shown_order) for p, job in zip(shown, chunk, strict=True)]
+    extra = (time.perf_counter() - extra_started) / len(chunk)
     rows = [
         judgement_row(
             job,
             judge=options.judge_name,
             protocol=protocol,
-            raw_output=output,
+            raw_output=made.texts[0],
             expected_score=value,
-            meta={"probs": p} if p else None,
+            usage={
+                "prompt_tokens": made.prompt_tokens,
+                "completion_tokens": made.completion_tokens,
+            },
+            meta={"latency": made.latency + extra, **({"probs": p} if p else {})},
         )
-        for job, output, value, p in zip(chunk, outputs, expected, probs, strict=True)
+        for job, made, value, p in zip(chunk, generations, expected, probs, strict=True)
     ]
     return rows + [
         judgement_row(
@@ -253,17 +272,25 @@ def _head_rows(
 ) -> list[Judgement]:
     """A head critic: class probabilities of each prompt; the verdict (or score) is the argmax,
     written in the template's answer format so that it parses like a generated one."""
+    from critic.collate import render_prompt
     from critic.head import prompt_features
 
     head = critic.head
+    started = time.perf_counter()
     features = prompt_features(
         critic,
         [job.prompt.messages for job in chunk],
         options.generation.batch_size,
         layers=(head.layer,),
     )[head.layer]
+    probabilities = head.probabilities(features)
+    latency = (time.perf_counter() - started) / len(chunk)
     rows = []
-    for job, row in zip(chunk, head.probabilities(features), strict=True):
+    for job, row in zip(chunk, probabilities, strict=True):
+        # the tokens prompt_features reads; a head generates none
+        text = render_prompt(critic.tokenizer, job.prompt.messages)
+        prompt_tokens = len(critic.tokenizer(text, add_special_tokens=False)["input_ids"])
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 0}
         shown = dict(zip(head.classes, map(float, row), strict=True))
         if protocol.is_pointwise:
             best = max(shown, key=shown.__getitem__)
@@ -276,7 +303,8 @@ def _head_rows(
                     protocol=protocol,
                     raw_output=raw,
                     expected_score=expected,
-                    meta={"probs": shown},
+                    usage=usage,
+                    meta={"probs": shown, "latency": latency},
                 )
             )
         else:
@@ -287,7 +315,8 @@ def _head_rows(
                     judge=options.judge_name,
                     protocol=protocol,
                     raw_output=_verdict_text(canonical, job.shown_order),
-                    meta={"probs": canonical},
+                    usage=usage,
+                    meta={"probs": canonical, "latency": latency},
                 )
             )
     return rows

@@ -17,7 +17,13 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from critic.judging import plan_jobs
-from critic.local import GenerationOptions, encode_prompt, expected_scores, generate
+from critic.local import (
+    GenerationOptions,
+    encode_prompt,
+    expected_scores,
+    generate,
+    generate_measured,
+)
 from critic.modeling import load_critic
 from critic.parsing import parse_judgement
 from critic.prompts import load_template
@@ -91,6 +97,28 @@ def test_batched_generation_matches_one_at_a_time(
     assert [len(answers) for answers in sampled] == [3, 3]
 
 
+def test_generation_records_tokens_and_batch_time(
+    engine: Engine, campaigns: dict, tiny_llama: Path, tmp_path: Path
+) -> None:
+    critic = load_critic(tiny_llama)
+    prompts = _prompts(engine, load_template(write_short_template(tmp_path)))[:5]
+    measured = generate_measured(critic, prompts, GenerationOptions(max_new_tokens=8, batch_size=5))
+    assert [m.texts for m in measured] == generate(
+        critic, prompts, GenerationOptions(max_new_tokens=8, batch_size=1)
+    )
+    for prompt, made in zip(prompts, measured, strict=True):
+        ids = encode_prompt(critic, prompt).input_ids
+        alone = critic.model.generate(  # one prompt, no padding: its new tokens are the answer
+            torch.tensor([ids]),
+            max_new_tokens=8,
+            do_sample=False,
+            pad_token_id=critic.tokenizer.pad_token_id,
+        )
+        assert made.prompt_tokens == len(ids)
+        assert made.completion_tokens == alone.shape[1] - len(ids)
+    assert len({m.latency for m in measured}) == 1 and measured[0].latency > 0  # one batch
+
+
 def test_expected_score_equals_separate_teacher_forced_passes(
     engine: Engine, campaigns: dict, tiny_llama: Path, tmp_path: Path
 ) -> None:
@@ -156,7 +184,9 @@ def test_vision_critic_sees_the_images(
         )
 
 
-def test_critic_score_command(engine: Engine, campaigns: dict, tiny_llama: Path) -> None:
+def test_critic_score_command(
+    engine: Engine, campaigns: dict, tiny_llama: Path, tmp_path: Path
+) -> None:
     url = engine.url.render_as_string(hide_password=False)
     args = [
         "--db",
@@ -178,6 +208,29 @@ def test_critic_score_command(engine: Engine, campaigns: dict, tiny_llama: Path)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["stored"] == 12 and summary["prompt_id"] == "pairwise-en-text@1"
+    rows = _judgements(engine, "cli")
+    assert all(
+        row.usage["prompt_tokens"] > 0
+        and 0 < row.usage["completion_tokens"] <= 4
+        and row.meta["latency"] > 0
+        for row in rows
+    )
+    # the audit's time per 1,000 units: both shown orders of a pair are one unit's calls
+    out = tmp_path / "audit.json"
+    args = ["--db", url, "calibrate", "--campaign", "pairs", "--price-in", "1", "--price-out", "2"]
+    audit = runner.invoke(app, [*args, "--json", str(out)])
+    assert audit.exit_code == 0, audit.output
+    costs = {c["judge"]: c for c in json.loads(out.read_text())["judge_audit"]["costs"]}
+    per_unit: dict[str, list[float]] = {}
+    for row in rows:
+        per_unit.setdefault(row.unit_key, [0.0, 0.0])
+        per_unit[row.unit_key][0] += row.meta["latency"]
+        per_unit[row.unit_key][1] += row.usage["prompt_tokens"]
+    assert costs["cli"]["n_units_time"] == costs["cli"]["n_units_tokens"] == len(per_unit) == 6
+    seconds = [total[0] for total in per_unit.values()]
+    assert costs["cli"]["seconds_per_1000"] == pytest.approx(1000 * sum(seconds) / 6)
+    tokens = [total[1] for total in per_unit.values()]
+    assert costs["cli"]["input_tokens_per_1000"] == pytest.approx(1000 * sum(tokens) / 6)
     missing = runner.invoke(
         app,
         [
@@ -206,4 +259,7 @@ def test_mmie_follows_the_released_judge_image_limits(engine: Engine, tiny_llava
     skipped = rows["r:PBL-2/m"]
     assert skipped.parse_status == "skipped" and skipped.raw_output == "" and skipped.score is None
     assert "more than 4" in skipped.meta["skipped"]
-    assert rows["r:PBL-1/m"].meta == {"truncated": True} and rows["r:PBL-0/m"].meta == {}
+    assert rows["r:PBL-1/m"].meta.keys() == {"truncated", "latency"}
+    assert rows["r:PBL-1/m"].meta["truncated"] is True and rows["r:PBL-0/m"].meta.keys() == {
+        "latency"
+    }
