@@ -4,18 +4,29 @@ A *job* is one call to a judge: a unit, the order its responses are shown in (pa
 canonical, ``BA`` swapped, both when asked), a sample number, and the rendered prompt. Jobs whose
 ``(unit_key, shown_order, sample)`` the same judge already answered with the same template are
 left out, so an interrupted run picks up where it stopped.
+
+:func:`run_jobs` is the loop both share (prepare → ask → parse → store): units the judge does not
+see are stored as ``skipped``, the rest go to the judge's ``ask`` chunk by chunk, and each
+chunk's judgements are stored in one transaction, so an interrupted run keeps every finished
+chunk and nothing half-written. ``critic score`` asks a local model in batches, ``judge run`` an
+endpoint with concurrent requests; each adds only its own extras (probability read-outs, cache).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
 from critic.parsing import parse_judgement
 from critic.prompts import JudgePrompt, PromptTemplate, build_prompt
-from data.critic_io import CampaignUnit
+from data.critic_io import CampaignUnit, store_judgements
+from data.storage import session_scope
 from schemas.protocols import Protocol, to_canonical
 from schemas.tables import Judgement
 
@@ -127,3 +138,66 @@ def _row(job: JudgeJob, *, judge: str, protocol: Protocol, **values: Any) -> Jud
         input_sha256=job.prompt.input_sha256,
         **values,
     )
+
+
+@dataclass
+class Answered:
+    """What a judge's ``ask`` made of one chunk of jobs."""
+
+    rows: list[Judgement]
+    """The judge's parsed judgements (jobs that failed for good are left out)."""
+    derived: list[Judgement] = field(default_factory=list)
+    """Judgements of other judge names read off the same calls (``<judge>-probs``)."""
+    write: Callable[[Session], None] | None = None
+    """Also written in the chunk's transaction, before the rows (the remote cache)."""
+
+
+@dataclass
+class RunTally:
+    """What :func:`run_jobs` stored."""
+
+    stored: int = 0
+    """The judge's judgements added (skipped units included)."""
+    statuses: Counter[str] = field(default_factory=Counter)
+    """Parse status → count over the judge's judgements stored."""
+    derived: Counter[str] = field(default_factory=Counter)
+    """Other judge name → judgements added."""
+
+
+def run_jobs(
+    engine: Engine,
+    jobs: list[JudgeJob],
+    ask: Callable[[list[JudgeJob]], Answered],
+    *,
+    judge: str,
+    protocol: Protocol,
+    chunk_size: int,
+    progress: Callable[[int], None] = lambda _n: None,
+) -> RunTally:
+    """Store ``jobs`` judged: skipped ones at once, the rest through ``ask`` in chunks of
+    ``chunk_size`` (in the order given), one transaction per chunk (module docstring)."""
+    tally = RunTally()
+    skipped = [
+        skipped_row(job, judge=judge, protocol=protocol) for job in jobs if job.prompt.skipped
+    ]
+    _store(engine, Answered(skipped), tally)
+    progress(len(skipped))
+    runnable = [job for job in jobs if not job.prompt.skipped]
+    for start in range(0, len(runnable), chunk_size):
+        chunk = runnable[start : start + chunk_size]
+        _store(engine, ask(chunk), tally)
+        progress(len(chunk))
+    return tally
+
+
+def _store(engine: Engine, answered: Answered, tally: RunTally) -> None:
+    if not (answered.rows or answered.derived or answered.write):
+        return
+    with session_scope(engine) as session:
+        if answered.write is not None:
+            answered.write(session)
+        tally.stored += store_judgements(session, answered.rows)
+        for name in dict.fromkeys(row.judge for row in answered.derived):
+            rows = [row for row in answered.derived if row.judge == name]
+            tally.derived[name] += store_judgements(session, rows)
+    tally.statuses.update(row.parse_status for row in answered.rows)

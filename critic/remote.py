@@ -29,8 +29,9 @@ from typing import Any
 
 import httpx
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-from critic.judging import JudgeJob, judgement_row, plan_jobs, skipped_row
+from critic.judging import Answered, JudgeJob, judgement_row, plan_jobs, run_jobs
 from critic.prompts import JudgePrompt, PromptTemplate, builtin_template
 from data.critic_io import (
     cached_outputs,
@@ -39,10 +40,8 @@ from data.critic_io import (
     image_resolver,
     judged_keys,
     store_cached_output,
-    store_judgements,
 )
 from data.storage import session_scope
-from schemas.tables import Judgement
 
 Usage = dict[str, int]
 """Token counts as the endpoint reports them (``prompt_tokens``, ``completion_tokens``...)."""
@@ -154,23 +153,12 @@ def judge_campaign_remote(
         done=done,
     )
     planned = len(units) * (2 if options.both_orders and not protocol.is_pointwise else 1)
-    statuses: Counter[str] = Counter()
-    skipped = [job for job in jobs if job.prompt.skipped]
-    stored = _write(
-        engine,
-        options,
-        [skipped_row(j, judge=options.judge_name, protocol=protocol) for j in skipped],
-        [],
-        statuses,
-    )
-    progress(len(skipped))
     runner = _Runner(options)
-    cached = 0
+    cached: list[JudgeJob] = []
     failed: list[str] = []
-    runnable = [job for job in jobs if not job.prompt.skipped]
-    step = options.concurrency * JOBS_PER_TRANSACTION_PER_SLOT
-    for start in range(0, len(runnable), step):
-        chunk = runnable[start : start + step]
+
+    def ask(chunk: list[JudgeJob]) -> Answered:
+        """Cached answers first, then the misses as concurrent requests."""
         with session_scope(engine) as session:
             hits = cached_outputs(
                 session, options.model, prompt_id, [j.prompt.input_sha256 for j in chunk]
@@ -181,7 +169,7 @@ def judge_campaign_remote(
         for job in chunk:
             if job.prompt.input_sha256 in hits:
                 entry = hits[job.prompt.input_sha256]
-                cached += 1
+                cached.append(job)
                 rows.append(
                     judgement_row(
                         job,
@@ -209,39 +197,35 @@ def judge_campaign_remote(
                     meta={"latency": latency},
                 )
             )
-        stored += _write(engine, options, rows, new_cache, statuses, prompt_id=prompt_id)
-        progress(len(chunk))
+
+        def write(session: Session) -> None:
+            for input_sha256, text, usage in new_cache:
+                store_cached_output(session, options.model, prompt_id, input_sha256, text, usage)
+
+        return Answered(rows, write=write if new_cache else None)
+
+    tally = run_jobs(
+        engine,
+        jobs,
+        ask,
+        judge=options.judge_name,
+        protocol=protocol,
+        chunk_size=options.concurrency * JOBS_PER_TRANSACTION_PER_SLOT,
+        progress=progress,
+    )
     return RemoteSummary(
         judge=options.judge_name,
         prompt_id=prompt_id,
         units=len(units),
         already_judged=planned - len(jobs),
-        stored=stored,
-        cached=cached,
+        stored=tally.stored,
+        cached=len(cached),
         requests=runner.requests,
         failed=failed,
-        statuses=dict(statuses),
+        statuses=dict(tally.statuses),
         usage=dict(runner.usage),
         seconds=time.perf_counter() - started,
     )
-
-
-def _write(
-    engine: Engine,
-    options: RemoteOptions,
-    rows: list[Judgement],
-    new_cache: list[tuple[str, str, Usage]],
-    statuses: Counter[str],
-    prompt_id: str = "",
-) -> int:
-    if not rows and not new_cache:
-        return 0
-    with session_scope(engine) as session:
-        for input_sha256, text, usage in new_cache:
-            store_cached_output(session, options.model, prompt_id, input_sha256, text, usage)
-        added = store_judgements(session, rows)
-    statuses.update(row.parse_status for row in rows)
-    return added
 
 
 class _Runner:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from critic.judging import JudgeJob, judgement_row, plan_jobs, skipped_row
+from critic.judging import Answered, JudgeJob, judgement_row, plan_jobs, run_jobs
 from critic.local import (
     GenerationOptions,
     expected_scores,
@@ -156,40 +155,31 @@ def score_campaign(
     if options.limit is not None:
         keep = set(list(dict.fromkeys(job.unit.unit_key for job in jobs))[: options.limit])
         jobs = [job for job in jobs if job.unit.unit_key in keep]
-    statuses: Counter[str] = Counter()
-    skipped = [
-        skipped_row(job, judge=options.judge_name, protocol=protocol)
-        for job in jobs
-        if job.prompt.skipped
-    ]
-    runnable = sorted((job for job in jobs if not job.prompt.skipped), key=_prompt_size)
-    stored = _store(engine, skipped, statuses)
-    progress(len(skipped))
-    derived: Counter[str] = Counter()
-    chunk_size = options.generation.batch_size * COMMIT_EVERY_BATCHES
-    for start in range(0, len(runnable), chunk_size):
-        chunk = runnable[start : start + chunk_size]
-        rows = _judge_chunk(critic, chunk, template, protocol, options)
-        main = [row for row in rows if row.judge == options.judge_name]
-        stored += _store(engine, main, statuses)
-        derived[options.judge_name + PROBS_SUFFIX] += _store(engine, rows[len(main) :], Counter())
-        progress(len(chunk))
+    tally = run_jobs(
+        engine,
+        sorted(jobs, key=_prompt_size),
+        lambda chunk: _judge_chunk(critic, chunk, template, protocol, options),
+        judge=options.judge_name,
+        protocol=protocol,
+        chunk_size=options.generation.batch_size * COMMIT_EVERY_BATCHES,
+        progress=progress,
+    )
     gives_probs = options.preference_probs or critic.head is not None
     if options.both_orders and gives_probs and not protocol.is_pointwise:
         name = options.judge_name + DEBIASED_SUFFIX
         with session_scope(engine) as session:
             rows = _debiased_rows(session, options.judge_name, name, prompt_id, protocol)
-        derived[name] += _store(engine, rows, Counter())
+            tally.derived[name] += store_judgements(session, rows)
     return ScoreSummary(
         judge=options.judge_name,
         prompt_id=prompt_id,
         units=len(units),
         already_judged=already_judged,
-        stored=stored,
-        statuses=dict(statuses),
+        stored=tally.stored,
+        statuses=dict(tally.statuses),
         seconds=time.perf_counter() - started,
         trained_prompt_id=critic.info.get("prompt_id"),
-        derived={name: count for name, count in derived.items() if count},
+        derived={name: count for name, count in tally.derived.items() if count},
     )
 
 
@@ -199,11 +189,11 @@ def _judge_chunk(
     template: PromptTemplate,
     protocol: Protocol,
     options: ScoreOptions,
-) -> list[Judgement]:
-    """The chunk's judgements of ``options.judge_name``, then those of ``<judge>-probs``."""
+) -> Answered:
+    """The chunk's judgements of ``options.judge_name``; those of ``<judge>-probs`` derived."""
     prompts = [job.prompt for job in chunk]
     if critic.head is not None:
-        return _head_rows(critic, chunk, template, protocol, options)
+        return Answered(_head_rows(critic, chunk, template, protocol, options))
     generation = GenerationOptions(
         max_new_tokens=options.generation.max_new_tokens,
         do_sample=options.generation.do_sample,
@@ -250,7 +240,7 @@ def _judge_chunk(
         )
         for job, made, value, p in zip(chunk, generations, expected, probs, strict=True)
     ]
-    return rows + [
+    derived = [
         judgement_row(
             job,
             judge=options.judge_name + PROBS_SUFFIX,
@@ -261,6 +251,7 @@ def _judge_chunk(
         for job, p in zip(chunk, probs, strict=True)
         if p
     ]
+    return Answered(rows, derived)
 
 
 def _head_rows(
@@ -407,14 +398,8 @@ def split_unit_keys(path: Path, split: str) -> frozenset[str]:
     return keys
 
 
-def _store(engine: Engine, rows: list[Judgement], statuses: Counter[str]) -> int:
-    if not rows:
-        return 0
-    with session_scope(engine) as session:
-        added = store_judgements(session, rows)
-    statuses.update(row.parse_status for row in rows)
-    return added
-
-
 def _prompt_size(job: JudgeJob) -> int:
+    """Sort key: similar lengths share a batch (little padding); skipped jobs keep plan order."""
+    if job.prompt.skipped:
+        return 0
     return sum(len(str(message["content"])) for message in job.prompt.messages)
