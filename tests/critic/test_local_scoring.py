@@ -16,7 +16,7 @@ from sqlmodel import select
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
-from critic.judging import plan_jobs
+from critic.judging import Answered, judgement_row, plan_jobs, run_jobs
 from critic.local import (
     GenerationOptions,
     encode_prompt,
@@ -26,7 +26,7 @@ from critic.local import (
 )
 from critic.modeling import load_critic
 from critic.parsing import parse_judgement
-from critic.prompts import load_template
+from critic.prompts import builtin_template, load_template
 from critic.score import ScoreOptions, score_campaign
 from data.critic_io import campaign_info, campaign_units, image_resolver
 from data.storage import session_scope
@@ -263,3 +263,28 @@ def test_mmie_follows_the_released_judge_image_limits(engine: Engine, tiny_llava
     assert rows["r:PBL-1/m"].meta["truncated"] is True and rows["r:PBL-0/m"].meta.keys() == {
         "latency"
     }
+
+
+def test_runner_keeps_finished_chunks_when_ask_fails(engine: Engine, campaigns: dict) -> None:
+    with session_scope(engine) as session:
+        info = campaign_info(session, "amb")
+        units = campaign_units(session, info.id)
+    template = builtin_template("alignmmbench", "en")
+    jobs = plan_jobs(
+        units, info.protocol, template, vision=False, resolve_image=image_resolver(engine)
+    )
+    asked: list[int] = []
+
+    def ask(chunk):  # type: ignore[no-untyped-def]
+        asked.append(len(chunk))
+        if len(asked) == 3:
+            raise RuntimeError("the judge went away")
+        rows = [
+            judgement_row(job, judge="j", protocol=info.protocol, raw_output='{"Rating": 4}')
+            for job in chunk
+        ]
+        return Answered(rows)
+
+    with pytest.raises(RuntimeError, match="went away"):
+        run_jobs(engine, jobs, ask, judge="j", protocol=info.protocol, chunk_size=5)
+    assert asked == [5, 5, 2] and len(_judgements(engine, "j")) == 10  # two whole chunks
