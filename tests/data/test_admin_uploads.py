@@ -110,7 +110,9 @@ def test_not_a_zip_is_a_clear_error(tmp_path: Path):
 def test_the_zip_must_hold_exactly_one_dataset_file(tmp_path: Path):
     files = extract_zip(_zip({"a.jsonl": b"", "b/b.jsonl": b"", "__MACOSX/c.jsonl": b""}), tmp_path)
     with pytest.raises(
-        UnsafeUpload, match=r"exactly one \.jsonl dataset file \(found: a.jsonl, b/b.jsonl\)"
+        UnsafeUpload,
+        match=r"exactly one dataset file, \.jsonl, \.csv or \.parquet "
+        r"\(found: a.jsonl, b/b.jsonl\)",
     ):
         find_dataset_file(files, tmp_path)
 
@@ -201,7 +203,12 @@ def test_a_zip_upload_brings_its_images_into_the_store(engine, admin, tmp_path):
         ("notjson.jsonl", b'{"item_id": \n', UploadRejected, r"^notjson\.jsonl:1: not valid JSON"),
         ("set.zip", "missing-image", UploadRejected, r"^data\.jsonl:1: `question\[0\]\.image`"),
         ("evil.zip", "slip", UnsafeUpload, "points outside the archive"),
-        ("data.csv", b"a,b", UnsafeUpload, "neither .jsonl nor .zip"),
+        (
+            "data.txt",
+            b"a,b",
+            UnsafeUpload,
+            r"'data\.txt' is not \.jsonl, \.csv, \.parquet or \.zip",
+        ),
     ],
 )
 def test_a_bad_upload_names_the_line_and_changes_nothing(engine, admin, name, data, error, message):
