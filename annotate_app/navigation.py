@@ -43,9 +43,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("pages/annotate.py", "Annotate", ":material/edit_note:", ALL_ROLES, "Work"),
     PageSpec("pages/my_work.py", "My work", ":material/history:", ALL_ROLES, "Work"),
     PageSpec("pages/review_adjudicate.py", "Adjudicate", ":material/gavel:", STAFF, "Review"),
-    PageSpec(
-        "pages/review_disagreements.py", "Disagreements", ":material/rule:", STAFF, "Review"
-    ),
+    PageSpec("pages/review_disagreements.py", "Disagreements", ":material/rule:", STAFF, "Review"),
     PageSpec("pages/review_flags.py", "Flags", ":material/flag:", STAFF, "Review"),
     PageSpec(
         "pages/calibration_dashboard.py", "Calibration", ":material/insights:", STAFF, "Review"
