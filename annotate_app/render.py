@@ -19,7 +19,12 @@ import streamlit as st
 from annotate_app.text import escape_markdown, safe_markdown
 from data.content import ContentError, resolve_image
 from data.queue import ResponseView, UnitView
-from schemas.protocols import ALIGNMMBENCH_TASK_GUIDANCE, MMIE_CRITERIA, MMIE_JUDGE_MAX_IMAGES
+from schemas.protocols import (
+    ALIGNMMBENCH_TASK_GUIDANCE,
+    MMIE_CRITERIA,
+    MMIE_JUDGE_MAX_IMAGES,
+    Protocol,
+)
 
 
 @dataclass(frozen=True)
@@ -109,20 +114,25 @@ def render_unit(view: UnitView) -> None:
             render_content(view.reference)
 
 
+def render_bands(protocol: Protocol) -> None:
+    """The scale's bands, each with its range (and percent on a percent scale) and description."""
+    lines = []
+    for band in protocol.bands:
+        label = band.label()
+        if protocol.percent:
+            low, high = protocol.percent_of(band.low), protocol.percent_of(band.high)
+            label += f" ({low:.0f}%)" if band.low == band.high else f" ({low:.0f}–{high:.0f}%)"
+        lines.append(f"- **{label}**: {escape_markdown(band.description)}")
+    st.markdown("\n".join(lines))
+
+
 def render_rubric(view: UnitView, *, bands: bool = True) -> None:
     """The scale with each band's description (``bands=False``: the answer panel shows them),
     what each pairwise choice means, the task guidance and the campaign's own notes."""
     protocol = view.protocol
     st.markdown(f"**{escape_markdown(protocol.title)}**")
     if protocol.bands and bands:
-        lines = []
-        for band in protocol.bands:
-            label = band.label()
-            if protocol.percent:
-                low, high = protocol.percent_of(band.low), protocol.percent_of(band.high)
-                label += f" ({low:.0f}%)" if band.low == band.high else f" ({low:.0f}–{high:.0f}%)"
-            lines.append(f"- **{label}**: {escape_markdown(band.description)}")
-        st.markdown("\n".join(lines))
+        render_bands(protocol)
     if protocol.choice_guide and bands:
         names = {"A": "A is better", "B": "B is better", "tie": "Tie"}
         st.markdown(

@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 
 from data.campaigns import campaign_protocol, get_campaign
 from data.content import resolve_image
+from data.frames import item_content
 from data.judgements import insert_judgements
 from data.storage import engine_data_dir
 from schemas.core import core_table, stored_id
@@ -111,7 +112,7 @@ def campaign_units(session: Session, campaign_id: int) -> list[CampaignUnit]:
     responses = {
         pk: _response_content(row) for pk, row in _by_id(session, Response, response_pks).items()
     }
-    item_contents = {pk: _item_content(row) for pk, row in items.items()}
+    item_contents = {pk: item_content(row) for pk, row in items.items()}
     result = []
     for unit in units:
         chosen: tuple[ResponseContent, ...]
@@ -231,19 +232,6 @@ def _by_id(session: Session, table: type[_Row], ids: set[int]) -> dict[int, _Row
         return {}
     rows = session.exec(select(table).where(col(table.id).in_(sorted(ids)))).all()
     return {stored_id(row): row for row in rows}
-
-
-def _item_content(item: Item) -> ItemContent:
-    return ItemContent(
-        item_id=item.item_id,
-        benchmark=item.benchmark,
-        task=item.task,
-        category=item.category,
-        group=item.group,
-        history=list(item.history or []),
-        question=item.question,
-        reference=item.reference,
-    )
 
 
 def _response_content(response: Response) -> ResponseContent:

@@ -7,7 +7,7 @@ import streamlit as st
 
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
-from annotate_app.render import render_content, render_history, safe_markdown
+from annotate_app.render import render_bands, render_content, render_history, safe_markdown
 from annotate_app.text import escape_markdown
 from data.adjudication import (
     AdjudicationError,
@@ -44,14 +44,7 @@ def _rubric(protocol: Protocol) -> None:
     """The protocol's scale with each band's description, and its criteria."""
     st.markdown(f"**{escape_markdown(protocol.title)}**")
     if protocol.bands:
-        lines = []
-        for band in protocol.bands:
-            label = band.label()
-            if protocol.percent:
-                low, high = protocol.percent_of(band.low), protocol.percent_of(band.high)
-                label += f" ({low:.0f}%)" if band.low == band.high else f" ({low:.0f}–{high:.0f}%)"
-            lines.append(f"- **{label}**: {escape_markdown(band.description)}")
-        st.markdown("\n".join(lines))
+        render_bands(protocol)
     for criterion in protocol.criteria:
         st.caption(escape_markdown(criterion))
 
