@@ -381,12 +381,16 @@ def test_a_second_tab_answering_the_same_unit_is_stored_as_a_revision(
     expect(second.get_by_test_id("cl-rationale")).to_be_visible()
     unit = _unit(page)
     assert _unit(second) == unit  # the same lease in both tabs
+    # The second tab's answer is typed (and its draft saved) while the unit is still leased;
+    # a rerun of that tab after the first tab's submit would show the annotator's next lease.
+    second.locator("body").press("9")
+    second.keyboard.type("SECOND-TAB " + RATIONALE)
+    _saved_draft(seeded, "tab-user", "SECOND-TAB " + RATIONALE)
+    expect(second.get_by_test_id("cl-rationale")).to_have_value("SECOND-TAB " + RATIONALE)
     page.locator("body").press("4")
     page.keyboard.type("FIRST-TAB " + RATIONALE)
     page.keyboard.press("Control+Enter")
     _wait_next_unit(page, unit)
-    second.locator("body").press("9")
-    second.keyboard.type("SECOND-TAB " + RATIONALE)
     second.keyboard.press("Control+Enter")
     expect(second.get_by_text("This answer is saved as revision 2")).to_be_visible()
     second.screenshot(path=str(seeded.log_path.parent / "annotate-second-tab.png"))
