@@ -7,8 +7,9 @@ from pathlib import Path
 import typer
 
 from annotate_app.cli.context import state
+from annotate_app.cli.imports import PROTOCOL_OPTION, SCALE_OPTION
 from data.importers.annotations import import_annotations
-from data.importers.sources import count_lines, file_kind
+from data.importers.sources import progress_total
 from data.storage import session_scope
 from schemas.protocols import parse_scale
 
@@ -27,17 +28,12 @@ def annotations_import(
     dataset: str = typer.Option(
         None, "--dataset", help="The dataset the units must belong to (default: theirs)."
     ),
-    protocol: str = typer.Option(
-        None,
-        "--protocol",
-        help="Use this protocol for every line (alignmmbench|mmie|pairwise|score).",
-    ),
-    scale: str = typer.Option(None, "--scale", help="Scale of --protocol score: MIN:MAX[:STEP]."),
+    protocol: str = PROTOCOL_OPTION,
+    scale: str = SCALE_OPTION,
 ) -> None:
     """Import labels made elsewhere as a closed campaign with one external account per annotator."""
     cli = state(ctx)
-    total = count_lines(file) if file_kind(file) == "jsonl" else None
-    progress = cli.progress(f"checking {file.name}", total=total)
+    progress = cli.progress(f"checking {file.name}", total=progress_total(file))
     with progress as advance, session_scope(cli.engine()) as session:
         summary = import_annotations(
             session,

@@ -13,7 +13,7 @@ import typer
 
 from annotate_app.cli.context import state
 from data.importers import import_alignmmbench, import_jsonl, import_judgements, import_mmie
-from data.importers.sources import count_lines, file_kind
+from data.importers.sources import count_lines, progress_total
 from data.storage import session_scope
 from schemas.protocols import parse_scale
 
@@ -31,6 +31,10 @@ _IMAGES_ROOT = typer.Option(
 _ALLOW_MISSING = typer.Option(
     False, "--allow-missing-images", help="Import items whose image files are missing (text only)."
 )
+PROTOCOL_OPTION = typer.Option(
+    None, "--protocol", help="Use this protocol for every line (alignmmbench|mmie|pairwise|score)."
+)
+SCALE_OPTION = typer.Option(None, "--scale", help="Scale of --protocol score: MIN:MAX[:STEP].")
 _UPDATE = typer.Option(False, "--update", help="Replace records that changed since last import.")
 
 
@@ -46,8 +50,7 @@ def jsonl(
     """Import a CritiqueLab dataset file (.jsonl, .csv or .parquet): items with responses and
     pairs (FORMATS.md §1)."""
     cli = state(ctx)
-    total = count_lines(file) if file_kind(file) == "jsonl" else None
-    progress = cli.progress(f"checking {file.name}", total=total)
+    progress = cli.progress(f"checking {file.name}", total=progress_total(file))
     with progress as advance, session_scope(cli.engine()) as session:
         summary = import_jsonl(
             session,
@@ -136,18 +139,13 @@ def judgments_import(
     file: Path = typer.Argument(
         ..., exists=True, dir_okay=False, help="Judgements as .jsonl, .csv or .parquet."
     ),
-    protocol: str = typer.Option(
-        None,
-        "--protocol",
-        help="Use this protocol for every line (alignmmbench|mmie|pairwise|score).",
-    ),
-    scale: str = typer.Option(None, "--scale", help="Scale of --protocol score: MIN:MAX[:STEP]."),
+    protocol: str = PROTOCOL_OPTION,
+    scale: str = SCALE_OPTION,
     update: bool = _UPDATE,
 ) -> None:
     """Import model judgements (GPT-4 outputs produced elsewhere, a critic's scores...)."""
     cli = state(ctx)
-    total = count_lines(file) if file_kind(file) == "jsonl" else None
-    progress = cli.progress(f"checking {file.name}", total=total)
+    progress = cli.progress(f"checking {file.name}", total=progress_total(file))
     with progress as advance, session_scope(cli.engine()) as session:
         summary = import_judgements(
             session,

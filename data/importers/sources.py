@@ -100,6 +100,11 @@ def count_lines(path: Path) -> int:
         return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
 
 
+def progress_total(path: Path) -> int | None:
+    """A progress bar's total for reading ``path``: its lines for JSON Lines, else unknown."""
+    return count_lines(path) if file_kind(path) == "jsonl" else None
+
+
 def read_json_lines(path: Path, problems: Problems | None = None) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line of a JSON Lines file.
 
