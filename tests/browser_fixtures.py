@@ -154,8 +154,11 @@ def browser() -> Iterator[Any]:
     would break later tests of other modules that call ``asyncio.run``."""
     if CHROMIUM is None:
         missing(chromium_missing())
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # A rerun keeps the previous unit's widgets on screen until it ends; under CI load that can
+    # take longer than Playwright's 5 s default for assertions.
+    expect.set_options(timeout=UI_TIMEOUT_MS)
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
