@@ -10,8 +10,8 @@ import streamlit as st
 from annotate_app.auth import login_page, logout_button, routed_user
 from annotate_app.navigation import HOME, PAGES, PageSpec, pages_for
 from annotate_app.text import escape_markdown
-from data.storage import DatabaseProblem
-from data.users import UserRecord
+from data.services.users import UserRecord
+from data.storage.engine import DatabaseProblem
 
 # A bundled icon: a :material/...: page icon makes the browser fetch it from an outside host.
 FAVICON = Path(__file__).resolve().parent / "static" / "favicon.png"

@@ -30,11 +30,11 @@ from calibration.report_audits import (
     length_controlled_table,
 )
 from calibration.report_html import audit_report_html
-from data.campaigns import get_campaign, list_campaigns
-from data.frames import campaign_judgement_frame, campaign_reference_overrides
-from data.judge_facts import campaign_judgement_usage, campaign_response_facts
+from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
+from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
 from data.queue import campaign_protocol
-from data.storage import session_scope
+from data.services.campaigns import get_campaign, list_campaigns
+from data.storage.engine import session_scope
 from schemas.protocols import Protocol
 from schemas.tables import Campaign
 

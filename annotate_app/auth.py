@@ -2,7 +2,8 @@
 
 Session state keys (server-side; the browser cannot set them):
 
-* ``st.session_state["user"]`` (:data:`USER_KEY`): the logged-in :class:`data.users.UserRecord`.
+* ``st.session_state["user"]`` (:data:`USER_KEY`): the logged-in
+  :class:`data.services.users.UserRecord`.
   An AppTest test logs in by setting it to the record of an existing, active user:
   ``at.session_state["user"] = record``. The account is re-read on every run, so a disabled or
   deleted account is logged out at once.
@@ -26,9 +27,9 @@ import streamlit as st
 from annotate_app.db import get_engine
 from annotate_app.session_routes import COOKIE_NAME, LOGIN_PATH, LOGOUT_PATH
 from annotate_app.text import escape_markdown
-from data.auth import active_user, logout, user_for_token
-from data.storage import session_scope
-from data.users import UserRecord
+from data.services.auth import active_user, logout, user_for_token
+from data.services.users import UserRecord
+from data.storage.engine import session_scope
 
 __all__ = ["COOKIE_NAME", "TOKEN_KEY", "USER_KEY", "current_user", "login_page", "require_role"]
 

@@ -19,9 +19,9 @@ from sqlalchemy.engine import Engine
 
 from calibration import CalibrationOptions, CalibrationReport, calibrate, krippendorff_alpha
 from calibration.tables import select_units
-from data.campaign_input import CampaignCalibrationInput, read_calibration_input
-from data.monitor import human_rating_matrices
-from data.storage import read_scope
+from data.io.campaign_input import CampaignCalibrationInput, read_calibration_input
+from data.services.monitor import human_rating_matrices
+from data.storage.engine import read_scope
 from schemas.protocols import Protocol
 
 
@@ -113,7 +113,7 @@ def task_agreement(engine: Engine, campaign_id: int) -> list[TaskAgreement]:
     """Alpha among the humans per task of the campaign, tasks in name order (Monitor page).
 
     Krippendorff (2011), "Computing Krippendorff's alpha-reliability", on the live human labels
-    (:func:`data.monitor.human_rating_matrices`).
+    (:func:`data.services.monitor.human_rating_matrices`).
     """
     with read_scope(engine) as session:
         matrices = human_rating_matrices(session, campaign_id)

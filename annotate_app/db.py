@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from data.storage import default_db_url, make_engine
+from data.storage.engine import default_db_url, make_engine
 
 
 @st.cache_resource(show_spinner=False)

@@ -1,7 +1,8 @@
 """Disagreement review: one function per user action, shared by the *Disagreements* page, the
 Calibration page (its block and HTML download) and ``critiquelab calibrate --html``.
 
-Why here: the queue (:mod:`data.disagreements`) needs the reference label of every unit, and the
+Why here: the queue (:mod:`data.services.disagreements`) needs the reference label of every unit,
+and the
 rule that makes it (adjudication, else the humans' consensus) is :mod:`calibration`'s, which
 ``data`` may not import. This plain module (no Streamlit, no Typer) sits above both: it reads
 the campaign's frame, asks calibration for the reference, and hands it to the queue, so the page
@@ -20,16 +21,16 @@ from calibration.disagreement_tags import JudgeTags, summarise_tags, unit_refere
 from calibration.errors import CalibrationInputError
 from calibration.report_html import render_html
 from calibration.report_tags import tags_section
-from data.campaigns import campaign_protocol, get_campaign
-from data.disagreements import (
+from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
+from data.services.campaigns import campaign_protocol, get_campaign
+from data.services.disagreements import (
     Disagreement,
     ReviewSettings,
     campaign_tags,
     disagreement_queue,
     review_settings,
 )
-from data.frames import campaign_judgement_frame, campaign_reference_overrides
-from data.storage import session_scope
+from data.storage.engine import session_scope
 from schemas.core import stored_id
 
 

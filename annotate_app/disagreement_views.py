@@ -10,10 +10,10 @@ from sqlalchemy.engine import Engine
 from annotate_app.disagreement_review import tag_summaries
 from annotate_app.text import escape_markdown
 from calibration.disagreement_tags import tags_table
-from data.admin import PermissionDenied
-from data.campaigns import get_campaign
-from data.disagreements import DisagreementError, review_settings, set_review_settings
-from data.storage import session_scope
+from data.services.admin import PermissionDenied
+from data.services.campaigns import get_campaign
+from data.services.disagreements import DisagreementError, review_settings, set_review_settings
+from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.tables import Campaign
 
@@ -46,7 +46,7 @@ def render_disagreement_causes(engine: Engine, campaign: Campaign) -> None:
 
 def render_review_settings(engine: Engine, actor_id: int, campaign: Campaign) -> None:
     """The Campaigns page's form for the disagreement review's threshold and taxonomy (admins;
-    :func:`data.disagreements.set_review_settings` checks the role again)."""
+    :func:`data.services.disagreements.set_review_settings` checks the role again)."""
     with session_scope(engine) as session:
         settings = review_settings(get_campaign(session, stored_id(campaign)))
     key = f"review_{campaign.id}"

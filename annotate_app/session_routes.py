@@ -3,7 +3,8 @@
 The session cookie is set and cleared by the server only, never by a script in the page:
 
 * ``POST /session/login`` with the JSON body ``{"name": ..., "password": ...}`` checks the
-  password (:func:`data.auth.login`, with the client's address for the per-client limit) and
+  password (:func:`data.services.auth.login`, with the client's address for the per-client limit)
+  and
   answers ``{"ok": bool, "message": str}``. On success it sets :data:`COOKIE_NAME` with
   ``HttpOnly`` (no script can read it), ``SameSite=Strict``, ``Path=/``, the session's lifetime,
   and ``Secure`` when the request came over https (directly or through a trusted proxy's
@@ -27,8 +28,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from annotate_app.db import get_engine
-from data.auth import SESSION_LIFETIME, login, logout
-from data.storage import DatabaseProblem, session_scope
+from data.services.auth import SESSION_LIFETIME, login, logout
+from data.storage.engine import DatabaseProblem, session_scope
 
 COOKIE_NAME = "critiquelab_session"
 LOGIN_PATH = "/session/login"

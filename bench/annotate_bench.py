@@ -25,7 +25,7 @@ service p95 ≤ 50 ms, browser p95 ≤ 250 ms. Prints one JSON object.
                                                         # page reads the judged campaign
 
 The campaign is seeded in bulk by ``seed_campaign`` of ``bench/load_test.py`` (rows inserted
-directly, then ``data.campaigns.create_campaign``).
+directly, then ``data.services.campaigns.create_campaign``).
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ from system_binaries import chromium_missing, chromium_path  # noqa: E402
 
 from annotate_app.campaign_calibration import load_campaign  # noqa: E402
 from data import queue  # noqa: E402
-from data.storage import make_engine, session_scope, upgrade_database  # noqa: E402
-from data.users import create_user  # noqa: E402
+from data.services.users import create_user  # noqa: E402
+from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
 from schemas.tables import Judgement, Response, utcnow  # noqa: E402
 
 RATIONALE = "Benchmark rationale: the answer counts the apples correctly, unit {unit}."
@@ -196,7 +196,7 @@ def dashboard_contention(
 ) -> dict[str, object]:
     """20 annotators submitting back to back, without and then with the calibration page reading
     the whole (judged) campaign over and over in the same process; the p95 should stay within
-    2x (reads take no writer turn: :func:`data.storage.read_scope`)."""
+    2x (reads take no writer turn: :func:`data.storage.engine.read_scope`)."""
     judgements = _seed_model_judgements(engine)
     alone = service_latency(engine, campaign_id, annotators[:20], submits)
     reads: list[float] = []

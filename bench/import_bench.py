@@ -31,8 +31,8 @@ from sqlmodel import Session, select
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from data.importers import import_alignmmbench  # noqa: E402
-from data.storage import make_engine, session_scope, upgrade_database  # noqa: E402
+from data.io.importers import import_alignmmbench  # noqa: E402
+from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
 from schemas.tables import Dataset, Item, Response  # noqa: E402
 
 WORDS = ("cat", "mat", "red", "sits", "on", "the", "while", "two", "birds", "watch", "old", "fence")

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from data.storage import session_scope
+from data.storage.engine import session_scope
 from schemas.tables import Annotation, Assignment, Campaign, Unit
 
 

@@ -59,8 +59,8 @@ from pg_cluster import PostgresCluster, free_port, throwaway_postgres  # noqa: E
 from system_binaries import postgres_bindir, postgres_missing  # noqa: E402,F401
 
 from data import queue  # noqa: E402
-from data.campaigns import CampaignSpec, create_campaign  # noqa: E402
-from data.storage import make_engine, session_scope, upgrade_database  # noqa: E402
+from data.services.campaigns import CampaignSpec, create_campaign  # noqa: E402
+from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
 from schemas.tables import Dataset, Item, Response, Unit, User  # noqa: E402
 
 LOAD_AVERAGE_BEFORE = os.getloadavg()

@@ -7,7 +7,7 @@ refuses them and every try pays the full argon2 hash (the worst case for this me
 Three runs of ``--seconds`` each on one SQLite file, as one app process serves them (threads):
 
 * ``quiet``: no attackers (the floor);
-* ``hash_outside``: attackers call ``data.auth.login``, which hashes between two short
+* ``hash_outside``: attackers call ``data.services.auth.login``, which hashes between two short
   transactions;
 * ``hash_inside`` (the baseline: how login worked before): each try hashes inside a
   ``session_scope``, which on SQLite holds the process's write turn.
@@ -30,10 +30,10 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from data.audit import record_event
-from data.auth import login
-from data.storage import make_engine, session_scope, upgrade_database
-from data.users import create_user, password_matches
+from data.services.auth import login
+from data.services.users import create_user, password_matches
+from data.storage.audit import record_event
+from data.storage.engine import make_engine, session_scope, upgrade_database
 
 
 def _writer(engine: Engine, stop: threading.Event, timings: list[float]) -> None:

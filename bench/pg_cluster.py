@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from system_binaries import postgres_bindir, postgres_missing  # noqa: E402
 
 MAX_CONNECTIONS = 300
-"""Room for 4 app processes with full pools (10 + 40 overflow each, ``data.storage``) under the
+"""Room for 4 app processes with full pools (10 + 40 overflow each, ``data.storage.engine``) under
+the
 no-think-time stress run of ``bench/load_test.py``, plus the checker."""
 
 

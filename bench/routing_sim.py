@@ -236,11 +236,11 @@ def sample_cases() -> list[Case]:
     """The sample project's finished campaigns, built in a throw-away SQLite database."""
     from sqlmodel import Session, col, select
 
-    from data.campaigns import campaign_protocol
-    from data.frames import campaign_judges
+    from data.io.frames import campaign_judges
     from data.queue.routing import judge_readings
     from data.sample import build_sample_project
-    from data.storage import make_engine, upgrade_database
+    from data.services.campaigns import campaign_protocol
+    from data.storage.engine import make_engine, upgrade_database
     from schemas.tables import Annotation, Campaign, Unit
 
     cases = []

@@ -2,7 +2,7 @@
 
 * :func:`unit_references` — the reference label of every unit (adjudication, else the humans'
   consensus; METRICS.md "Reference label"), keyed by unit, for the disagreement queue of
-  :mod:`data.disagreements`.
+  :mod:`data.services.disagreements`.
 * :func:`summarise_tags` — per judge, how many tagged disagreements each cause explains, its
   share with a Wilson score interval, and a few examples (METRICS.md "Disagreement causes").
 """

@@ -1,6 +1,6 @@
 """File mode, the pure part: judgement records into the judgement frame.
 
-The files themselves are read by the data layer (``data.importers.reader``), with the same rules
+The files themselves are read by the data layer (``data.io.importers.reader``), with the same rules
 as ``import`` and ``judgments import``; what arrives here are typed
 :class:`~schemas.records.JudgementRecord` objects, each with the place it was read from. Every
 record that does not fit the protocol is named (up to 50 at once); nothing is clamped or

@@ -25,8 +25,8 @@ from sqlmodel import Session
 
 from critic.parsing import parse_judgement
 from critic.prompts import JudgePrompt, PromptTemplate, build_prompt
-from data.critic_io import CampaignUnit, store_judgements
-from data.storage import session_scope
+from data.io.critic_io import CampaignUnit, store_judgements
+from data.storage.engine import session_scope
 from schemas.protocols import Protocol, to_canonical
 from schemas.tables import Judgement
 

@@ -33,7 +33,7 @@ from sqlmodel import Session
 
 from critic.judging import Answered, JudgeJob, judgement_row, plan_jobs, run_jobs
 from critic.prompts import JudgePrompt, PromptTemplate, builtin_template
-from data.critic_io import (
+from data.io.critic_io import (
     cached_outputs,
     campaign_info,
     campaign_units,
@@ -41,7 +41,7 @@ from data.critic_io import (
     judged_keys,
     store_cached_output,
 )
-from data.storage import session_scope
+from data.storage.engine import session_scope
 
 Usage = dict[str, int]
 """Token counts as the endpoint reports them (``prompt_tokens``, ``completion_tokens``...)."""

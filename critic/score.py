@@ -50,14 +50,14 @@ from critic.prompts import (
     verdict_prefix,
 )
 from critic.sft import read_sft
-from data.critic_io import (
+from data.io.critic_io import (
     campaign_info,
     campaign_units,
     image_resolver,
     judged_keys,
     store_judgements,
 )
-from data.storage import session_scope
+from data.storage.engine import session_scope
 from schemas.protocols import Protocol, to_canonical
 from schemas.tables import Judgement
 

@@ -28,8 +28,14 @@ from calibration.reference import CONSENSUS_RULES, ConsensusRule
 from calibration.reference import consensus as human_consensus
 from calibration.scale import Scale
 from critic.prompts import PromptTemplate, build_prompt, builtin_template, format_target
-from data.critic_io import AnnotatedUnit, HumanLabel, annotated_units, campaign_info, image_resolver
-from data.storage import session_scope
+from data.io.critic_io import (
+    AnnotatedUnit,
+    HumanLabel,
+    annotated_units,
+    campaign_info,
+    image_resolver,
+)
+from data.storage.engine import session_scope
 from schemas.protocols import PREFERENCES, Protocol, to_shown
 
 

@@ -1,7 +1,7 @@
 """Disagreement review as data: the default cause taxonomy and the tag record calibration reads.
 
 A reviewer tags *why* a judge's verdict differs from the human reference on one unit
-(PROTOCOLS.md "Disagreement review"); :mod:`data.disagreements` stores the tags and
+(PROTOCOLS.md "Disagreement review"); :mod:`data.services.disagreements` stores the tags and
 :mod:`calibration.disagreement_tags` summarises them per judge.
 """
 

@@ -1,7 +1,7 @@
 """An item with its responses, as every reader of stored items sees it (no database objects).
 
 The judge's prompt (:mod:`critic.prompts`), the calibration page's unit viewer
-(:func:`data.frames.unit_content`) and the adjudication page read these; the annotation page
+(:func:`data.io.frames.unit_content`) and the adjudication page read these; the annotation page
 reads the blind :class:`data.queue.UnitView`, which holds the same fields and hides which model
 wrote each response.
 """

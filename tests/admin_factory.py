@@ -1,6 +1,7 @@
 """Small, explicit campaigns for the admin and reviewer tests.
 
-Accounts, a dataset and a campaign (built by ``data.campaigns.create_campaign``), and answers
+Accounts, a dataset and a campaign (built by ``data.services.campaigns.create_campaign``), and
+answers
 written as the rows the annotation queue writes (a submitted assignment plus a live annotation),
 so each test states exactly which annotator said what on which unit.
 """
@@ -13,8 +14,8 @@ from functools import cache
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from data.campaigns import CampaignSpec, create_campaign
-from data.users import hash_password
+from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.users import hash_password
 from schemas.tables import Annotation, Assignment, Campaign, Dataset, Item, Response, Unit, User
 
 PASSWORD = "correct horse battery"

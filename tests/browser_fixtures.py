@@ -38,8 +38,8 @@ from sqlmodel import Session
 
 from annotate_app.auth import COOKIE_NAME as SESSION_COOKIE
 from bench.system_binaries import chromium_missing, chromium_path
-from data.storage import make_engine, session_scope, upgrade_database
-from data.users import UserRecord, create_user
+from data.services.users import UserRecord, create_user
+from data.storage.engine import make_engine, session_scope, upgrade_database
 from tests.skips import missing
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

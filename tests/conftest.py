@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from bench.system_binaries import postgres_bindir, postgres_missing
-from data.storage import make_engine, upgrade_database
+from data.storage.engine import make_engine, upgrade_database
 from tests.skips import missing
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

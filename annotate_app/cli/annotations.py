@@ -8,9 +8,9 @@ import typer
 
 from annotate_app.cli.context import state
 from annotate_app.cli.imports import PROTOCOL_OPTION, SCALE_OPTION
-from data.importers.annotations import import_annotations
-from data.importers.sources import progress_total
-from data.storage import session_scope
+from data.io.importers.annotations import import_annotations
+from data.io.importers.sources import progress_total
+from data.storage.engine import session_scope
 from schemas.protocols import parse_scale
 
 annotations_app = typer.Typer(

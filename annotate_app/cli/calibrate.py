@@ -25,8 +25,8 @@ from calibration.io import judgement_frame, with_response_metadata
 from calibration.report_compare import comparison_text
 from calibration.report_html import audit_report_html, write_html
 from calibration.result import CalibrationResult
-from data.campaign_input import CampaignCalibrationInput
-from data.importers.reader import dataset_metadata, files_sha256, read_judgement_files
+from data.io.campaign_input import CampaignCalibrationInput
+from data.io.importers.reader import dataset_metadata, files_sha256, read_judgement_files
 from schemas.protocols import Protocol, get_protocol, parse_scale
 
 

@@ -24,11 +24,11 @@ from calibration.report_audits import (
     consistency_section,
     consistency_text,
 )
-from data.campaigns import get_campaign
-from data.frames import campaign_judgement_frame, campaign_reference_overrides
-from data.judge_facts import campaign_judgement_usage, campaign_response_facts
+from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
+from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
 from data.queue import campaign_protocol
-from data.storage import session_scope
+from data.services.campaigns import get_campaign
+from data.storage.engine import session_scope
 from schemas.core import stored_id
 
 

@@ -11,15 +11,15 @@ import typer
 
 from annotate_app.cli.context import state, to_jsonable
 from annotate_app.cli.disagreements import review_flags
-from data.campaigns import (
+from data.queue.routing import routing_plan, set_routing
+from data.services.campaigns import (
     CampaignError,
     CampaignSpec,
     campaign_progress,
     create_campaign,
     get_campaign,
 )
-from data.queue.routing import routing_plan, set_routing
-from data.storage import session_scope
+from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.protocols import parse_scale
 

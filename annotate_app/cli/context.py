@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from sqlalchemy.engine import Engine
 
-from data.storage import make_engine, upgrade_database
+from data.storage.engine import make_engine, upgrade_database
 
 ProgressCallback = Callable[[int], None]
 """Called with the number of records just processed."""

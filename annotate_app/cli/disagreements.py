@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from data.disagreements import DisagreementError
+from data.services.disagreements import DisagreementError
 
 _FLAGS = (("threshold", "--disagreement-threshold"), ("taxonomy", "--taxonomy"))
 

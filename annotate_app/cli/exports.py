@@ -7,14 +7,14 @@ from pathlib import Path
 import typer
 
 from annotate_app.cli.context import state
-from data.exporters import (
+from data.io.exporters import (
     annotation_records,
     export_dataset,
     model_judgement_records,
     write_judgement_records,
 )
-from data.exporters.tags import export_disagreement_tags
-from data.storage import session_scope
+from data.io.exporters.tags import export_disagreement_tags
+from data.storage.engine import session_scope
 
 export_app = typer.Typer(help="Export annotations and judgements to files.")
 

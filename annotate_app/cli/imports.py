@@ -12,9 +12,9 @@ from pathlib import Path
 import typer
 
 from annotate_app.cli.context import state
-from data.importers import import_alignmmbench, import_jsonl, import_judgements, import_mmie
-from data.importers.sources import count_lines, progress_total
-from data.storage import session_scope
+from data.io.importers import import_alignmmbench, import_jsonl, import_judgements, import_mmie
+from data.io.importers.sources import count_lines, progress_total
+from data.storage.engine import session_scope
 from schemas.protocols import parse_scale
 
 import_app = typer.Typer(help="Import datasets (items with model responses) from files.")

@@ -28,7 +28,7 @@ from annotate_app.cli import (
     users,
 )
 from annotate_app.cli.context import CliState
-from data.storage import default_db_url
+from data.storage.engine import default_db_url
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILURE = 1

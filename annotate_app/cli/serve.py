@@ -33,7 +33,7 @@ from typing import NoReturn
 import typer
 
 from annotate_app.cli.context import state
-from data.storage import make_engine, upgrade_database
+from data.storage.engine import make_engine, upgrade_database
 
 APP_SCRIPT = Path(__file__).resolve().parents[1] / "asgi.py"
 MAX_UPLOAD_MB = 200

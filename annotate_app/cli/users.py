@@ -7,9 +7,9 @@ import sys
 import typer
 
 from annotate_app.cli.context import state
-from data.auth import revoke_sessions
-from data.storage import session_scope
-from data.users import create_user, list_users, reset_password
+from data.services.auth import revoke_sessions
+from data.services.users import create_user, list_users, reset_password
+from data.storage.engine import session_scope
 from schemas.tables import ROLES
 
 users_app = typer.Typer(help="User accounts: add annotators, reviewers and admins.")

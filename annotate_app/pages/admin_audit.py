@@ -11,7 +11,7 @@ import streamlit as st
 
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
-from data.admin_audit import (
+from data.services.admin_audit import (
     AuditRow,
     audit_actions,
     audit_count,
@@ -19,7 +19,7 @@ from data.admin_audit import (
     audit_jsonl,
     audit_rows,
 )
-from data.storage import session_scope
+from data.storage.engine import session_scope
 
 user = require_role("admin")
 engine = get_engine()

@@ -17,7 +17,11 @@ from annotate_app.text import escape_markdown
 from calibration.report_html import render_html
 from calibration.result import CalibrationResult
 from critic.sft import SftOptions, export_campaign_sft
-from data.admin import (
+from data.io.downloads import MEDIA_TYPES, annotations_export
+from data.io.exporters.files import EXPORT_FORMATS
+from data.io.frames import campaign_judges
+from data.queue.priority import ROUTING_MODES
+from data.services.admin import (
     CampaignSettings,
     PermissionDenied,
     campaign_settings,
@@ -27,12 +31,8 @@ from data.admin import (
     set_routing_as,
     update_campaign_settings,
 )
-from data.admin_exports import MEDIA_TYPES, annotations_export
-from data.campaigns import CampaignSpec, list_campaigns
-from data.exporters.files import EXPORT_FORMATS
-from data.frames import campaign_judges
-from data.queue.priority import ROUTING_MODES
-from data.storage import session_scope
+from data.services.campaigns import CampaignSpec, list_campaigns
+from data.storage.engine import session_scope
 from schemas.protocols import PROTOCOL_NAMES, parse_scale
 from schemas.tables import Campaign
 

@@ -9,14 +9,14 @@ import streamlit as st
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.text import escape_markdown
-from data.admin import PermissionDenied, dataset_overview
-from data.admin_uploads import (
+from data.io.uploads import (
     UnsafeUpload,
     UploadRejected,
     import_dataset_upload,
     import_judgements_upload,
 )
-from data.storage import session_scope
+from data.services.admin import PermissionDenied, dataset_overview
+from data.storage.engine import session_scope
 
 
 def show_refusal(error: Exception) -> None:

@@ -10,9 +10,9 @@ import streamlit as st
 from annotate_app.auth import require_role
 from annotate_app.campaign_calibration import task_agreement
 from annotate_app.db import get_engine
-from data.campaigns import campaign_progress, list_campaigns
-from data.monitor import low_effort_flags, unit_issues
-from data.storage import session_scope
+from data.services.campaigns import campaign_progress, list_campaigns
+from data.services.monitor import low_effort_flags, unit_issues
+from data.storage.engine import session_scope
 
 user = require_role("admin")
 engine = get_engine()

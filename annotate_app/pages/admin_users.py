@@ -11,15 +11,15 @@ from sqlmodel import Session
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.text import escape_markdown
-from data.admin import (
+from data.services.admin import (
     PermissionDenied,
     add_account,
     change_active,
     change_password,
     change_role,
 )
-from data.storage import session_scope
-from data.users import UserError, list_users
+from data.services.users import UserError, list_users
+from data.storage.engine import session_scope
 from schemas.tables import ROLES
 
 user = require_role("admin")

@@ -38,10 +38,10 @@ from calibration.headline import (
     headline_rows,
 )
 from calibration.tables import ceiling_table, group_table, judge_table, model_table
-from data.campaign_input import CampaignCalibrationInput
-from data.campaigns import list_campaigns
-from data.frames import unit_content
-from data.storage import session_scope
+from data.io.campaign_input import CampaignCalibrationInput
+from data.io.frames import unit_content
+from data.services.campaigns import list_campaigns
+from data.storage.engine import session_scope
 from schemas.protocols import Protocol
 
 GROUPINGS = ("(none)", "task", "category", "model", "group")

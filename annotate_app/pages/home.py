@@ -9,8 +9,8 @@ from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.navigation import page_available
 from annotate_app.text import escape_markdown
-from data.home import campaigns_for_user
-from data.storage import session_scope
+from data.services.home import campaigns_for_user
+from data.storage.engine import session_scope
 
 user = require_role("annotator", "reviewer", "admin")
 

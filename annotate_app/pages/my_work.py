@@ -17,7 +17,7 @@ from annotate_app.db import get_engine
 from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
-from data.storage import DatabaseProblem, session_scope
+from data.storage.engine import DatabaseProblem, session_scope
 from schemas.core import stored_id
 
 PAGE_SIZE = 50

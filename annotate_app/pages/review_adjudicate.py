@@ -9,16 +9,16 @@ from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.render import render_bands, render_content, render_history, safe_markdown
 from annotate_app.text import escape_markdown
-from data.adjudication import (
+from data.services.adjudication import (
     AdjudicationError,
     UnitReview,
     adjudicate,
     adjudication_queue,
     unit_review,
 )
-from data.admin import PermissionDenied
-from data.campaigns import list_campaigns
-from data.storage import session_scope
+from data.services.admin import PermissionDenied
+from data.services.campaigns import list_campaigns
+from data.storage.engine import session_scope
 from schemas.protocols import InvalidJudgement, Protocol
 
 

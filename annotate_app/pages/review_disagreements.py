@@ -13,12 +13,12 @@ from annotate_app.db import get_engine
 from annotate_app.disagreement_review import open_disagreements
 from annotate_app.render import render_content, render_history
 from annotate_app.text import escape_markdown, safe_markdown
-from data.adjudication import UnitReview, unit_review
-from data.admin import PermissionDenied
-from data.campaigns import list_campaigns
-from data.disagreements import Disagreement, DisagreementError, tag_disagreement
-from data.frames import campaign_judges
-from data.storage import session_scope
+from data.io.frames import campaign_judges
+from data.services.adjudication import UnitReview, unit_review
+from data.services.admin import PermissionDenied
+from data.services.campaigns import list_campaigns
+from data.services.disagreements import Disagreement, DisagreementError, tag_disagreement
+from data.storage.engine import session_scope
 
 FLASH = "disagreements_flash"
 ERROR = "disagreements_error"

@@ -8,10 +8,10 @@ import streamlit as st
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.text import escape_markdown
-from data.adjudication import AdjudicationError
-from data.admin import PermissionDenied
-from data.flags import list_flags, resolve_flag
-from data.storage import session_scope
+from data.services.adjudication import AdjudicationError
+from data.services.admin import PermissionDenied
+from data.services.flags import list_flags, resolve_flag
+from data.storage.engine import session_scope
 
 user = require_role("reviewer", "admin")
 engine = get_engine()

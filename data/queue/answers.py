@@ -12,8 +12,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
 
-from data.audit import record_event
-from data.campaigns import get_campaign
 from data.queue.common import (
     _ANNOTATIONS,
     _ASSIGNMENTS,
@@ -38,6 +36,8 @@ from data.queue.records import (
     LeaseLost,
     SubmitStep,
 )
+from data.services.campaigns import get_campaign
+from data.storage.audit import record_event
 from schemas.tables import Annotation, Assignment, Draft, Flag, Unit, utcnow
 
 

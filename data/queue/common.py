@@ -8,8 +8,8 @@ from sqlalchemy import bindparam, update
 from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
-from data.campaigns import campaign_protocol, get_campaign
 from data.queue.records import AnswerInvalid, AssignmentNotFound
+from data.services.campaigns import campaign_protocol, get_campaign
 from schemas.protocols import to_canonical, to_shown
 from schemas.tables import Annotation, Assignment, Campaign, Draft, Item, Pair, Response, Unit
 
@@ -30,7 +30,8 @@ _CAMPAIGN_ROW = core_select(_CAMPAIGNS).where(_CAMPAIGNS.c.id == bindparam("camp
 def _campaign_row(session: Session, campaign_id: int) -> Any:
     """The campaign for reading: the session's object if it has one, else a Core row.
 
-    Same answer as :func:`data.campaigns.get_campaign` (which returns the identity map's object
+    Same answer as :func:`data.services.campaigns.get_campaign` (which returns the identity map's
+    object
     without a query when there is one), without the cost of loading an ORM object on the hot path.
     """
     loaded = session.identity_map.get((Campaign, (campaign_id,), None))

@@ -13,7 +13,6 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from data.campaigns import get_campaign
 from data.queue.common import (
     _ASSIGNMENTS,
     _DRAFTS,
@@ -26,6 +25,7 @@ from data.queue.common import (
     campaign_protocol,
 )
 from data.queue.records import DraftView, ResponseView, UnitView
+from data.services.campaigns import get_campaign
 from schemas.tables import LIVE_ASSIGNMENT_STATUSES, Assignment, Campaign, Draft, Unit, utcnow
 
 _MAX_TRIES = 50

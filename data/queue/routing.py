@@ -18,9 +18,7 @@ from typing import Any
 from sqlalchemy import bindparam, update
 from sqlmodel import Session, col, select
 
-from data.audit import record_event
-from data.campaigns import CampaignError, campaign_protocol, get_campaign
-from data.frames import campaign_judgements
+from data.io.frames import campaign_judgements
 from data.queue.priority import (
     DEFAULT_STRATIFIED_SHARE,
     PREFERENCE_AXIS,
@@ -35,6 +33,8 @@ from data.queue.priority import (
     serving_key,
     unit_signal,
 )
+from data.services.campaigns import CampaignError, campaign_protocol, get_campaign
+from data.storage.audit import record_event
 from schemas.tables import Campaign, Judgement, Unit
 
 _UNITS = Unit.__table__  # type: ignore[attr-defined]

@@ -7,7 +7,6 @@ from typing import Any, Literal
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from data.campaigns import get_campaign
 from data.queue.common import _shown
 from data.queue.leases import _Leased, _unit_view
 from data.queue.records import (
@@ -17,6 +16,7 @@ from data.queue.records import (
     OtherAnswer,
     UnitView,
 )
+from data.services.campaigns import get_campaign
 from schemas.protocols import to_shown
 from schemas.tables import Annotation, Assignment, Campaign, Item, Unit
 

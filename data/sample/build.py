@@ -2,8 +2,9 @@
 synthetic annotations and judge outputs, and open campaigns to work on.
 
 The build writes the dataset files into a temporary folder and imports them with the real
-importer (:func:`data.importers.jsonl.import_jsonl`), creates campaigns with
-:func:`data.campaigns.create_campaign` and accounts with :func:`data.users.create_user`, all in
+importer (:func:`data.io.importers.jsonl.import_jsonl`), creates campaigns with
+:func:`data.services.campaigns.create_campaign` and accounts with
+:func:`data.services.users.create_user`, all in
 one transaction. Every step skips what is already there, so building twice adds nothing, and
 everything is seeded, so two builds give the same data.
 """
@@ -20,15 +21,15 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import Select
 
-from data.audit import record_event
-from data.campaigns import CampaignSpec, create_campaign
-from data.importers.datasets import ImportSummary
-from data.importers.jsonl import import_jsonl
+from data.io.importers.datasets import ImportSummary
+from data.io.importers.jsonl import import_jsonl
 from data.sample.dataset import SampleRecords, sample_records, write_sample_files
 from data.sample.labels import BASE_TIME, add_annotations, add_judgements
 from data.sample.synthetic import ANNOTATORS, MODELS
-from data.storage import engine_data_dir, session_scope
-from data.users import create_user, get_user
+from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.users import create_user, get_user
+from data.storage.audit import record_event
+from data.storage.engine import engine_data_dir, session_scope
 from schemas.tables import Annotation, Campaign, Dataset, Item, Judgement, Pair, Response
 
 ALIGNMMBENCH_DATASET = "demo-alignmmbench-synthetic"
@@ -164,7 +165,9 @@ class SampleSummary:
 def build_sample_project(engine: Engine, *, data_dir: Path | None = None) -> SampleSummary:
     """Build the sample project into the database of ``engine`` (adding only what is missing).
 
-    Images go to the image store under ``data_dir`` (default: :func:`data.storage.data_dir` of
+
+    Images go to the image store under ``data_dir`` (default:
+    :func:`data.storage.engine.data_dir` of
     the engine's database, where the app looks for them). Everything happens in one transaction:
     a build that fails leaves the database as it was.
     """

@@ -2,7 +2,7 @@
 
 Annotations go in as the queue would have left them: one ``submitted`` assignment per annotator
 and unit (slots 0..K-1), the live annotation that answers it, and the unit's ``slots_taken`` /
-``n_submitted`` counters. Judgements go through :func:`data.judgements.insert_judgements`.
+``n_submitted`` counters. Judgements go through :func:`data.io.judgements.insert_judgements`.
 Every row is marked ``synthetic``; every value comes from the latent truth of
 :mod:`data.sample.dataset` seen through the profiles of :mod:`data.sample.synthetic`.
 """
@@ -16,8 +16,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Table, insert, update
 from sqlmodel import Session, col, select
 
-from data.campaigns import unit_key_map
-from data.judgements import insert_judgements
+from data.io.judgements import insert_judgements
 from data.sample.dataset import ResponseTruth
 from data.sample.rationales import pairwise_rationale, pointwise_rationale
 from data.sample.synthetic import (
@@ -33,6 +32,7 @@ from data.sample.synthetic import (
     pointwise_raw_output,
     rng_for,
 )
+from data.services.campaigns import unit_key_map
 from schemas.core import core_table
 from schemas.ids import parse_unit_key
 from schemas.protocols import get_protocol, to_canonical

@@ -14,13 +14,13 @@ import critic.sft  # noqa: F401
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
 from annotate_app.text import escape_markdown, safe_markdown
-from data.adjudication import adjudicate
-from data.admin import PermissionDenied, change_campaign_status, set_routing_as
-from data.audit import list_events
-from data.judgements import insert_judgements
+from data.io.judgements import insert_judgements
 from data.queue import flag, next_unit
-from data.storage import session_scope
-from data.users import UserRecord, get_user, to_record
+from data.services.adjudication import adjudicate
+from data.services.admin import PermissionDenied, change_campaign_status, set_routing_as
+from data.services.users import UserRecord, get_user, to_record
+from data.storage.audit import list_events
+from data.storage.engine import session_scope
 from schemas.tables import Adjudication, Campaign, Judgement, Response, Unit, User
 
 TIMEOUT = 60

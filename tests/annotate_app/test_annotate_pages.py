@@ -13,9 +13,9 @@ from streamlit.testing.v1 import AppTest
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
 from data import queue
-from data.campaigns import CampaignSpec, create_campaign
-from data.storage import session_scope
-from data.users import UserRecord, create_user
+from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.users import UserRecord, create_user
+from data.storage.engine import session_scope
 from schemas.tables import Assignment, Campaign, Dataset, Flag, Item, Judgement, Response, Unit
 
 APP = str(APP_DIR / "app.py")

@@ -11,14 +11,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
-import data.auth as auth_service
-import data.users
+import data.services.auth as auth_service
+import data.services.users
 from annotate_app.auth import TOKEN_KEY, USER_KEY
 from annotate_app.navigation import APP_DIR, PAGES, pages_for
 from annotate_app.text import escape_markdown
-from data.campaigns import CampaignSpec, create_campaign, get_campaign
-from data.storage import session_scope
-from data.users import UserRecord, create_user, set_active
+from data.services.campaigns import CampaignSpec, create_campaign, get_campaign
+from data.services.users import UserRecord, create_user, set_active
+from data.storage.engine import session_scope
 from schemas.tables import AuthSession, Dataset, Item, Response
 
 APP = str(APP_DIR / "app.py")
@@ -29,7 +29,9 @@ TIMEOUT = 30
 @pytest.fixture(autouse=True)
 def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Real argon2 with the smallest cost, so that the many logins here stay fast."""
-    monkeypatch.setattr(data.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024))
+    monkeypatch.setattr(
+        data.services.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024)
+    )
 
 
 @pytest.fixture

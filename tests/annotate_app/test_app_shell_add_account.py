@@ -8,12 +8,12 @@ from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 
-import data.users
+import data.services.users
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
 from annotate_app.text import escape_markdown
-from data.storage import session_scope
-from data.users import UserRecord, create_user, get_user
+from data.services.users import UserRecord, create_user, get_user
+from data.storage.engine import session_scope
 
 TIMEOUT = 60
 
@@ -21,7 +21,9 @@ TIMEOUT = 60
 @pytest.fixture(autouse=True)
 def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Real argon2 with the smallest cost, so that the many logins here stay fast."""
-    monkeypatch.setattr(data.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024))
+    monkeypatch.setattr(
+        data.services.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024)
+    )
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from annotate_app.cli import serve
 from annotate_app.cli.main import app
-from data.storage import current_revision, head_revision, make_engine
+from data.storage.engine import current_revision, head_revision, make_engine
 
 
 def _flags(command: list[str]) -> dict[str, list[str]]:

@@ -13,7 +13,7 @@ from sqlmodel import select
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-import data.users
+import data.services.users
 from annotate_app.session_routes import (
     COOKIE_NAME,
     LOGIN_PATH,
@@ -21,9 +21,9 @@ from annotate_app.session_routes import (
     MAX_BODY_BYTES,
     session_routes,
 )
-from data.auth import MAX_FAILED_ATTEMPTS, user_for_token
-from data.storage import session_scope
-from data.users import create_user
+from data.services.auth import MAX_FAILED_ATTEMPTS, user_for_token
+from data.services.users import create_user
+from data.storage.engine import session_scope
 from schemas.tables import LoginAttempt
 
 PASSWORD = "correct horse battery"
@@ -33,7 +33,9 @@ ORIGIN = {"Origin": "http://testserver"}
 @pytest.fixture(autouse=True)
 def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Real argon2 with the smallest cost, so that the many logins here stay fast."""
-    monkeypatch.setattr(data.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024))
+    monkeypatch.setattr(
+        data.services.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024)
+    )
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ import calibration  # noqa: F401  (heavy imports paid once here, not inside a ti
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR, page_available
 from annotate_app.text import escape_markdown, safe_markdown
-from data.audit import list_events
-from data.campaigns import unit_key_map
-from data.judgements import insert_judgements
-from data.storage import session_scope
-from data.users import to_record
+from data.io.judgements import insert_judgements
+from data.services.campaigns import unit_key_map
+from data.services.users import to_record
+from data.storage.audit import list_events
+from data.storage.engine import session_scope
 from schemas.disagreements import DEFAULT_TAXONOMY
 from schemas.tables import DisagreementTag, Judgement, User
 

@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
 from data import queue
-from data.storage import session_scope
-from data.users import to_record
+from data.services.users import to_record
+from data.storage.engine import session_scope
 from schemas.tables import Campaign, User
 
 TIMEOUT = 60

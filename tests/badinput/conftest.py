@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from badinput_files import build_workspace
 
-from data.storage import make_engine, upgrade_database
+from data.storage.engine import make_engine, upgrade_database
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ import pytest
 from badinput_checks import copy_database, critiquelab, database_snapshot, outside_data_folder
 from badinput_files import CORPUS, CORPUS_SUFFIXES, Case, manifest_cases
 
-from data.storage import make_engine, upgrade_database
+from data.storage.engine import make_engine, upgrade_database
 
 CASES = manifest_cases()
 # Cases whose failure mode differs by backend (NUL and NaN are fine in SQLite, not in PostgreSQL).

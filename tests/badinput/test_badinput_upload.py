@@ -20,8 +20,8 @@ from streamlit.testing.v1 import AppTest
 
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
-from data.storage import make_engine, session_scope
-from data.users import create_user
+from data.services.users import create_user
+from data.storage.engine import make_engine, session_scope
 
 UPLOAD_CASES = {
     "jsonl_invalid_json.jsonl", "jsonl_invalid_utf8.jsonl", "jsonl_nul_byte.jsonl",

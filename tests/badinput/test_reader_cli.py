@@ -20,9 +20,9 @@ from badinput_checks import copy_database, critiquelab, database_snapshot
 from badinput_files import CORPUS
 from sqlmodel import select
 
-from data.campaigns import CampaignSpec, create_campaign
-from data.storage import make_engine, session_scope
-from data.users import create_user
+from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.users import create_user
+from data.storage.engine import make_engine, session_scope
 from schemas.tables import Annotation, Dataset, Unit
 
 SCRIPT = Path(sys.executable).with_name("critiquelab")
@@ -190,7 +190,7 @@ def test_only_the_projects_own_input_errors_exit_2() -> None:
     import pandas as pd
 
     from annotate_app.cli.main import _is_bad_input
-    from data.importers import InvalidRecord
+    from data.io.importers import InvalidRecord
     from schemas.protocols import parse_scale
 
     with pytest.raises(ValueError) as from_pandas:

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
-from data.frames import campaign_judgement_frame
-from data.judge_facts import campaign_judgement_usage, campaign_response_facts, contains_list
-from data.storage import session_scope
+from data.io.frames import campaign_judgement_frame
+from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts, contains_list
+from data.storage.engine import session_scope
 
 POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
 
@@ -19,7 +19,7 @@ POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     from data.sample.build import build_sample_project
-    from data.storage import make_engine, upgrade_database
+    from data.storage.engine import make_engine, upgrade_database
 
     folder = tmp_path_factory.mktemp("sample")
     url = f"sqlite:///{folder / 'critiquelab.db'}"
@@ -43,7 +43,7 @@ def test_list_detection():
 def test_sample_records_usage_and_latency_for_every_judgement(sample):
     url, engine = sample
     with session_scope(engine) as session:
-        from data.campaigns import get_campaign
+        from data.services.campaigns import get_campaign
 
         campaign = get_campaign(session, PAIRWISE)
         usage = campaign_judgement_usage(session, campaign.id)

@@ -14,12 +14,12 @@ from calibration.audits import audit_judges
 from calibration.consistency import cross_protocol_consistency
 from calibration.cost import Prices
 from calibration.report_audits import bias_table, consistency_table, cost_table
-from data.campaigns import get_campaign
-from data.frames import campaign_judgement_frame, campaign_reference_overrides
-from data.judge_facts import campaign_judgement_usage, campaign_response_facts
+from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
+from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
 from data.queue import campaign_protocol
-from data.storage import session_scope
-from data.users import create_user
+from data.services.campaigns import get_campaign
+from data.services.users import create_user
+from data.storage.engine import session_scope
 
 TIMEOUT = 180
 POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
@@ -28,7 +28,7 @@ POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     from data.sample.build import build_sample_project
-    from data.storage import make_engine, upgrade_database
+    from data.storage.engine import make_engine, upgrade_database
 
     folder = tmp_path_factory.mktemp("sample")
     url = f"sqlite:///{folder / 'critiquelab.db'}"

@@ -10,11 +10,11 @@ from annotate_app.navigation import APP_DIR
 from calibration import CalibrationOptions
 from calibration.compare import HUMAN, compare_judges
 from calibration.report_compare import comparison_table
-from data.campaigns import get_campaign
-from data.frames import campaign_judgement_frame, campaign_reference_overrides
+from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
 from data.queue import campaign_protocol
-from data.storage import session_scope
-from data.users import create_user
+from data.services.campaigns import get_campaign
+from data.services.users import create_user
+from data.storage.engine import session_scope
 
 TIMEOUT = 120
 
@@ -22,7 +22,7 @@ TIMEOUT = 120
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     from data.sample.build import build_sample_project
-    from data.storage import make_engine, upgrade_database
+    from data.storage.engine import make_engine, upgrade_database
 
     folder = tmp_path_factory.mktemp("sample")
     url = f"sqlite:///{folder / 'critiquelab.db'}"

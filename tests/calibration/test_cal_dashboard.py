@@ -9,10 +9,10 @@ from streamlit.testing.v1 import AppTest
 
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
-from data.campaigns import get_campaign
-from data.frames import campaign_judgement_frame, unit_content
-from data.storage import session_scope
-from data.users import create_user
+from data.io.frames import campaign_judgement_frame, unit_content
+from data.services.campaigns import get_campaign
+from data.services.users import create_user
+from data.storage.engine import session_scope
 
 TIMEOUT = 120
 
@@ -21,7 +21,7 @@ TIMEOUT = 120
 def sample(tmp_path_factory):
     """The sample project in a fresh database, plus an admin, a reviewer and an annotator."""
     from data.sample.build import build_sample_project
-    from data.storage import make_engine, upgrade_database
+    from data.storage.engine import make_engine, upgrade_database
 
     folder = tmp_path_factory.mktemp("sample")
     url = f"sqlite:///{folder / 'critiquelab.db'}"

@@ -1,4 +1,4 @@
-"""data.frames: a campaign as the judgement frame, adjudications as overrides; DB-mode CLI."""
+"""data.io.frames: a campaign as the judgement frame, adjudications as overrides; DB-mode CLI."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from calibration import CalibrationOptions, calibrate
-from data.campaigns import CampaignNotFound, get_campaign
-from data.exporters import model_judgement_records
-from data.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
-from data.storage import session_scope
+from data.io.exporters import model_judgement_records
+from data.io.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
+from data.services.campaigns import CampaignNotFound, get_campaign
+from data.storage.engine import session_scope
 from schemas.protocols import ALIGNMMBENCH, PAIRWISE
 from schemas.records import JUDGEMENT_FRAME_COLUMNS
 from schemas.tables import (

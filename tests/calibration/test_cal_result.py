@@ -24,10 +24,10 @@ from annotate_app.campaign_calibration import (
 from annotate_app.cli.main import app
 from calibration import CalibrationOptions, calibrate
 from calibration.result import CalibrationResult, schema_text
-from data.campaign_input import read_calibration_input
-from data.campaigns import get_campaign
-from data.monitor import human_rating_matrices
-from data.storage import session_scope
+from data.io.campaign_input import read_calibration_input
+from data.services.campaigns import get_campaign
+from data.services.monitor import human_rating_matrices
+from data.storage.engine import session_scope
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs/spec/calibration-result.schema.json"
 POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
@@ -38,7 +38,7 @@ runner = CliRunner()
 def sample(tmp_path_factory):
     """The bundled sample project (finished campaigns with humans and judges) in a database."""
     from data.sample.build import build_sample_project
-    from data.storage import make_engine, upgrade_database
+    from data.storage.engine import make_engine, upgrade_database
 
     folder = tmp_path_factory.mktemp("sample")
     url = f"sqlite:///{folder / 'critiquelab.db'}"

@@ -12,11 +12,11 @@ from annotate_app.cli.main import app
 from annotate_app.disagreement_review import open_disagreements, report_html
 from annotate_app.navigation import APP_DIR
 from calibration import CalibrationOptions, calibrate
-from data.campaigns import campaign_protocol, get_campaign, list_campaigns
-from data.disagreements import tag_disagreement
-from data.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
-from data.storage import session_scope
-from data.users import create_user
+from data.io.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
+from data.services.campaigns import campaign_protocol, get_campaign, list_campaigns
+from data.services.disagreements import tag_disagreement
+from data.services.users import create_user
+from data.storage.engine import session_scope
 
 TIMEOUT = 120
 
@@ -25,7 +25,7 @@ TIMEOUT = 120
 def tagged(tmp_path_factory):
     """The sample project with three causes tagged on its first campaign's first judge."""
     from data.sample.build import build_sample_project
-    from data.storage import make_engine, upgrade_database
+    from data.storage.engine import make_engine, upgrade_database
 
     folder = tmp_path_factory.mktemp("sample")
     url = f"sqlite:///{folder / 'critiquelab.db'}"

@@ -14,7 +14,7 @@ from sqlmodel import select
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
-from data.storage import session_scope
+from data.storage.engine import session_scope
 from schemas.tables import Campaign, User
 
 runner = CliRunner()

@@ -14,9 +14,9 @@ from PIL import Image
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from data.campaigns import CampaignSpec, create_campaign
-from data.storage import data_dir, session_scope
-from data.users import create_user
+from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.users import create_user
+from data.storage.engine import data_dir, session_scope
 from schemas.protocols import to_canonical
 from schemas.tables import Adjudication, Annotation, Dataset, Item, Response, Unit
 

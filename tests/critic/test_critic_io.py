@@ -5,7 +5,7 @@ from __future__ import annotations
 from campaign_factory import build_annotated_campaigns
 from sqlalchemy.engine import Engine
 
-from data.critic_io import (
+from data.io.critic_io import (
     annotated_units,
     cached_outputs,
     campaign_info,
@@ -14,7 +14,7 @@ from data.critic_io import (
     store_cached_output,
     store_judgements,
 )
-from data.storage import session_scope
+from data.storage.engine import session_scope
 from schemas.tables import Judgement
 
 

@@ -23,8 +23,8 @@ from critic.prompts import SHOWN_VERDICTS, builtin_template
 from critic.score import ScoreOptions, score_campaign, split_unit_keys
 from critic.sft import SftOptions, export_campaign_sft
 from critic.training import TrainConfig, train_critic
-from data.critic_io import campaign_info, campaign_units, image_resolver
-from data.storage import session_scope
+from data.io.critic_io import campaign_info, campaign_units, image_resolver
+from data.storage.engine import session_scope
 from schemas.tables import Judgement
 
 

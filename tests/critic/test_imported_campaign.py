@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 from annotate_app.auth import USER_KEY
 from annotate_app.cli.main import app
 from annotate_app.navigation import APP_DIR
-from data.adjudication import adjudication_queue
 from data.queue import next_unit, submit
-from data.storage import session_scope
-from data.users import create_user
+from data.services.adjudication import adjudication_queue
+from data.services.users import create_user
+from data.storage.engine import session_scope
 from schemas.tables import Campaign
 
 runner = CliRunner()

@@ -28,8 +28,8 @@ from critic.modeling import load_critic
 from critic.parsing import parse_judgement
 from critic.prompts import builtin_template, load_template
 from critic.score import ScoreOptions, score_campaign
-from data.critic_io import campaign_info, campaign_units, image_resolver
-from data.storage import session_scope
+from data.io.critic_io import campaign_info, campaign_units, image_resolver
+from data.storage.engine import session_scope
 from schemas.protocols import ALIGNMMBENCH, PAIRWISE, to_canonical
 from schemas.tables import PARSE_STATUSES, Judgement
 

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from critic.remote import RemoteOptions, judge_campaign_remote
-from data.storage import session_scope
+from data.storage.engine import session_scope
 from schemas.tables import JudgeCache, Judgement
 
 runner = CliRunner()

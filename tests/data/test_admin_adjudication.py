@@ -8,19 +8,19 @@ import pytest
 from admin_factory import add_campaign, add_dataset, add_people, answer, units_of
 from sqlmodel import select
 
-from data.adjudication import (
+from data.io.frames import campaign_reference_overrides
+from data.io.judgements import insert_judgements
+from data.queue import flag, next_unit
+from data.services.adjudication import (
     AdjudicationError,
     adjudicate,
     adjudication_queue,
     unit_review,
 )
-from data.admin import PermissionDenied
-from data.audit import list_events
-from data.flags import list_flags, resolve_flag
-from data.frames import campaign_reference_overrides
-from data.judgements import insert_judgements
-from data.queue import flag, next_unit
-from data.storage import session_scope
+from data.services.admin import PermissionDenied
+from data.services.flags import list_flags, resolve_flag
+from data.storage.audit import list_events
+from data.storage.engine import session_scope
 from schemas.protocols import InvalidJudgement
 from schemas.tables import Adjudication, Judgement, Unit
 

@@ -11,17 +11,23 @@ from admin_factory import add_campaign, add_dataset, add_people, units_of
 from sqlalchemy import func
 from sqlmodel import select
 
-from data.adjudication import adjudicate
-from data.admin import (
+from data.queue import next_unit, revise, submit
+from data.services.adjudication import adjudicate
+from data.services.admin import (
     add_account,
     campaign_settings,
     change_campaign_status,
     change_role,
     update_campaign_settings,
 )
-from data.admin_audit import AUDIT_COLUMNS, audit_actions, audit_csv, audit_jsonl, audit_rows
-from data.queue import next_unit, revise, submit
-from data.storage import session_scope
+from data.services.admin_audit import (
+    AUDIT_COLUMNS,
+    audit_actions,
+    audit_csv,
+    audit_jsonl,
+    audit_rows,
+)
+from data.storage.engine import session_scope
 from schemas.tables import Annotation, AuditEvent, Campaign
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from admin_factory import add_campaign, add_dataset, add_people, answer, units_of
 
-from data.admin_exports import annotations_export
-from data.importers.reader import read_judgement_records
-from data.storage import session_scope
+from data.io.downloads import annotations_export
+from data.io.importers.reader import read_judgement_records
+from data.storage.engine import session_scope
 
 
 @pytest.mark.parametrize("export_format", ["jsonl", "csv", "parquet"])

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from admin_factory import add_campaign, add_dataset, add_people, answer, units_of
 
-from data.monitor import human_rating_matrices, low_effort_flags, unit_infos, unit_issues
 from data.queue import flag, next_unit, skip
-from data.storage import session_scope
+from data.services.monitor import human_rating_matrices, low_effort_flags, unit_infos, unit_issues
+from data.storage.engine import session_scope
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The role guard, account management and campaign settings of data.admin."""
+"""The role guard, account management and campaign settings of data.services.admin."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from admin_factory import add_campaign, add_dataset, add_people
 from sqlalchemy import func
 from sqlmodel import select
 
-from data.admin import (
+from data.services.admin import (
     CampaignSettingsError,
     PermissionDenied,
     add_account,
@@ -22,10 +22,10 @@ from data.admin import (
     require_actor_role,
     update_campaign_settings,
 )
-from data.audit import list_events
-from data.campaigns import CampaignSpec
-from data.storage import session_scope
-from data.users import UserError, get_user, password_matches
+from data.services.campaigns import CampaignSpec
+from data.services.users import UserError, get_user, password_matches
+from data.storage.audit import list_events
+from data.storage.engine import session_scope
 from schemas.tables import AuditEvent, AuthSession, Campaign, User, utcnow
 
 

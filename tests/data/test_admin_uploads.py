@@ -14,8 +14,8 @@ from PIL import Image
 from sqlalchemy import func
 from sqlmodel import select
 
-from data.admin import PermissionDenied
-from data.admin_uploads import (
+from data.io.content import resolve_image
+from data.io.uploads import (
     UnsafeUpload,
     UploadRejected,
     extract_zip,
@@ -25,9 +25,9 @@ from data.admin_uploads import (
     safe_file_name,
     upload_folder,
 )
-from data.audit import list_events
-from data.content import resolve_image
-from data.storage import session_scope
+from data.services.admin import PermissionDenied
+from data.storage.audit import list_events
+from data.storage.engine import session_scope
 from schemas.tables import Dataset, Item, Judgement, Response
 
 

@@ -10,8 +10,8 @@ from sqlmodel import Session, col, select
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
-from data.auth import login
-from data.users import create_user, hash_password
+from data.services.auth import login
+from data.services.users import create_user, hash_password
 from schemas.tables import Annotation, Assignment, AuditEvent, Campaign, Unit, User
 
 runner = CliRunner()
@@ -278,9 +278,9 @@ def test_csv_and_parquet_exports_import_as_the_same_campaign(engine, db_url, dat
 
 
 def test_import_and_reimport_on_sqlite_and_postgresql(any_engine, tmp_path):
-    from data.importers import import_jsonl
-    from data.importers.annotations import import_annotations
-    from data.storage import session_scope
+    from data.io.importers import import_jsonl
+    from data.io.importers.annotations import import_annotations
+    from data.storage.engine import session_scope
 
     with session_scope(any_engine) as session:
         import_jsonl(session, _write(tmp_path / "data.jsonl", ITEMS))

@@ -12,9 +12,9 @@ from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-import data.auth
-import data.users
-from data.auth import (
+import data.services.auth
+import data.services.users
+from data.services.auth import (
     MAX_CLIENT_FAILURES,
     MAX_FAILED_ATTEMPTS,
     RATE_LIMIT_WINDOW,
@@ -23,8 +23,8 @@ from data.auth import (
     logout,
     user_for_token,
 )
-from data.storage import session_scope
-from data.users import create_user, reset_password, set_active
+from data.services.users import create_user, reset_password, set_active
+from data.storage.engine import session_scope
 from schemas.tables import AuthSession, LoginAttempt, utcnow
 
 PASSWORD = "correct horse battery"
@@ -34,7 +34,9 @@ T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 @pytest.fixture(autouse=True)
 def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Real argon2 with the smallest cost, so that the many logins here stay fast."""
-    monkeypatch.setattr(data.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024))
+    monkeypatch.setattr(
+        data.services.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024)
+    )
 
 
 @pytest.fixture
@@ -157,7 +159,7 @@ def test_disabling_an_account_ends_its_sessions(ann: Engine) -> None:
         assert user_for_token(session, token, now=T0 + timedelta(minutes=1)) is None
 
 
-# --- the lockout policy (data/auth.py, docs/RELIABILITY.md) -----------------------------------
+# --- the lockout policy (data/services/auth.py, docs/RELIABILITY.md) -----------------------------
 
 HOME_PC, ATTACKER, NEW_PC = "10.0.0.5", "203.0.113.66", "10.0.0.9"
 
@@ -234,7 +236,7 @@ def test_the_password_hash_runs_outside_any_transaction(
     of a process take turns, so a login that hashed inside its session would block it)."""
     with session_scope(engine) as session:
         create_user(session, "ann", PASSWORD, "annotator")
-    real = data.auth.password_matches
+    real = data.services.auth.password_matches
     writes: list[float] = []
 
     def hash_while_another_writes(password_hash: str, password: str) -> bool:
@@ -250,7 +252,7 @@ def test_the_password_hash_runs_outside_any_transaction(
         assert writes, "another session could not write while the password was being hashed"
         return real(password_hash, password)
 
-    monkeypatch.setattr(data.auth, "password_matches", hash_while_another_writes)
+    monkeypatch.setattr(data.services.auth, "password_matches", hash_while_another_writes)
     assert login(engine, "ann", PASSWORD, client=HOME_PC).ok
     assert login(engine, "ann", "wrong password", client=HOME_PC).outcome == "wrong_credentials"
     assert len(writes) == 2 and max(writes) < 2

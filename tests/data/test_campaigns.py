@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from data.campaigns import (
+from data.services.campaigns import (
     CampaignError,
     CampaignSpec,
     campaign_progress,
@@ -18,8 +18,8 @@ from data.campaigns import (
     get_campaign,
     unit_key_map,
 )
-from data.storage import session_scope
-from data.users import create_user
+from data.services.users import create_user
+from data.storage.engine import session_scope
 from schemas.tables import (
     Annotation,
     Assignment,

@@ -9,10 +9,11 @@ import pytest
 from admin_factory import add_campaign, add_dataset, add_people, units_of
 from sqlmodel import select
 
-from data.admin import PermissionDenied
-from data.audit import list_events
-from data.campaigns import unit_key_map
-from data.disagreements import (
+from data.io.exporters.tags import TAG_COLUMNS, export_disagreement_tags
+from data.io.judgements import insert_judgements
+from data.services.admin import PermissionDenied
+from data.services.campaigns import unit_key_map
+from data.services.disagreements import (
     DisagreementError,
     campaign_tags,
     disagreement_queue,
@@ -20,9 +21,8 @@ from data.disagreements import (
     set_review_settings,
     tag_disagreement,
 )
-from data.exporters.tags import TAG_COLUMNS, export_disagreement_tags
-from data.judgements import insert_judgements
-from data.storage import session_scope
+from data.storage.audit import list_events
+from data.storage.engine import session_scope
 from schemas.csv_cells import restored
 from schemas.disagreements import DEFAULT_TAXONOMY
 from schemas.tables import AuditEvent, Campaign, DisagreementTag, Judgement, Unit

@@ -10,11 +10,11 @@ from importing_fixtures import item_record, make_image, write_jsonl
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from data.campaigns import CampaignSpec, create_campaign
-from data.exporters import annotation_records, write_judgement_records
-from data.importers import import_jsonl, read_judgement_records
-from data.storage import session_scope
-from data.users import create_user
+from data.io.exporters import annotation_records, write_judgement_records
+from data.io.importers import import_jsonl, read_judgement_records
+from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.users import create_user
+from data.storage.engine import session_scope
 from schemas.tables import Annotation, Unit
 
 

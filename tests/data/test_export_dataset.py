@@ -9,9 +9,9 @@ from importing_fixtures import item_record, make_image, write_jsonl
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from data.exporters import export_dataset
-from data.importers import import_jsonl
-from data.storage import make_engine, session_scope, upgrade_database
+from data.io.exporters import export_dataset
+from data.io.importers import import_jsonl
+from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Item, Pair, Response
 
 

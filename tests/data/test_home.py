@@ -7,12 +7,12 @@ from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-import data.users
-from data.campaigns import CampaignSpec, create_campaign
-from data.home import campaigns_for_user
+import data.services.users
 from data.queue import next_unit, submit
-from data.storage import session_scope
-from data.users import UserRecord, create_user
+from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.home import campaigns_for_user
+from data.services.users import UserRecord, create_user
+from data.storage.engine import session_scope
 from schemas.tables import Campaign, Dataset, Item, Response
 
 PASSWORD = "correct horse battery"
@@ -22,7 +22,9 @@ RATIONALE = "Clear, correct and complete answer to the question."
 @pytest.fixture(autouse=True)
 def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Real argon2 with the smallest cost, so that the many logins here stay fast."""
-    monkeypatch.setattr(data.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024))
+    monkeypatch.setattr(
+        data.services.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024)
+    )
 
 
 def _dataset(session: Session, items: int = 2) -> None:

@@ -11,8 +11,8 @@ from importing_fixtures import make_image, snapshot, write_jsonl
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from data.importers import InvalidRecord, MissingImages, import_alignmmbench
-from data.storage import session_scope
+from data.io.importers import InvalidRecord, MissingImages, import_alignmmbench
+from data.storage.engine import session_scope
 from schemas.protocols import ALIGNMMBENCH_TASKS
 from schemas.tables import Item, Response
 

@@ -11,9 +11,9 @@ from sqlalchemy import insert, text
 from sqlalchemy.engine import Engine
 from sqlmodel import func, select
 
-from data.importers import InvalidFile, import_jsonl
-from data.importers import datasets as datasets_module
-from data.storage import data_dir, make_engine, session_scope, upgrade_database
+from data.io.importers import InvalidFile, import_jsonl
+from data.io.importers import datasets as datasets_module
+from data.storage.engine import data_dir, make_engine, session_scope, upgrade_database
 from schemas.tables import Dataset, Item, Pair, Response
 
 

@@ -10,9 +10,9 @@ from importing_fixtures import item_record, make_image, snapshot, write_jsonl
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from data.exporters import model_judgement_records, write_judgement_records
-from data.importers import InvalidRecord, import_jsonl, import_judgements, read_judgement_records
-from data.storage import make_engine, session_scope, upgrade_database
+from data.io.exporters import model_judgement_records, write_judgement_records
+from data.io.importers import InvalidRecord, import_jsonl, import_judgements, read_judgement_records
+from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Judgement, Pair
 
 

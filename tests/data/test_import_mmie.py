@@ -10,8 +10,8 @@ from importing_fixtures import make_image, snapshot
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from data.importers import InvalidRecord, import_mmie
-from data.storage import session_scope
+from data.io.importers import InvalidRecord, import_mmie
+from data.storage.engine import session_scope
 from schemas.tables import Item, Response
 
 

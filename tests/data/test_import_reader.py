@@ -1,4 +1,4 @@
-"""The one reader (``data.importers.reader``): the same records from JSON Lines, CSV and Parquet,
+"""The one reader (``data.io.importers.reader``): the same records from JSON Lines, CSV and Parquet,
 the same strictness in each, every bad line named, nothing read from an empty file."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from data.importers import (
+from data.io.importers import (
     InvalidFile,
     InvalidRecord,
     dataset_metadata,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from data.importers import InvalidRecord
-from data.importers.sources import read_json_document, read_json_lines
+from data.io.importers import InvalidRecord
+from data.io.importers.sources import read_json_document, read_json_lines
 
 
 def _lines(path: Path, data: bytes) -> list[object]:
@@ -53,7 +53,7 @@ def test_bad_lines_are_refused_with_line_and_field(
 def test_long_lines_are_refused_without_reading_them_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("data.importers.sources.MAX_LINE_BYTES", 2 * 1024 * 1024)
+    monkeypatch.setattr("data.io.importers.sources.MAX_LINE_BYTES", 2 * 1024 * 1024)
     path = tmp_path / "f.jsonl"
     with pytest.raises(InvalidRecord) as error:
         _lines(path, b'{"ok": 1}\n{"x": "' + b"a" * (3 * 1024 * 1024) + b'"}\n')

@@ -12,8 +12,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from data import queue
-from data.campaigns import CampaignSpec, create_campaign
-from data.storage import session_scope
+from data.services.campaigns import CampaignSpec, create_campaign
+from data.storage.engine import session_scope
 from schemas.tables import (
     Annotation,
     Assignment,

@@ -9,7 +9,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from data import queue
-from data.storage import session_scope
+from data.storage.engine import session_scope
 from schemas.tables import utcnow
 from tests.data.test_queue import RATIONALE, build_campaign
 

@@ -12,8 +12,7 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from data import queue
-from data.campaigns import CampaignError, get_campaign
-from data.judgements import insert_judgements
+from data.io.judgements import insert_judgements
 from data.queue.priority import (
     JudgeReading,
     estimation_sample,
@@ -25,7 +24,8 @@ from data.queue.priority import (
     serving_key,
 )
 from data.queue.routing import campaign_estimation_sample, set_routing
-from data.storage import session_scope
+from data.services.campaigns import CampaignError, get_campaign
+from data.storage.engine import session_scope
 from schemas.tables import Annotation, Item, Judgement, Pair, Response, Unit
 from tests.data.test_queue import _check_counters, _lease, _submit, build_campaign
 
@@ -371,8 +371,8 @@ def test_new_judgements_re_key_only_the_units_they_are_about(engine: Engine) -> 
 def test_calibration_of_a_stratified_campaign_reads_only_its_estimation_sample(
     engine: Engine,
 ) -> None:
-    from data.campaign_input import read_calibration_input
-    from data.campaigns import unit_key_map
+    from data.io.campaign_input import read_calibration_input
+    from data.services.campaigns import unit_key_map
 
     campaign_id, (alice,) = build_campaign(
         engine, items=8, protocol="pairwise", overlap=1, annotators=1

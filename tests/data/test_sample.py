@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from critic.parsing import parse_judgement
-from data.content import iter_images, resolve_image
+from data.io.content import iter_images, resolve_image
 from data.sample import (
     ALIGNMMBENCH_DATASET,
     CAMPAIGNS,
@@ -25,8 +25,8 @@ from data.sample import (
     SampleSummary,
     build_sample_project,
 )
-from data.storage import make_engine, upgrade_database
-from data.users import password_matches
+from data.services.users import password_matches
+from data.storage.engine import make_engine, upgrade_database
 from schemas.protocols import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES, get_protocol, to_canonical
 from schemas.tables import (
     Annotation,

@@ -13,7 +13,7 @@ from sqlmodel import Session, select
 
 import data.sample.build
 from data.sample import build_sample_project
-from data.storage import make_engine, upgrade_database
+from data.storage.engine import make_engine, upgrade_database
 from schemas.tables import (
     Annotation,
     Assignment,

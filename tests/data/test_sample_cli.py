@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import annotate_app.cli.demo
 from annotate_app.cli.main import app
 from data.sample import DEMO_ACCOUNTS
-from data.storage import make_engine
+from data.storage.engine import make_engine
 from schemas.tables import Annotation, Item
 
 runner = CliRunner()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-import data.storage
-from data.storage import DatabaseBusy, make_engine, read_scope, session_scope
+import data.storage.engine
+from data.storage.engine import DatabaseBusy, make_engine, read_scope, session_scope
 
 
 def test_writers_are_served_in_arrival_order(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_writers_are_served_in_arrival_order(tmp_path: Path) -> None:
 def test_a_wait_past_the_busy_timeout_is_database_busy_and_nothing_sticks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(data.storage, "SQLITE_BUSY_TIMEOUT_MS", 300)
+    monkeypatch.setattr(data.storage.engine, "SQLITE_BUSY_TIMEOUT_MS", 300)
     engine = make_engine(f"sqlite:///{tmp_path / 'gate.db'}")
     holder = session_scope(engine)
     session = holder.__enter__()

@@ -11,7 +11,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
-from data.storage import (
+from data.storage.engine import (
     DatabaseTooNew,
     current_revision,
     head_revision,
@@ -60,7 +60,7 @@ def test_a_populated_first_release_database_upgrades_to_head(
     referenced table fails here on SQLite)."""
     from alembic import command
 
-    from data.storage import alembic_config
+    from data.storage.engine import alembic_config
 
     url = (
         f"sqlite:///{tmp_path / 'old.db'}"

@@ -11,9 +11,9 @@ from playwright.sync_api import expect
 from sqlalchemy import func
 from sqlmodel import select
 
-from data.audit import list_events
-from data.frames import campaign_reference_overrides
-from data.users import get_user
+from data.io.frames import campaign_reference_overrides
+from data.services.users import get_user
+from data.storage.audit import list_events
 from schemas.tables import Campaign, Dataset, Item
 from tests.browser_fixtures import ARTIFACTS
 

@@ -12,7 +12,7 @@ from sqlmodel import select
 
 from annotate_app.auth import COOKIE_NAME
 from data import queue
-from data.campaigns import CampaignSpec, create_campaign
+from data.services.campaigns import CampaignSpec, create_campaign
 from schemas.tables import (
     Annotation,
     Assignment,

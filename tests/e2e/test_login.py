@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
-from data.campaigns import CampaignSpec, create_campaign
+from data.services.campaigns import CampaignSpec, create_campaign
 from schemas.tables import Dataset, Item, Response
 from tests.browser_fixtures import ARTIFACTS
 

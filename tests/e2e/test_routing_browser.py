@@ -9,7 +9,7 @@ from admin_factory import PASSWORD, add_campaign, add_dataset, add_people, units
 from playwright.sync_api import expect
 from sqlmodel import select
 
-from data.judgements import insert_judgements
+from data.io.judgements import insert_judgements
 from schemas.tables import Campaign, Judgement, Response
 from tests.browser_fixtures import ARTIFACTS
 
@@ -61,7 +61,7 @@ def test_routing_set_in_the_browser_serves_the_disputed_unit_first(
         campaign = session.exec(select(Campaign)).one()
         assert (campaign.routing, campaign.routing_judges) == ("judge-disagreement", ["j1", "j2"])
         from data.queue import next_unit
-        from data.users import get_user
+        from data.services.users import get_user
 
         view = next_unit(session, campaign.id, get_user(session, "cat").id)
         assert view is not None and view.unit_id == seeded.disputed

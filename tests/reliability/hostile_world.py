@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 
 from data import queue
-from data.campaigns import CampaignSpec, create_campaign
-from data.storage import session_scope
-from data.users import UserRecord, create_user
+from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.users import UserRecord, create_user
+from data.storage.engine import session_scope
 from schemas.tables import Dataset, Flag, Item, Judgement, Response
 
 PAYLOADS: tuple[str, ...] = (

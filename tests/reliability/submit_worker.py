@@ -15,7 +15,7 @@ import sys
 import threading
 
 from data import queue
-from data.storage import make_engine, session_scope
+from data.storage.engine import make_engine, session_scope
 
 _print_lock = threading.Lock()
 

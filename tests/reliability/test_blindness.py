@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR, PAGES
 from data import queue
-from data.storage import make_engine, session_scope, upgrade_database
+from data.storage.engine import make_engine, session_scope, upgrade_database
 
 ANNOTATOR_PAGES = [spec.file for spec in PAGES if "annotator" in spec.roles]
 OTHER_PAGES = [spec.file for spec in PAGES if "annotator" not in spec.roles]

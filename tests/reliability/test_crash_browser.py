@@ -20,8 +20,8 @@ from sqlmodel import select
 
 from annotate_app.auth import COOKIE_NAME
 from annotate_app.cli.serve import streamlit_command
-from data.storage import make_engine, session_scope, upgrade_database
-from data.users import create_user
+from data.services.users import create_user
+from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Assignment, Draft
 
 pytestmark = pytest.mark.e2e

@@ -24,12 +24,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
-import data.storage
+import data.storage.engine
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
 from data import queue
-from data.storage import make_engine, session_scope, upgrade_database
-from data.users import UserRecord, to_record
+from data.services.users import UserRecord, to_record
+from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Draft, User
 
 WORKER = Path(__file__).resolve().with_name("submit_worker.py")
@@ -161,7 +161,7 @@ def _assert_plain_typed_error(error: BaseException, *words: str) -> None:
     assert not isinstance(error, SQLAlchemyError | sqlite3.Error), (
         f"a raw driver exception reached the caller: {type(error).__module__}."
         f"{type(error).__name__}: {message[:300]!r}. Expected a typed CritiqueLab error "
-        "(e.g. data.storage.DatabaseBusy / DatabaseUnavailable) with a plain message."
+        "(e.g. data.storage.engine.DatabaseBusy / DatabaseUnavailable) with a plain message."
     )
     assert type(error).__module__.split(".")[0] in ("data", "schemas"), type(error)
     assert "\n" not in message and "[SQL:" not in message and "sqlalche.me" not in message
@@ -190,7 +190,7 @@ def test_locked_sqlite_waits_then_fails_plainly(
 ) -> None:
     """Another program holds an exclusive lock: a submit waits the busy timeout, then fails with a
     plain typed error; the draft is kept; once the lock is gone the same submit works."""
-    monkeypatch.setattr(data.storage, "SQLITE_BUSY_TIMEOUT_MS", 1500)
+    monkeypatch.setattr(data.storage.engine, "SQLITE_BUSY_TIMEOUT_MS", 1500)
     db_file = tmp_path / "critiquelab.db"
     engine = make_engine(f"sqlite:///{db_file}")
     upgrade_database(engine)
@@ -274,7 +274,7 @@ def test_annotate_page_survives_a_postgres_outage(
 def test_annotate_page_reports_a_locked_sqlite_database_plainly(
     load_test: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(data.storage, "SQLITE_BUSY_TIMEOUT_MS", 1000)
+    monkeypatch.setattr(data.storage.engine, "SQLITE_BUSY_TIMEOUT_MS", 1000)
     db_file = tmp_path / "locked-ui.db"
     monkeypatch.setenv("CRITIQUELAB_DB", f"sqlite:///{db_file}")
     engine = make_engine(f"sqlite:///{db_file}")

@@ -13,7 +13,7 @@ from types import ModuleType
 
 from sqlalchemy import func, select
 
-from data.storage import make_engine, session_scope, upgrade_database
+from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Unit
 
 

@@ -20,8 +20,8 @@ from sqlmodel import select
 
 from annotate_app.auth import COOKIE_NAME as SESSION_COOKIE
 from data import queue
-from data.campaigns import CampaignSpec, create_campaign
-from data.users import create_user
+from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.users import create_user
 from schemas.tables import Dataset, Item, Judgement, Response, User
 from tests.badinput.markdown_corpus import markdown_corpus, trap_paths
 

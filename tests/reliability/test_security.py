@@ -20,9 +20,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 from typer.testing import CliRunner
 
-from data.auth import MAX_FAILED_ATTEMPTS, login, logout, user_for_token
-from data.storage import session_scope
-from data.users import create_user
+from data.services.auth import MAX_FAILED_ATTEMPTS, login, logout, user_for_token
+from data.services.users import create_user
+from data.storage.engine import session_scope
 from schemas.tables import AuthSession, User
 
 PASSWORD = "correct horse battery staple"

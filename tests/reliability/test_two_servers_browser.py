@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from data.storage import make_engine, session_scope, upgrade_database
-from data.users import create_user
+from data.services.users import create_user
+from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Assignment
 
 pytestmark = pytest.mark.e2e

@@ -13,7 +13,7 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
-from data.storage import make_engine
+from data.storage.engine import make_engine
 
 runner = CliRunner()
 

@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
-from data.campaigns import get_campaign, unit_key_map
-from data.disagreements import disagreement_queue, review_settings, tag_disagreement
-from data.judgements import insert_judgements
-from data.storage import make_engine, session_scope, upgrade_database
+from data.io.judgements import insert_judgements
+from data.services.campaigns import get_campaign, unit_key_map
+from data.services.disagreements import disagreement_queue, review_settings, tag_disagreement
+from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Judgement
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))

@@ -1,0 +1,73 @@
+"""What calibrating a campaign reads from the database, in one typed record.
+
+:func:`read_calibration_input` is the one place that assembles a campaign's judgement frame, its
+adjudicated references, its protocol and its judges; ``critiquelab calibrate --campaign``, the
+Calibration page and the Campaigns page all start from it (through
+:mod:`annotate_app.campaign_calibration`, which adds the calibration itself: this layer does not
+import :mod:`calibration`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+from sqlmodel import Session
+
+from data.io.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
+from data.queue.routing import campaign_estimation_sample
+from data.services.campaigns import campaign_protocol, get_campaign, unit_key_map
+from schemas.protocols import Protocol
+
+
+@dataclass(frozen=True)
+class CampaignCalibrationInput:
+    """A campaign as calibration reads it."""
+
+    campaign: str
+    """The campaign's name."""
+    protocol: Protocol
+    """The campaign's protocol (with its own scale), unless the reader was given another."""
+    frame: pd.DataFrame
+    """One row per live annotation and per model judgement (:func:`campaign_judgement_frame`)."""
+    overrides: dict[str, object]
+    """Unit key → adjudicated score or preference (live adjudications)."""
+    judges: list[str]
+    """Every model judge that scored the campaign under its protocol, in name order (also those
+    left out of ``frame`` by a ``judges`` filter)."""
+    estimation_units: int | None = None
+    """Stratified routing: how many units the frame holds, the estimation sample (PROTOCOLS.md,
+    *Routing*: a simple random sample, so the estimate needs no weights); None otherwise."""
+
+
+def read_calibration_input(
+    session: Session,
+    campaign: str | int,
+    *,
+    judges: Sequence[str] | None = None,
+    protocol: Protocol | None = None,
+) -> CampaignCalibrationInput:
+    """Read ``campaign`` (name or id) for calibration.
+
+    ``judges``: only these model judges' rows in the frame (humans always kept); ``protocol``:
+    read the values under this protocol instead of the campaign's (e.g. another scale).
+    """
+    found = get_campaign(session, campaign)
+    assert found.id is not None  # a stored campaign has its id
+    frame = campaign_judgement_frame(
+        session, found.id, judges=list(judges) if judges is not None else None
+    )
+    sample = None
+    if found.routing == "stratified":  # judge-routed units are harder than average: left out
+        keys = unit_key_map(session, found.id)
+        sample = {keys[unit] for unit in campaign_estimation_sample(session, found.id)}
+        frame = frame[frame["unit"].isin(sample)].reset_index(drop=True)
+    return CampaignCalibrationInput(
+        campaign=found.name,
+        protocol=protocol if protocol is not None else campaign_protocol(found),
+        frame=frame,
+        overrides=campaign_reference_overrides(session, found.id),
+        judges=campaign_judges(session, found.id),
+        estimation_units=None if sample is None else len(sample),
+    )

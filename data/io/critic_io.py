@@ -1,0 +1,240 @@
+"""What the critic reads from and writes to the database.
+
+* :func:`campaign_units` — every unit of a campaign with its item and response content, in the
+  canonical order (a pair's ``response_a`` first);
+* :func:`annotated_units` — the same units with their live human labels and live adjudication,
+  for the SFT export;
+* :func:`judged_keys` / :func:`store_judgements` — resumable judging through
+  :func:`data.io.judgements.insert_judgements`;
+* :func:`cached_outputs` / :func:`store_cached_output` — the remote judge's cache (``JudgeCache``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from data.io.content import resolve_image
+from data.io.frames import item_content
+from data.io.judgements import insert_judgements
+from data.services.campaigns import campaign_protocol, get_campaign
+from data.storage.engine import engine_data_dir
+from schemas.core import core_table, stored_id
+from schemas.ids import pair_unit_key, response_unit_key
+from schemas.items import ItemContent, ResponseContent
+from schemas.protocols import Protocol
+from schemas.tables import (
+    Adjudication,
+    Annotation,
+    Item,
+    JudgeCache,
+    Judgement,
+    Pair,
+    Response,
+    Unit,
+    User,
+)
+
+_Row = TypeVar("_Row", Item, Pair, Response)
+
+
+@dataclass(frozen=True)
+class CampaignUnit:
+    """One unit to judge: a response (pointwise) or a pair in canonical order (pairwise)."""
+
+    unit_id: int
+    unit_key: str
+    """``r:<response_id>`` or ``p:<a>|<b>``."""
+    item: ItemContent
+    responses: tuple[ResponseContent, ...]
+    """One response (pointwise) or two, ``(response_a, response_b)`` (pairwise)."""
+    pair_pk: int | None
+
+
+@dataclass(frozen=True)
+class HumanLabel:
+    """One annotator's live judgement of a unit (preference in canonical order)."""
+
+    annotator: str
+    score: float | None
+    preference: str | None
+    shown_order: str | None
+    rationale: str
+
+
+@dataclass(frozen=True)
+class AnnotatedUnit:
+    """A unit with its live human labels and its live adjudicated label, if any."""
+
+    unit: CampaignUnit
+    labels: tuple[HumanLabel, ...]
+    adjudicated: float | str | None
+
+
+@dataclass(frozen=True)
+class CampaignInfo:
+    """The campaign settings a judge needs."""
+
+    id: int
+    name: str
+    protocol: Protocol
+    show_reference: bool
+
+
+def campaign_info(session: Session, name: str) -> CampaignInfo:
+    """The campaign called ``name`` with its protocol (raises ``CampaignError`` if absent)."""
+    campaign = get_campaign(session, name)
+    return CampaignInfo(
+        id=stored_id(campaign),
+        name=campaign.name,
+        protocol=campaign_protocol(campaign),
+        show_reference=campaign.show_reference,
+    )
+
+
+def campaign_units(session: Session, campaign_id: int) -> list[CampaignUnit]:
+    """Every unit of the campaign with its content, ordered by unit id (flagged ones too)."""
+    units = list(
+        session.exec(select(Unit).where(Unit.campaign_id == campaign_id).order_by(col(Unit.id)))
+    )
+    items = _by_id(session, Item, {unit.item_pk for unit in units})
+    pairs = _by_id(session, Pair, {unit.pair_pk for unit in units if unit.pair_pk is not None})
+    response_pks = {unit.response_pk for unit in units if unit.response_pk is not None}
+    for pair in pairs.values():
+        response_pks.update((pair.response_a_pk, pair.response_b_pk))
+    responses = {
+        pk: _response_content(row) for pk, row in _by_id(session, Response, response_pks).items()
+    }
+    item_contents = {pk: item_content(row) for pk, row in items.items()}
+    result = []
+    for unit in units:
+        chosen: tuple[ResponseContent, ...]
+        if unit.pair_pk is not None:
+            pair = pairs[unit.pair_pk]
+            chosen = (responses[pair.response_a_pk], responses[pair.response_b_pk])
+            key = pair_unit_key(chosen[0].response_id, chosen[1].response_id)
+        elif unit.response_pk is not None:
+            chosen = (responses[unit.response_pk],)
+            key = response_unit_key(chosen[0].response_id)
+        else:
+            raise ValueError(f"unit {unit.id} has neither a response nor a pair")
+        result.append(
+            CampaignUnit(stored_id(unit), key, item_contents[unit.item_pk], chosen, unit.pair_pk)
+        )
+    return result
+
+
+def annotated_units(session: Session, campaign_id: int) -> list[AnnotatedUnit]:
+    """Units that have at least one live human annotation, with those labels.
+
+    Labels are sorted by annotator name; the adjudicated label is the live adjudication's score
+    (pointwise) or preference (pairwise), or None.
+    """
+    rows = session.exec(
+        select(Annotation, User.name)
+        .join(User, col(User.id) == Annotation.annotator_id)
+        .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
+    ).all()
+    labels: dict[int, list[HumanLabel]] = defaultdict(list)
+    for annotation, annotator in rows:
+        labels[annotation.unit_id].append(
+            HumanLabel(
+                annotator=annotator,
+                score=annotation.score,
+                preference=annotation.preference,
+                shown_order=annotation.shown_order,
+                rationale=annotation.rationale,
+            )
+        )
+    adjudications = session.exec(
+        select(Adjudication).where(Adjudication.campaign_id == campaign_id, Adjudication.is_live)
+    ).all()
+    adjudicated = {
+        row.unit_id: (row.score if row.score is not None else row.preference)
+        for row in adjudications
+    }
+    return [
+        AnnotatedUnit(
+            unit=unit,
+            labels=tuple(sorted(labels[unit.unit_id], key=lambda label: label.annotator)),
+            adjudicated=adjudicated.get(unit.unit_id),
+        )
+        for unit in campaign_units(session, campaign_id)
+        if labels.get(unit.unit_id)
+    ]
+
+
+def judged_keys(session: Session, judge: str, prompt_id: str) -> set[tuple[str, str, int]]:
+    """``(unit_key, shown_order, sample)`` already judged by ``judge`` with ``prompt_id``."""
+    rows = session.exec(
+        select(Judgement.unit_key, Judgement.shown_order, Judgement.sample).where(
+            Judgement.judge == judge, Judgement.prompt_id == prompt_id
+        )
+    ).all()
+    return {(key, order, sample) for key, order, sample in rows}
+
+
+def store_judgements(session: Session, rows: list[Judgement]) -> int:
+    """Insert model judgements, skipping keys that exist; return how many were added."""
+    return insert_judgements(session, rows)
+
+
+def cached_outputs(
+    session: Session, model: str, prompt_id: str, input_hashes: list[str]
+) -> dict[str, JudgeCache]:
+    """Cached remote answers for these input hashes, keyed by hash."""
+    if not input_hashes:
+        return {}
+    rows = session.exec(
+        select(JudgeCache).where(
+            JudgeCache.model == model,
+            JudgeCache.prompt_id == prompt_id,
+            col(JudgeCache.input_sha256).in_(input_hashes),
+        )
+    ).all()
+    return {row.input_sha256: row for row in rows}
+
+
+def store_cached_output(
+    session: Session, model: str, prompt_id: str, input_sha256: str, output: str, usage: dict
+) -> None:
+    """Remember a remote answer; a key that is already cached is left as it is."""
+    table = core_table(JudgeCache)
+    values = {
+        "model": model,
+        "prompt_id": prompt_id,
+        "input_sha256": input_sha256,
+        "output": output,
+        "usage": usage,
+        "created_at": JudgeCache().created_at,
+    }
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(table).values(values).on_conflict_do_nothing()
+    session.connection().execute(statement)
+
+
+def image_resolver(engine: Engine) -> Callable[[str], Path]:
+    """Stored CONTENT image path → file in the data folder of ``engine``'s database (confined)."""
+    root = engine_data_dir(engine)
+    return lambda stored_path: resolve_image(stored_path, root)
+
+
+def _by_id(session: Session, table: type[_Row], ids: set[int]) -> dict[int, _Row]:
+    if not ids:
+        return {}
+    rows = session.exec(select(table).where(col(table.id).in_(sorted(ids)))).all()
+    return {stored_id(row): row for row in rows}
+
+
+def _response_content(response: Response) -> ResponseContent:
+    return ResponseContent(
+        response.response_id, response.model, response.content, stored_id(response)
+    )

@@ -1,0 +1,425 @@
+"""``annotations import``: human labels made elsewhere, as a finished campaign (FORMATS.md §3).
+
+The file is a judgements file (JSONL, CSV or Parquet, read by :mod:`data.io.importers.reader`) whose
+lines all have ``judge_kind: human``. It becomes a **closed** campaign of the dataset that holds
+its units, written exactly as the app would have left it had the labels been collected there:
+
+* one *external* annotator account per distinct annotator (``annotator``, else ``judge`` without
+  its ``annotator:`` prefix): role annotator, marked external and disabled, no password, so it
+  can never log in; an external account of that name from an earlier import is reused;
+* one unit per response (pointwise) or stored pair (pairwise) in the file, and the campaign's
+  overlap K = the most annotators any unit has;
+* per annotator and unit a ``submitted`` assignment in its own overlap slot, the annotation
+  (``revision`` numbers in the file give its revisions: the highest is live, each later one
+  ``meta.revises`` the one before and is audited as ``annotation.revise``, as an edit in *My work*
+  is), and the unit's ``slots_taken`` / ``n_submitted`` counters;
+* audit events ``user.create`` (external accounts), ``campaign.create``, ``annotation.import``
+  and ``campaign.close``.
+
+Every line is checked before anything is written, all in the caller's transaction. Importing the
+same labels again under the same campaign name changes nothing; different labels under that name,
+or a campaign of that name collected in the app, are refused.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from sqlmodel import Session, col, select
+
+from data.io.importers.annotation_rows import (
+    AnnotationImportError,
+    ImportedUnit,
+    Label,
+    existing_labels,
+    resolve_units,
+    write_campaign,
+)
+from data.io.importers.errors import InvalidRecord, Problems
+from data.io.importers.reader import JudgementLine, files_sha256, read_judgements
+from data.services.users import USER_NAME_PATTERN
+from data.storage.audit import record_event
+from schemas.core import stored_id
+from schemas.ids import id_problem
+from schemas.protocols import InvalidJudgement, Protocol, get_protocol
+from schemas.tables import Campaign, User, utcnow
+
+HUMAN_PREFIX = "annotator:"
+EXTERNAL_PASSWORD_HASH = "!external: imported labels, no login"
+"""Stored instead of a password hash: no password verifies against it."""
+DEFAULT_RATIONALE_MIN = 20
+
+
+@dataclass(frozen=True)
+class AnnotationImportSummary:
+    """What an annotations import created (nothing when the same labels were there already)."""
+
+    campaign: str
+    dataset: str
+    protocol: str
+    created: bool
+    units: int
+    annotators: int
+    accounts_added: int
+    annotations: int
+    overlap: int
+
+    def describe(self) -> str:
+        if not self.created:
+            return (
+                f"campaign {self.campaign!r} already holds these {self.annotations} labels: "
+                "nothing changed"
+            )
+        return (
+            f"campaign {self.campaign!r} (closed) of dataset {self.dataset!r}: {self.units} "
+            f"units, {self.annotations} labels by {self.annotators} annotators "
+            f"({self.accounts_added} external accounts added), overlap {self.overlap}"
+        )
+
+
+def import_annotations(
+    session: Session,
+    path: Path,
+    *,
+    campaign: str,
+    dataset: str | None = None,
+    protocol: str | None = None,
+    scale: tuple[float, float, float | None] | None = None,
+    actor_id: int | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    now: datetime | None = None,
+) -> AnnotationImportSummary:
+    """Import the human labels of ``path`` as the closed campaign ``campaign``.
+
+    ``dataset`` (a dataset name) is checked against the units' dataset when given;
+    ``protocol`` (with ``scale`` for ``score``) replaces the protocol named on the lines.
+    """
+    source = str(path)
+    now = now or utcnow()
+    problem = id_problem(campaign)
+    if problem is not None:
+        raise AnnotationImportError(f"the campaign name {campaign!r} {problem}")
+    problems = Problems()
+    chosen = _forced_protocol(protocol, scale, source) if protocol else None
+    labels: list[Label] = []
+    for line in read_judgements(path, problems):
+        try:
+            chosen = chosen or _line_protocol(line)
+            labels.append(_label(line, chosen, forced=protocol is not None))
+        except InvalidRecord as error:
+            problems.add(error)
+        if on_progress is not None:
+            on_progress(1)
+    problems.check()
+    assert chosen is not None  # the reader refuses a file without lines
+    revisions = _revisions(labels, problems)
+    units = resolve_units(session, labels, dataset, problems)
+    problems.check()
+    dataset_name = next(iter(units.values())).dataset_name
+    existing = session.exec(select(Campaign).where(Campaign.name == campaign)).first()
+    if existing is not None:
+        return _same_campaign(session, existing, chosen, revisions, units, dataset_name)
+    accounts = _accounts(session, revisions, problems)
+    problems.check()
+    accounts_added = _add_accounts(session, accounts, actor_id, source)
+    annotations = write_campaign(
+        session,
+        name=campaign,
+        protocol=chosen,
+        revisions=revisions,
+        units=units,
+        accounts={name: stored_id(user) for name, user in accounts.items()},
+        rationale_min=_rationale_min(labels),
+        imported={"source": source, "sha256": files_sha256([Path(path)])},
+        actor_id=actor_id,
+        now=now,
+    )
+    return AnnotationImportSummary(
+        campaign=campaign,
+        dataset=dataset_name,
+        protocol=chosen.name,
+        created=True,
+        units=len(units),
+        annotators=len(accounts),
+        accounts_added=accounts_added,
+        annotations=annotations,
+        overlap=_overlap(revisions),
+    )
+
+
+def _forced_protocol(
+    name: str, scale: tuple[float, float, float | None] | None, source: str
+) -> Protocol:
+    low, high, step = scale if scale else (None, None, None)
+    try:
+        return get_protocol(name, scale_min=low, scale_max=high, step=step)
+    except ValueError as error:
+        raise InvalidRecord(source, None, "protocol", str(error)) from None
+
+
+def _line_protocol(line: JudgementLine) -> Protocol:
+    try:
+        return get_protocol(line.record.protocol)
+    except ValueError as error:
+        raise line.error("protocol", str(error)) from None
+
+
+def _label(line: JudgementLine, protocol: Protocol, *, forced: bool) -> Label:
+    record = line.record
+    if record.judge_kind != "human":
+        raise line.error(
+            "judge_kind",
+            f"`judge_kind` is {record.judge_kind!r}: annotations import loads human labels; "
+            "import model judgements with `critiquelab judgments import`",
+        )
+    if not forced and record.protocol != protocol.name:
+        raise line.error(
+            "protocol",
+            f"`protocol` is {record.protocol!r}, but the file's first line says "
+            f"{protocol.name!r}: a campaign has one protocol; split the file by protocol",
+        )
+    if (record.protocol == "pairwise") != (not protocol.is_pointwise):
+        raise line.error(
+            "protocol",
+            f"`protocol` is {record.protocol!r}, but this file is imported as {protocol.name!r}: "
+            "a campaign has one protocol; import pointwise and pairwise labels separately",
+        )
+    if record.parse_status not in (None, "ok"):
+        raise line.error(
+            "parse_status",
+            f"`parse_status` is {record.parse_status!r}: a human label is a value, not a "
+            "parser's output; leave the field out",
+        )
+    score = preference = None
+    if protocol.is_pointwise:
+        if record.score is None:
+            raise line.error("score", "a human label needs a `score`: fill it or drop the line")
+        try:
+            score = protocol.validate_score(record.score)
+        except InvalidJudgement as error:
+            raise line.error(
+                "score", f"{error}; fix the line, or import the file under the score protocol"
+            ) from None
+    elif record.preference is None:
+        raise line.error("preference", "a human label needs a `preference`: A, B or tie")
+    else:
+        preference = record.preference
+    seconds = 0.0 if record.seconds is None else float(record.seconds)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise line.error("seconds", f"`seconds` is {record.seconds}: give 0 or more")
+    if record.revision is not None and record.revision < 1:
+        raise line.error("revision", f"`revision` is {record.revision}: revisions count from 1")
+    unit: tuple[str, ...]
+    if record.pair is not None:
+        unit = tuple(record.pair)
+        swapped = record.shown is not None and tuple(record.shown) != unit
+    else:
+        assert record.response_id is not None  # the reader checked the unit
+        unit, swapped = (record.response_id,), False
+    meta = dict(record.meta)
+    synthetic = meta.pop("synthetic", False) is True
+    return Label(
+        source=line.source,
+        location=line.location,
+        annotator=_annotator(line),
+        unit=unit,
+        shown_order="BA" if swapped else "AB",
+        score=score,
+        preference=preference,
+        rationale=record.rationale,
+        seconds=seconds,
+        revision=record.revision,
+        created_at=record.created_at,
+        synthetic=synthetic,
+        meta=meta,
+    )
+
+
+def _annotator(line: JudgementLine) -> str:
+    """The account name: ``annotator``, else ``judge`` without ``annotator:``; both must agree."""
+    record = line.record
+    from_judge = record.judge.removeprefix(HUMAN_PREFIX)
+    name = record.annotator or from_judge
+    if record.annotator is not None and record.judge not in (name, HUMAN_PREFIX + name):
+        raise line.error(
+            "annotator",
+            f"`annotator` is {record.annotator!r} but `judge` is {record.judge!r}: they must "
+            f"name the same person (judge 'annotator:{record.annotator}'); fix one of them",
+        )
+    if not USER_NAME_PATTERN.match(name):
+        raise line.error(
+            "judge",
+            f"annotator name {name!r} must be 1–64 letters, digits, '_', '.' or '-', starting "
+            "with a letter or digit (it becomes an account name): rename it in the file",
+        )
+    return name
+
+
+def _revisions(
+    labels: list[Label], problems: Problems
+) -> dict[tuple[str, tuple[str, ...]], list[Label]]:
+    """Per (annotator, unit): the labels in revision order (one without revision numbers)."""
+    grouped: dict[tuple[str, tuple[str, ...]], list[Label]] = defaultdict(list)
+    for label in labels:
+        grouped[(label.annotator, label.unit)].append(label)
+    result = {}
+    for (annotator, unit), group in grouped.items():
+        if len(group) > 1 and any(label.revision is None for label in group):
+            first, again = group[0], group[1]
+            problems.add(
+                again.error(
+                    "revision",
+                    f"annotator {annotator!r} labelled {_unit_text(unit)} again (first at line "
+                    f"{first.location}): give every such line its `revision` number (1, 2, ...) "
+                    "to keep them as revisions, or keep one line",
+                )
+            )
+            continue
+        ordered = sorted(group, key=lambda label: label.revision or 1)
+        numbers = [label.revision or 1 for label in ordered]
+        if numbers != list(range(1, len(ordered) + 1)):
+            problems.add(
+                ordered[-1].error(
+                    "revision",
+                    f"annotator {annotator!r} has revisions {numbers} of {_unit_text(unit)}: they "
+                    "must be 1, 2, ... without gaps",
+                )
+            )
+            continue
+        shown = {label.shown_order for label in ordered}
+        if len(shown) > 1:
+            problems.add(
+                ordered[-1].error(
+                    "shown",
+                    f"the revisions of {annotator!r} on {_unit_text(unit)} give different shown "
+                    "orders: an annotator edits the pair in the order first shown",
+                )
+            )
+            continue
+        result[(annotator, unit)] = ordered
+    return result
+
+
+def _accounts(
+    session: Session,
+    revisions: dict[tuple[str, tuple[str, ...]], list[Label]],
+    problems: Problems,
+) -> dict[str, User]:
+    """Existing external accounts by name, and new unsaved ones; a login account is refused."""
+    first_line: dict[str, Label] = {}
+    for (annotator, _unit), labels in revisions.items():
+        first_line.setdefault(annotator, labels[0])
+    names = sorted(first_line)
+    found = {u.name: u for u in session.exec(select(User).where(col(User.name).in_(names)))}
+    accounts: dict[str, User] = {}
+    for name in names:
+        user = found.get(name)
+        if user is not None and not user.external:
+            problems.add(
+                first_line[name].error(
+                    "judge",
+                    f"annotator {name!r} is the name of an account that logs in here: imported "
+                    "labels get external accounts of their own; rename the annotator in the file "
+                    f"(e.g. 'ext-{name}')",
+                )
+            )
+            continue
+        accounts[name] = user or User(
+            name=name,
+            password_hash=EXTERNAL_PASSWORD_HASH,
+            role="annotator",
+            active=False,
+            external=True,
+            synthetic=all(
+                label.synthetic
+                for (who, _), labels in revisions.items()
+                if who == name
+                for label in labels
+            ),
+        )
+    return accounts
+
+
+def _add_accounts(
+    session: Session, accounts: dict[str, User], actor_id: int | None, source: str
+) -> int:
+    added = [user for user in accounts.values() if user.id is None]
+    for user in added:
+        session.add(user)
+    session.flush()
+    for user in added:
+        record_event(
+            session,
+            actor_id=actor_id,
+            action="user.create",
+            entity="user_account",
+            entity_id=stored_id(user),
+            detail={"name": user.name, "role": user.role, "external": True, "source": source},
+        )
+    return len(added)
+
+
+def _same_campaign(
+    session: Session,
+    campaign: Campaign,
+    protocol: Protocol,
+    revisions: dict[tuple[str, tuple[str, ...]], list[Label]],
+    units: dict[tuple[str, ...], ImportedUnit],
+    dataset_name: str,
+) -> AnnotationImportSummary:
+    """A re-import: the same labels under the same name change nothing; anything else is refused."""
+    if not (campaign.options or {}).get("imported"):
+        raise AnnotationImportError(
+            f"campaign {campaign.name!r} already exists and was collected in the app: import "
+            "the labels under another campaign name"
+        )
+    wanted = {
+        (
+            annotator,
+            units[unit].unit_key,
+            label.revision or 1,
+            label.score,
+            label.preference,
+            label.shown_order if label.preference is not None else None,
+            label.rationale,
+        )
+        for (annotator, unit), labels in revisions.items()
+        for label in labels
+    }
+    if campaign.protocol != protocol.name or existing_labels(session, campaign) != wanted:
+        raise AnnotationImportError(
+            f"campaign {campaign.name!r} already holds different imported labels: import these "
+            "under another campaign name"
+        )
+    return AnnotationImportSummary(
+        campaign=campaign.name,
+        dataset=dataset_name,
+        protocol=protocol.name,
+        created=False,
+        units=len(units),
+        annotators=len({annotator for annotator, _ in revisions}),
+        accounts_added=0,
+        annotations=len(wanted),
+        overlap=campaign.overlap,
+    )
+
+
+def _overlap(revisions: dict[tuple[str, tuple[str, ...]], list[Label]]) -> int:
+    per_unit: dict[tuple[str, ...], int] = defaultdict(int)
+    for _annotator, unit in revisions:
+        per_unit[unit] += 1
+    return max(per_unit.values())
+
+
+def _rationale_min(labels: list[Label]) -> int:
+    """The campaign's minimum rationale: the default, or less when the labels have less."""
+    return min(DEFAULT_RATIONALE_MIN, min(len(label.rationale.strip()) for label in labels))
+
+
+def _unit_text(unit: tuple[str, ...]) -> str:
+    return f"pair {unit[0]} | {unit[1]}" if len(unit) == 2 else f"response {unit[0]}"

@@ -1,0 +1,264 @@
+"""Files uploaded in the browser: unpacked safely, then imported by the CLI's own importers.
+
+An upload is a dataset file (JSONL, CSV or Parquet, or a zip holding it and its images) or a
+judgements file. It is written to a fresh folder under ``<data dir>/uploads/`` and handed to
+exactly the functions that ``critiquelab import`` and ``critiquelab judgments import`` call, so
+the browser and the command line accept and refuse the same files. The folder is removed
+afterwards; images the importer keeps are copied into the image store by the importer itself.
+
+A zip is checked before a byte is written: no absolute names, no ``..`` (zip-slip), no symbolic
+links, at most :data:`MAX_ZIP_FILES` entries and :data:`MAX_ZIP_BYTES` bytes unpacked (counted
+while unpacking too, so a zip that lies about its sizes is stopped).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import stat
+import uuid
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from sqlmodel import Session
+
+from data.io.importers.datasets import ImportSummary
+from data.io.importers.errors import InvalidFile, InvalidRecord
+from data.io.importers.jsonl import import_jsonl
+from data.io.importers.judgements import JudgementImportSummary, import_judgements
+from data.services.admin import require_actor_role
+from data.storage.audit import record_event
+from data.storage.engine import data_dir
+
+DATASET_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
+"""Dataset file types, as ``critiquelab import jsonl`` reads them."""
+MAX_ZIP_FILES = 20_000
+MAX_ZIP_BYTES = 2 * 1024**3
+_CHUNK = 1024 * 1024
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class UnsafeUpload(ValueError):
+    """An uploaded file that will not be unpacked or read, and why."""
+
+
+class UploadRejected(ValueError):
+    """The importer refused the upload. ``problems`` are its messages, one per bad line, each
+    naming the file inside the upload, the line, the field and the fix; ``stopped`` says that
+    reading stopped at :data:`~data.io.importers.errors.MAX_PROBLEMS` and there may be more."""
+
+    def __init__(self, problems: list[str], *, stopped: bool = False) -> None:
+        self.problems = problems
+        self.stopped = stopped
+        note = [f"stopped after {len(problems)} problems"] if stopped else []
+        super().__init__("\n".join([*problems, *note]))
+
+
+def import_dataset_upload(
+    session: Session,
+    actor_id: int | None,
+    name: str,
+    data: bytes,
+    *,
+    dataset: str | None = None,
+    update: bool = False,
+    allow_missing_images: bool = False,
+) -> ImportSummary:
+    """Import an uploaded dataset (admins only) with the importer of ``critiquelab import jsonl``.
+
+    ``name`` ends in ``.jsonl``, ``.csv`` or ``.parquet`` (the file itself) or ``.zip`` (the
+    file with its images, image paths relative to it). On any error nothing is written (the
+    caller's transaction rolls back) and :class:`UploadRejected` names every bad line inside the
+    upload (up to 50).
+    """
+    require_actor_role(session, actor_id, "admin")
+    suffix = PurePosixPath(name.lower()).suffix
+    if suffix not in (*DATASET_SUFFIXES, ".zip"):
+        raise UnsafeUpload(
+            f"{safe_file_name(name)!r} is not .jsonl, .csv, .parquet or .zip: upload the dataset "
+            "file, or a zip holding it and its images"
+        )
+    with upload_folder() as folder:
+        if suffix == ".zip":
+            path = find_dataset_file(extract_zip(io.BytesIO(data), folder), folder)
+        else:
+            path = save_upload(data, name, folder)
+        try:
+            summary = import_jsonl(
+                session,
+                path,
+                dataset=dataset or None,
+                images_root=path.parent,
+                update=update,
+                allow_missing_images=allow_missing_images,
+                actor_id=actor_id,
+            )
+        except InvalidRecord as error:
+            raise _rejected(error, folder) from None
+    record_event(
+        session,
+        actor_id=actor_id,
+        action="dataset.upload",
+        entity="dataset",
+        entity_id=summary.dataset,
+        detail={"file": safe_file_name(name), "update": update},
+    )
+    return summary
+
+
+def import_judgements_upload(
+    session: Session, actor_id: int | None, name: str, data: bytes, *, update: bool = False
+) -> JudgementImportSummary:
+    """Import an uploaded model judgements file (.jsonl, .csv or .parquet; admins only) with the
+    importer of ``critiquelab judgments import``; on any error nothing is written."""
+    require_actor_role(session, actor_id, "admin")
+    with upload_folder() as folder:
+        path = save_upload(data, name, folder)
+        try:
+            summary = import_judgements(session, path, update_changed=update, actor_id=actor_id)
+        except InvalidRecord as error:
+            raise _rejected(error, folder) from None
+    record_event(
+        session,
+        actor_id=actor_id,
+        action="judgement.upload",
+        entity="judgement",
+        entity_id=safe_file_name(name),
+        detail={"file": safe_file_name(name), "update": update},
+    )
+    return summary
+
+
+def _rejected(error: InvalidRecord, folder: Path) -> UploadRejected:
+    """The importer's messages with the temporary folder taken out of the file names."""
+    found = error.problems if isinstance(error, InvalidFile) else (error,)
+    return UploadRejected(
+        [str(p).replace(f"{folder}/", "").replace(str(folder), "the upload") for p in found],
+        stopped=isinstance(error, InvalidFile) and error.stopped,
+    )
+
+
+@contextmanager
+def upload_folder(root: Path | None = None) -> Iterator[Path]:
+    """A new empty folder under ``<data dir>/uploads/``, removed when the block ends."""
+    folder = (root or data_dir()) / "uploads" / f"upload-{uuid.uuid4().hex}"
+    folder.mkdir(parents=True)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def safe_file_name(name: str) -> str:
+    """The last part of an uploaded file's name, reduced to safe characters."""
+    base = PurePosixPath(name.replace("\\", "/")).name
+    cleaned = _SAFE_NAME.sub("_", base).lstrip(".")
+    return cleaned or "upload"
+
+
+def save_upload(data: bytes, name: str, folder: Path) -> Path:
+    """Write an uploaded file into ``folder`` under its safe name."""
+    target = folder / safe_file_name(name)
+    target.write_bytes(data)
+    return target
+
+
+def extract_zip(
+    archive: BinaryIO | Path,
+    destination: Path,
+    *,
+    max_files: int = MAX_ZIP_FILES,
+    max_bytes: int = MAX_ZIP_BYTES,
+) -> list[Path]:
+    """Unpack ``archive`` into ``destination`` after checking every entry; return the files.
+
+    Raises :class:`UnsafeUpload` naming the first offending entry; nothing is unpacked then.
+    """
+    try:
+        zip_file = zipfile.ZipFile(archive)
+    except zipfile.BadZipFile:
+        raise UnsafeUpload("the upload is not a valid zip file: re-create it with zip") from None
+    with zip_file:
+        entries = zip_file.infolist()
+        if len(entries) > max_files:
+            raise UnsafeUpload(
+                f"the zip has {len(entries):,} entries; at most {max_files:,} are accepted: "
+                "split it into smaller uploads or use the command line"
+            )
+        declared = sum(entry.file_size for entry in entries)
+        if declared > max_bytes:
+            raise UnsafeUpload(_too_large(declared, max_bytes))
+        root = destination.resolve()
+        targets = [(entry, _target(entry, root)) for entry in entries]
+        written: list[Path] = []
+        total = 0
+        for entry, target in targets:
+            if entry.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            total += _copy_entry(zip_file, entry, target, max_bytes - total)
+            written.append(target)
+    return written
+
+
+def _copy_entry(
+    zip_file: zipfile.ZipFile, entry: zipfile.ZipInfo, target: Path, budget: int
+) -> int:
+    copied = 0
+    try:
+        with zip_file.open(entry) as source, target.open("wb") as sink:
+            while chunk := source.read(_CHUNK):
+                copied += len(chunk)
+                if copied > budget:
+                    raise UnsafeUpload(_too_large(copied, budget))
+                sink.write(chunk)
+    except zipfile.BadZipFile as error:
+        raise UnsafeUpload(
+            f"zip entry {entry.filename!r} is damaged ({error}): re-create the zip"
+        ) from None
+    return copied
+
+
+def _target(entry: zipfile.ZipInfo, root: Path) -> Path:
+    name = entry.filename
+    normalised = name.replace("\\", "/")
+    if normalised.startswith("/") or re.match(r"^[A-Za-z]:", normalised):
+        raise UnsafeUpload(f"zip entry {name!r} has an absolute name: store relative paths only")
+    if ".." in PurePosixPath(normalised).parts:
+        raise UnsafeUpload(f"zip entry {name!r} points outside the archive ('..'): remove it")
+    if stat.S_ISLNK(entry.external_attr >> 16):
+        raise UnsafeUpload(f"zip entry {name!r} is a symbolic link: store the file itself")
+    target = (root / normalised).resolve()
+    if not target.is_relative_to(root):
+        raise UnsafeUpload(f"zip entry {name!r} points outside the archive: remove it")
+    return target
+
+
+def _too_large(size: int, limit: int) -> str:
+    return (
+        f"the zip unpacks to more than the {limit:,} bytes allowed ({size:,} at least): "
+        "split it into smaller uploads or use the command line"
+    )
+
+
+def find_dataset_file(files: list[Path], folder: Path) -> Path:
+    """The one dataset file (.jsonl, .csv or .parquet) of an unpacked zip (macOS ``__MACOSX``
+    copies ignored)."""
+    candidates = [
+        path
+        for path in files
+        if path.suffix.lower() in DATASET_SUFFIXES
+        and "__MACOSX" not in path.relative_to(folder).parts
+    ]
+    if len(candidates) != 1:
+        found = ", ".join(str(path.relative_to(folder)) for path in candidates) or "none"
+        raise UnsafeUpload(
+            f"the zip must hold exactly one dataset file, .jsonl, .csv or .parquet (found: "
+            f"{found}); put the images beside it, named as the file names them"
+        )
+    return candidates[0]

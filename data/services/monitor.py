@@ -1,0 +1,318 @@
+"""Campaign monitoring beyond progress: human label matrices, low-effort signals, skips, flags.
+
+Progress per annotator and per unit is ``data.services.campaigns.campaign_progress``. These are
+read-only
+queries that return typed records; the monitor page renders them. Agreement is not
+computed here (``data`` never imports ``calibration``): :func:`human_rating_matrices` returns the
+annotators × units matrices that the page hands to the calibration package.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+import numpy as np
+from sqlalchemy.orm import aliased
+from sqlmodel import Session, select
+
+from schemas.ids import pair_unit_key, response_unit_key
+from schemas.protocols import PREFERENCES
+from schemas.tables import (
+    Annotation,
+    Assignment,
+    Flag,
+    Item,
+    Pair,
+    Response,
+    Unit,
+    User,
+)
+
+NO_TASK = "(no task)"
+FAST_RATIO = 0.25
+"""An answer is 'fast' when it took less than this fraction of the annotator's own median."""
+MIN_HISTORY = 5
+"""Answers an annotator must have given before their median is trusted for the fast check."""
+COPY_SHINGLE = 8
+COPY_FRACTION = 0.8
+"""A rationale is 'copied' when this fraction of its 8-character shingles occur in a response."""
+MIN_COPY_CHARS = 16
+MAX_ID_FILTER = 1000
+
+EffortReason = Literal["fast", "repeated_rationale", "copied_rationale"]
+
+
+@dataclass(frozen=True)
+class UnitInfo:
+    """What identifies a unit on screen: its key (``r:<response_id>`` / ``p:<a>|<b>``) and item."""
+
+    unit_id: int
+    unit_key: str
+    item_id: str
+    task: str | None
+    model: str | None
+    """the evaluated model (pointwise); None for pairs"""
+    response_texts: tuple[str, ...]
+    """the plain text of the response(s), canonical order"""
+
+
+@dataclass(frozen=True)
+class RatingMatrix:
+    """Human labels of one task as annotators × units (NaN = not rated).
+
+    Pairwise labels are coded 0 = A, 1 = B, 2 = tie (``level`` is then ``nominal``); scores are
+    the values themselves (``level`` ``interval``).
+    """
+
+    task: str
+    level: Literal["interval", "nominal"]
+    annotators: tuple[str, ...]
+    units: tuple[str, ...]
+    values: np.ndarray
+
+
+@dataclass(frozen=True)
+class EffortFlag:
+    """A live answer that looks like low-effort work, and why."""
+
+    annotation_id: int
+    unit_id: int
+    unit_key: str
+    annotator: str
+    reason: EffortReason
+    detail: str
+
+
+@dataclass(frozen=True)
+class UnitIssue:
+    """A unit that an annotator skipped or flagged, with the reason they gave."""
+
+    kind: Literal["skipped", "flagged"]
+    unit_id: int
+    unit_key: str
+    item_id: str
+    user: str
+    reason: str
+    at: datetime | None
+    resolution: str | None
+    """flags: the reviewer's note once resolved"""
+
+
+@dataclass(frozen=True)
+class _Answer:
+    annotation: Annotation
+    annotator: str
+
+
+def content_text(content: object) -> str:
+    """The plain text of CONTENT (a string, or the text segments of a segment list)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(segment.get("text", ""))
+            for segment in content
+            if isinstance(segment, dict) and segment.get("type") == "text"
+        )
+    return ""
+
+
+def unit_infos(
+    session: Session, campaign_id: int, unit_ids: Collection[int] | None = None
+) -> dict[int, UnitInfo]:
+    """The units of the campaign (all, or those in ``unit_ids``) by id, with key, item, text.
+
+    Up to :data:`MAX_ID_FILTER` ids are filtered in SQL; more are read with the whole campaign
+    (a query holds at most 65,535 parameters on PostgreSQL).
+    """
+    response_a, response_b = aliased(Response), aliased(Response)
+    wanted = Unit.campaign_id == campaign_id
+    if unit_ids is not None and len(unit_ids) <= MAX_ID_FILTER:
+        wanted = wanted & Unit.id.in_(list(unit_ids))
+    pointwise = session.exec(
+        select(Unit, Item, Response)
+        .join(Item, Item.id == Unit.item_pk)
+        .join(Response, Response.id == Unit.response_pk)
+        .where(wanted)
+    )
+    infos = {
+        unit.id: UnitInfo(
+            unit.id,
+            response_unit_key(response.response_id),
+            item.item_id,
+            item.task,
+            response.model,
+            (content_text(response.content),),
+        )
+        for unit, item, response in pointwise
+    }
+    pairwise = session.exec(
+        select(Unit, Item, response_a, response_b)
+        .join(Item, Item.id == Unit.item_pk)
+        .join(Pair, Pair.id == Unit.pair_pk)
+        .join(response_a, response_a.id == Pair.response_a_pk)
+        .join(response_b, response_b.id == Pair.response_b_pk)
+        .where(wanted)
+    )
+    for unit, item, first, second in pairwise:
+        infos[unit.id] = UnitInfo(
+            unit.id,
+            pair_unit_key(first.response_id, second.response_id),
+            item.item_id,
+            item.task,
+            None,
+            (content_text(first.content), content_text(second.content)),
+        )
+    return infos
+
+
+def _live_answers(session: Session, campaign_id: int) -> list[_Answer]:
+    rows = session.exec(
+        select(Annotation, User.name)
+        .join(User, User.id == Annotation.annotator_id)
+        .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
+        .order_by(Annotation.id)
+    )
+    return [_Answer(annotation, name) for annotation, name in rows]
+
+
+def human_rating_matrices(session: Session, campaign_id: int) -> dict[str, RatingMatrix]:
+    """Live human labels per task as annotators × units matrices, for agreement statistics."""
+    infos = unit_infos(session, campaign_id)
+    by_task: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
+    level: Literal["interval", "nominal"] = "interval"
+    for answer in _live_answers(session, campaign_id):
+        annotation = answer.annotation
+        info = infos[annotation.unit_id]
+        if annotation.preference is not None:
+            level = "nominal"
+            value = float(PREFERENCES.index(annotation.preference))
+        elif annotation.score is not None:
+            value = float(annotation.score)
+        else:
+            continue
+        by_task[info.task or NO_TASK].append((answer.annotator, info.unit_key, value))
+    matrices = {}
+    for task, labels in sorted(by_task.items()):
+        annotators = tuple(sorted({annotator for annotator, _, _ in labels}))
+        units = tuple(sorted({unit for _, unit, _ in labels}))
+        values = np.full((len(annotators), len(units)), np.nan)
+        for annotator, unit, value in labels:
+            values[annotators.index(annotator), units.index(unit)] = value
+        matrices[task] = RatingMatrix(task, level, annotators, units, values)
+    return matrices
+
+
+def low_effort_flags(
+    session: Session,
+    campaign_id: int,
+    *,
+    fast_ratio: float = FAST_RATIO,
+    min_history: int = MIN_HISTORY,
+) -> list[EffortFlag]:
+    """Live answers that look like low-effort work.
+
+    * ``fast``: active time below ``fast_ratio`` × the annotator's own median (only once they
+      have ``min_history`` answers, so a median exists);
+    * ``repeated_rationale``: the same rationale (case, spacing and punctuation ignored) on
+      several of the annotator's units;
+    * ``copied_rationale``: at least 80% of the rationale's 8-character shingles occur in the
+      response being judged (or either response of a pair).
+    """
+    infos = unit_infos(session, campaign_id)
+    answers = _live_answers(session, campaign_id)
+    by_annotator: dict[int, list[_Answer]] = defaultdict(list)
+    for answer in answers:
+        by_annotator[answer.annotation.annotator_id].append(answer)
+    flags: list[EffortFlag] = []
+    for own in by_annotator.values():
+        median = statistics.median(answer.annotation.seconds for answer in own)
+        rationale_counts = Counter(_normalise(answer.annotation.rationale) for answer in own)
+        for answer in own:
+            annotation, info = answer.annotation, infos[answer.annotation.unit_id]
+            reasons: list[tuple[EffortReason, str]] = []
+            if len(own) >= min_history and annotation.seconds < fast_ratio * median:
+                reasons.append(("fast", f"{annotation.seconds:.0f} s, their median {median:.0f} s"))
+            normalised = _normalise(annotation.rationale)
+            if normalised and rationale_counts[normalised] > 1:
+                repeats = rationale_counts[normalised]
+                reasons.append(("repeated_rationale", f"same rationale on {repeats} units"))
+            copied = max(_copied_fraction(normalised, text) for text in info.response_texts)
+            if copied >= COPY_FRACTION:
+                reasons.append(("copied_rationale", f"{copied:.0%} of it occurs in the response"))
+            flags += [
+                EffortFlag(
+                    annotation.id, annotation.unit_id, info.unit_key, answer.annotator, *reason
+                )
+                for reason in reasons
+            ]
+    return sorted(flags, key=lambda flag: (flag.annotator, flag.unit_id, flag.reason))
+
+
+def _normalise(text: str) -> str:
+    return " ".join(re.sub(r"[^\w]+", " ", text.casefold()).split())
+
+
+def _shingles(text: str) -> set[str]:
+    return {text[i : i + COPY_SHINGLE] for i in range(len(text) - COPY_SHINGLE + 1)}
+
+
+def _copied_fraction(normalised_rationale: str, response_text: str) -> float:
+    if len(normalised_rationale) < MIN_COPY_CHARS:
+        return 0.0
+    own = _shingles(normalised_rationale)
+    return len(own & _shingles(_normalise(response_text))) / len(own)
+
+
+def unit_issues(session: Session, campaign_id: int) -> list[UnitIssue]:
+    """Every skip (with its reason) and every flag (with its resolution), newest first."""
+    infos = unit_infos(session, campaign_id)
+    issues = [
+        UnitIssue(
+            "skipped",
+            assignment.unit_id,
+            infos[assignment.unit_id].unit_key,
+            infos[assignment.unit_id].item_id,
+            name,
+            assignment.skip_reason or "",
+            assignment.closed_at,
+            None,
+        )
+        for assignment, name in session.exec(
+            select(Assignment, User.name)
+            .join(User, User.id == Assignment.annotator_id)
+            .where(Assignment.campaign_id == campaign_id, Assignment.status == "skipped")
+        )
+    ]
+    issues += [
+        UnitIssue(
+            "flagged",
+            flag.unit_id,
+            infos[flag.unit_id].unit_key,
+            infos[flag.unit_id].item_id,
+            name,
+            flag.reason,
+            flag.created_at,
+            flag.resolution,
+        )
+        for flag, name in session.exec(
+            select(Flag, User.name)
+            .join(User, User.id == Flag.user_id)
+            .where(Flag.campaign_id == campaign_id)
+        )
+    ]
+    return sorted(issues, key=lambda issue: _aware(issue.at) if issue.at else _EPOCH, reverse=True)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes for UTC columns; make them comparable."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -1,0 +1,160 @@
+"""User accounts: create, re-role, disable, reset passwords. Passwords are argon2-hashed."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlmodel import Session, select
+
+from data.storage.audit import record_event
+from schemas.tables import ROLES, User, utcnow
+
+_hasher = PasswordHasher()
+USER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MIN_PASSWORD_LENGTH = 8
+
+
+class UserError(ValueError):
+    """A user name, role or password that cannot be accepted, with what to do instead."""
+
+
+@dataclass(frozen=True)
+class UserRecord:
+    """What the rest of the app needs to know about a user (never the hash)."""
+
+    id: int
+    name: str
+    role: str
+    active: bool
+    synthetic: bool
+
+
+def to_record(user: User) -> UserRecord:
+    assert user.id is not None
+    return UserRecord(user.id, user.name, user.role, user.active, user.synthetic)
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def password_matches(password_hash: str, password: str) -> bool:
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise UserError(f"role {role!r} is not one of: " + ", ".join(ROLES))
+
+
+def _check_password(password: str) -> None:
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise UserError(f"the password must have at least {MIN_PASSWORD_LENGTH} characters")
+
+
+def create_user(
+    session: Session,
+    name: str,
+    password: str,
+    role: str,
+    *,
+    actor_id: int | None = None,
+    synthetic: bool = False,
+) -> UserRecord:
+    """Add an account; the name must be new, the password at least 8 characters."""
+    if not USER_NAME_PATTERN.match(name):
+        raise UserError(
+            f"user name {name!r} must be 1–64 letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit"
+        )
+    _check_role(role)
+    _check_password(password)
+    if session.exec(select(User).where(User.name == name)).first() is not None:
+        raise UserError(f"user {name!r} already exists: choose another name")
+    user = User(name=name, password_hash=hash_password(password), role=role, synthetic=synthetic)
+    session.add(user)
+    session.flush()
+    record_event(
+        session,
+        actor_id=actor_id,
+        action="user.create",
+        entity="user_account",
+        entity_id=user.id,
+        detail={"name": name, "role": role},
+    )
+    return to_record(user)
+
+
+def get_user(session: Session, name: str) -> User | None:
+    return session.exec(select(User).where(User.name == name)).first()
+
+
+def require_user(session: Session, name: str) -> User:
+    user = get_user(session, name)
+    if user is None:
+        raise UserError(f"no user called {name!r}: add it with `critiquelab users add {name}`")
+    return user
+
+
+def list_users(session: Session) -> list[UserRecord]:
+    return [to_record(user) for user in session.exec(select(User).order_by(User.name))]
+
+
+def set_role(session: Session, name: str, role: str, *, actor_id: int | None) -> UserRecord:
+    _check_role(role)
+    user = require_user(session, name)
+    before = user.role
+    user.role = role
+    session.add(user)
+    record_event(
+        session,
+        actor_id=actor_id,
+        action="user.role",
+        entity="user_account",
+        entity_id=user.id,
+        detail={"before": before, "after": role},
+    )
+    return to_record(user)
+
+
+def set_active(session: Session, name: str, active: bool, *, actor_id: int | None) -> UserRecord:
+    user = require_user(session, name)
+    before = user.active
+    user.active = active
+    session.add(user)
+    record_event(
+        session,
+        actor_id=actor_id,
+        action="user.enable" if active else "user.disable",
+        entity="user_account",
+        entity_id=user.id,
+        detail={"before": before, "after": active},
+    )
+    return to_record(user)
+
+
+def reset_password(
+    session: Session, name: str, password: str, *, actor_id: int | None
+) -> UserRecord:
+    """Set a new password for ``name``; failed logins before now no longer lock the name
+    (:mod:`data.services.auth`)."""
+    _check_password(password)
+    user = require_user(session, name)
+    user.password_hash = hash_password(password)
+    user.password_changed_at = utcnow()
+    session.add(user)
+    record_event(
+        session,
+        actor_id=actor_id,
+        action="user.password_reset",
+        entity="user_account",
+        entity_id=user.id,
+        detail={},
+    )
+    return to_record(user)
