@@ -1,4 +1,4 @@
-"""Regenerate the initial migration from schemas/tables.py (development only).
+"""Regenerate the initial migration from the tables in schemas/tables/ (development only).
 
 Until the first release, the schema lives in one migration, ``0001_initial``. Run
 ``python -m data.storage.migrations.regenerate`` after changing a table; after the first release,

@@ -1,0 +1,64 @@
+"""SQLModel tables: the whole data model of CritiqueLab, no I/O.
+
+Import tables from here (``from schemas.tables import Campaign``); importing this package
+registers every table on ``SQLModel.metadata``, which the migrations compare against. The tables
+live in one module per area: :mod:`.accounts` (people, logins, audit), :mod:`.content`
+(datasets, items, responses, pairs), :mod:`.campaigns` (campaigns, units, assignments, drafts,
+annotations), :mod:`.judges` (judgements, the judge cache), :mod:`.review` (adjudications, flags,
+disagreement tags), with what they share in :mod:`.columns`.
+
+Rules that matter for correctness live in the database itself, so that they hold under
+concurrency on SQLite and PostgreSQL alike:
+
+* unique external ids (``item.item_id`` per dataset, ``response.response_id`` everywhere);
+* a unit is never leased twice to the same annotator (``assignment`` unique on unit + annotator);
+* overlap K is never exceeded: a live assignment occupies one of the unit's ``slot`` numbers,
+  unique among live assignments and checked ``0 <= slot < overlap``;
+* one live annotation per annotator per unit (partial unique index on ``is_live``);
+* human annotations, adjudications and audit events are append-only: an edit is a new row.
+
+Times are stored in UTC (see :func:`utcnow`).
+"""
+
+from schemas.tables.accounts import AuditEvent, AuthSession, LoginAttempt, User
+from schemas.tables.campaigns import Annotation, Assignment, Campaign, Draft, Unit
+from schemas.tables.columns import (
+    ASSIGNMENT_STATUSES,
+    CAMPAIGN_STATUSES,
+    LIVE_ASSIGNMENT_STATUSES,
+    PARSE_STATUSES,
+    ROLES,
+    SHOWN_ORDERS,
+    utcnow,
+)
+from schemas.tables.content import Dataset, Item, Pair, Response
+from schemas.tables.judges import JudgeCache, Judgement
+from schemas.tables.review import Adjudication, DisagreementTag, Flag
+
+__all__ = [
+    "ASSIGNMENT_STATUSES",
+    "CAMPAIGN_STATUSES",
+    "LIVE_ASSIGNMENT_STATUSES",
+    "PARSE_STATUSES",
+    "ROLES",
+    "SHOWN_ORDERS",
+    "Adjudication",
+    "Annotation",
+    "Assignment",
+    "AuditEvent",
+    "AuthSession",
+    "Campaign",
+    "Dataset",
+    "DisagreementTag",
+    "Draft",
+    "Flag",
+    "Item",
+    "JudgeCache",
+    "Judgement",
+    "LoginAttempt",
+    "Pair",
+    "Response",
+    "Unit",
+    "User",
+    "utcnow",
+]

@@ -1,0 +1,185 @@
+"""Collecting human labels: campaigns, their units, leases (assignments), drafts and annotations.
+
+The overlap rule lives here: a live assignment holds one of its unit's ``slot`` numbers, unique
+among live assignments and checked ``0 <= slot < overlap``; one live annotation per annotator and
+unit; annotations are append-only (an edit is a new revision).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, CheckConstraint, Index, UniqueConstraint, text
+from sqlmodel import Field, SQLModel
+
+from schemas.tables.columns import json_field, time_field, utcnow
+
+
+class Campaign(SQLModel, table=True):
+    """An annotation campaign: which units, which protocol, how many annotators each."""
+
+    __table_args__ = (
+        CheckConstraint("overlap >= 1", name="ck_campaign_overlap"),
+        CheckConstraint("rationale_min >= 0", name="ck_campaign_rationale_min"),
+        CheckConstraint("lease_seconds > 0", name="ck_campaign_lease"),
+        CheckConstraint("status IN ('active','paused','closed')", name="ck_campaign_status"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, index=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    protocol: str = Field(description="alignmmbench | mmie | pairwise | score")
+    scale_min: float | None = Field(default=None, description="score protocol only")
+    scale_max: float | None = Field(default=None, description="score protocol only")
+    scale_step: float | None = Field(default=None, description="score protocol; null = continuous")
+    overlap: int = Field(default=3, description="annotators per unit (K)")
+    rationale_min: int = Field(default=20, description="minimum rationale length in characters")
+    lease_seconds: int = Field(default=900, description="how long a unit is held for one annotator")
+    show_reference: bool = True
+    show_others_after_submit: bool = False
+    instructions: str = Field(default="", description="markdown shown beside the rubric")
+    status: str = "active"
+    synthetic: bool = Field(default=False, description="a demo campaign with synthetic labels")
+    created_by: int | None = Field(default=None, foreign_key="user_account.id")
+    created_at: datetime = time_field(nullable=False, default_factory=utcnow)
+    options: dict = json_field(
+        default_factory=dict,
+        description="models, pair sampling {mode, k, seed}, other settings that shaped the units",
+    )
+    routing: str = Field(
+        default="least-annotated",
+        sa_column_kwargs={"server_default": "least-annotated"},
+        description="least-annotated | judge-disagreement | judge-uncertainty | stratified",
+    )
+    routing_judges: list | None = json_field(
+        nullable=True, default=None, description="the judges whose outputs order the queue"
+    )
+    routing_share: float | None = Field(
+        default=None, description="stratified: the share of units served in random order"
+    )
+
+
+class Unit(SQLModel, table=True):
+    """One thing to annotate in a campaign: a response (pointwise) or a pair (pairwise).
+
+    ``slots_taken`` counts live assignments (leased or submitted) and drives least-annotated-first
+    assignment; the hard overlap rule is the assignment slot constraint, not this counter.
+    """
+
+    __table_args__ = (
+        UniqueConstraint("campaign_id", "response_pk", name="uq_unit_campaign_response"),
+        UniqueConstraint("campaign_id", "pair_pk", name="uq_unit_campaign_pair"),
+        CheckConstraint(
+            "(response_pk IS NULL) <> (pair_pk IS NULL)", name="ck_unit_response_xor_pair"
+        ),
+        Index("ix_unit_queue", "campaign_id", "slots_taken", "id"),
+        Index("ix_unit_route", "campaign_id", "slots_taken", "priority", "id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id")
+    item_pk: int = Field(foreign_key="item.id", index=True)
+    response_pk: int | None = Field(default=None, foreign_key="response.id")
+    pair_pk: int | None = Field(default=None, foreign_key="pair.id")
+    slots_taken: int = Field(default=0, description="live assignments (leased + submitted)")
+    n_submitted: int = Field(default=0, description="annotators who submitted")
+    flagged: bool = Field(default=False, description="reported broken; out of the queue")
+    priority: int | None = Field(
+        default=None,
+        sa_type=BigInteger,
+        description="routed campaigns: serving key, lowest first; null otherwise",
+    )
+
+
+class Assignment(SQLModel, table=True):
+    """A lease of one overlap slot of a unit to one annotator.
+
+    ``leased`` until it expires, then ``expired``; ``submitted`` when answered; ``skipped``
+    (with a reason) or ``released`` give the slot back. The row is kept either way, so the same
+    annotator never gets the unit again.
+    """
+
+    __table_args__ = (
+        UniqueConstraint("unit_id", "annotator_id", name="uq_assignment_unit_annotator"),
+        CheckConstraint("slot >= 0 AND slot < overlap", name="ck_assignment_slot_in_overlap"),
+        CheckConstraint(
+            "status IN ('leased','submitted','expired','skipped','released')",
+            name="ck_assignment_status",
+        ),
+        CheckConstraint("shown_order IN ('AB','BA')", name="ck_assignment_shown_order"),
+        Index(
+            "uq_assignment_live_slot",
+            "unit_id",
+            "slot",
+            unique=True,
+            sqlite_where=text("status IN ('leased','submitted')"),
+            postgresql_where=text("status IN ('leased','submitted')"),
+        ),
+        Index("ix_assignment_annotator", "campaign_id", "annotator_id", "status"),
+        Index("ix_assignment_expiry", "campaign_id", "status", "expires_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id")
+    unit_id: int = Field(foreign_key="unit.id")
+    annotator_id: int = Field(foreign_key="user_account.id")
+    slot: int = Field(description="overlap slot 0..K-1 this lease occupies")
+    overlap: int = Field(description="the campaign's K when leased, for the slot check")
+    status: str = "leased"
+    shown_order: str = Field(default="AB", description="pairwise: AB canonical, BA swapped")
+    leased_at: datetime = time_field(nullable=False, default_factory=utcnow)
+    expires_at: datetime = time_field(nullable=False, default_factory=utcnow)
+    closed_at: datetime | None = time_field(nullable=True)
+    skip_reason: str | None = None
+
+
+class Draft(SQLModel, table=True):
+    """An unsubmitted answer, saved as the annotator types, restored when they come back."""
+
+    __table_args__ = (UniqueConstraint("unit_id", "annotator_id", name="uq_draft_unit_annotator"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    unit_id: int = Field(foreign_key="unit.id")
+    annotator_id: int = Field(foreign_key="user_account.id", index=True)
+    score: float | None = None
+    preference: str | None = Field(default=None, description="in the order shown: A | B | tie")
+    rationale: str = ""
+    active_seconds: float = 0.0
+    updated_at: datetime = time_field(nullable=False, default_factory=utcnow)
+
+
+class Annotation(SQLModel, table=True):
+    """A human judgement. Append-only: an edit adds a revision and retires the live one."""
+
+    __table_args__ = (
+        UniqueConstraint("unit_id", "annotator_id", "revision", name="uq_annotation_revision"),
+        Index(
+            "uq_annotation_live",
+            "unit_id",
+            "annotator_id",
+            unique=True,
+            sqlite_where=text("is_live"),
+            postgresql_where=text("is_live"),
+        ),
+        CheckConstraint("revision >= 1", name="ck_annotation_revision"),
+        CheckConstraint(
+            "preference IS NULL OR preference IN ('A','B','tie')", name="ck_annotation_preference"
+        ),
+        Index("ix_annotation_campaign_live", "campaign_id", "is_live"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id")
+    unit_id: int = Field(foreign_key="unit.id", index=True)
+    annotator_id: int = Field(foreign_key="user_account.id", index=True)
+    assignment_id: int | None = Field(default=None, foreign_key="assignment.id")
+    revision: int = 1
+    is_live: bool = True
+    score: float | None = Field(default=None, description="pointwise value on the scale")
+    preference: str | None = Field(default=None, description="pairwise, canonical order")
+    shown_order: str | None = Field(default=None, description="pairwise: AB | BA as shown")
+    rationale: str
+    seconds: float = Field(default=0.0, description="active seconds on the unit")
+    synthetic: bool = Field(default=False, description="generated for the demo, not a person")
+    created_at: datetime = time_field(nullable=False, default_factory=utcnow)
+    meta: dict = json_field(default_factory=dict)
