@@ -19,12 +19,8 @@ import streamlit as st
 from annotate_app.text import escape_markdown, safe_markdown
 from data.io.content import ContentError, resolve_image
 from data.queue import ResponseView, UnitView
-from schemas.protocols import (
-    ALIGNMMBENCH_TASK_GUIDANCE,
-    MMIE_CRITERIA,
-    MMIE_JUDGE_MAX_IMAGES,
-    Protocol,
-)
+from schemas.guidance import ALIGNMMBENCH_TASK_GUIDANCE, MMIE_CRITERIA, MMIE_JUDGE_MAX_IMAGES
+from schemas.protocols import Protocol
 
 
 @dataclass(frozen=True)

@@ -25,16 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.items import ItemContent, ResponseContent
-from schemas.protocols import (
+from schemas.guidance import (
     ALIGNMMBENCH_TASK_GUIDANCE,
     ALIGNMMBENCH_TASK_GUIDANCE_ZH,
-    MMIE_CATEGORIES,
     MMIE_CRITERIA,
     MMIE_JUDGE_MAX_IMAGES,
     MMIE_JUDGE_SKIP_ABOVE_IMAGES,
-    Protocol,
 )
+from schemas.items import ItemContent, ResponseContent
+from schemas.protocols import MMIE_CATEGORIES, Protocol
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 LANGUAGES: tuple[str, ...] = ("en", "zh")

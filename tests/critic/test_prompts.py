@@ -15,17 +15,13 @@ from critic.prompts import (
     load_template,
     score_prefix,
 )
-from schemas.items import ItemContent, ResponseContent
-from schemas.protocols import (
-    ALIGNMMBENCH,
+from schemas.guidance import (
     ALIGNMMBENCH_TASK_GUIDANCE,
     ALIGNMMBENCH_TASK_GUIDANCE_ZH,
-    MMIE,
     MMIE_CRITERIA,
-    PAIRWISE,
-    get_protocol,
-    score_protocol,
 )
+from schemas.items import ItemContent, ResponseContent
+from schemas.protocols import ALIGNMMBENCH, MMIE, PAIRWISE, get_protocol, score_protocol
 
 
 def _item(

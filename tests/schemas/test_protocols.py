@@ -2,10 +2,9 @@ import math
 
 import pytest
 
+from schemas.guidance import ALIGNMMBENCH_TASK_GUIDANCE, ALIGNMMBENCH_TASK_GUIDANCE_ZH
 from schemas.protocols import (
     ALIGNMMBENCH,
-    ALIGNMMBENCH_TASK_GUIDANCE,
-    ALIGNMMBENCH_TASK_GUIDANCE_ZH,
     ALIGNMMBENCH_TASKS,
     MMIE,
     PAIRWISE,
