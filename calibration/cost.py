@@ -6,6 +6,10 @@ paid for (not answered from the cache) and its usage (for tokens) or latency (fo
 recorded. Per 1,000 units = 1000 × the mean over measured units of the unit's summed tokens,
 price or seconds — what judging 1,000 more units would take, as AlpacaEval's
 "price / time per 1000 examples".
+
+A read-out of another judge's calls (``<judge>-probs``, ``<judge>-debiased``:
+:mod:`schemas.readouts`) records no usage of its own; it is charged the calls of the judge it is
+read out of, on its own units: one call per unit, two for a pair judged in both orders.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calibration.errors import CalibrationInputError
 from schemas.audit_records import JudgementUsage
+from schemas.readouts import readout_source
 
 _Number = TypeVar("_Number", int, float)
 
@@ -53,6 +58,10 @@ class JudgeCost(BaseModel):
     """None without prices for this judge or without a measured unit."""
     seconds_per_1000: float | None
     prices: Prices | None
+    source: str | None = None
+    """The judge whose calls this read-out was read out of (``critic-v1`` for
+    ``critic-v1-probs``); calls, tokens and time are that judge's on this judge's units. None
+    when the judge's own calls are counted."""
 
 
 def judge_costs(
@@ -64,7 +73,8 @@ def judge_costs(
 
     ``prices``: one :class:`Prices` for every judge, or a mapping judge → prices (judges left out
     get no cost; a name that is not a judge here is an error, so that a typo does not silently
-    drop a price).
+    drop a price). A read-out (``<judge>-probs``, ``<judge>-debiased``) whose own calls recorded
+    neither tokens nor time is charged the calls of ``<judge>`` in ``usage`` on its units.
     """
     calls: dict[str, dict[str, list[JudgementUsage]]] = defaultdict(lambda: defaultdict(list))
     for row in usage:
@@ -77,7 +87,26 @@ def judge_costs(
                 f"prices given for {', '.join(unknown)}, which did not judge here; judges: "
                 + (", ".join(names) or "none")
             )
-    return [_cost(name, calls.get(name, {}), _price(prices, name)) for name in names]
+    return [_cost(name, *_charged_calls(name, calls), _price(prices, name)) for name in names]
+
+
+def _charged_calls(
+    judge: str, calls: Mapping[str, Mapping[str, list[JudgementUsage]]]
+) -> tuple[dict[str, list[JudgementUsage]], str | None]:
+    """The calls ``judge`` is charged per unit, and the judge they were made by when it is a
+    read-out of another judge's calls; a unit the source did not judge keeps the read-out's
+    own (unrecorded) rows, so it is not measured."""
+    own = dict(calls.get(judge, {}))
+    source = readout_source(judge)
+    recorded = any(
+        r.input_tokens is not None or r.output_tokens is not None or r.latency_s is not None
+        for rows in own.values()
+        for r in rows
+    )
+    if source is None or source not in calls or recorded:
+        return own, None
+    made = calls[source]
+    return {unit: made.get(unit) or rows for unit, rows in own.items()}, source
 
 
 def _price(prices: Mapping[str, Prices] | Prices | None, judge: str) -> Prices | None:
@@ -96,7 +125,12 @@ def _total(values: Iterable[_Number | None]) -> _Number | None:
     return total
 
 
-def _cost(judge: str, units: Mapping[str, list[JudgementUsage]], price: Prices | None) -> JudgeCost:
+def _cost(
+    judge: str,
+    units: Mapping[str, list[JudgementUsage]],
+    source: str | None,
+    price: Prices | None,
+) -> JudgeCost:
     paid = {unit: rows for unit, rows in units.items() if not any(r.cached for r in rows)}
     tokens = [
         (inputs, outputs)
@@ -124,6 +158,7 @@ def _cost(judge: str, units: Mapping[str, list[JudgementUsage]], price: Prices |
         cost_per_1000=cost,
         seconds_per_1000=1000 * sum(seconds) / len(seconds) if seconds else None,
         prices=price,
+        source=source,
     )
 
 

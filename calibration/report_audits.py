@@ -57,9 +57,12 @@ def consistency_caption(report: ConsistencyReport) -> str:
 
 
 def cost_table(audit: JudgeAudit) -> pd.DataFrame:
-    """Tokens, price and seconds per 1,000 units per judge."""
+    """Tokens, price and seconds per 1,000 units per judge; with a column "calls of" naming the
+    judge whose calls a read-out (``-probs``, ``-debiased``) is charged, when there is one."""
+    sources = any(c.source is not None for c in audit.costs)
     rows = {
         c.judge: {
+            **({"calls of": c.source or c.judge} if sources else {}),
             "units": c.n_units,
             "calls": c.n_calls,
             "cached": c.n_cached,
@@ -133,11 +136,18 @@ def audit_caption(audit: JudgeAudit) -> str:
 
 def cost_caption(audit: JudgeAudit) -> str:
     """How cost and time are measured."""
-    return (
+    text = (
         "Per 1,000 units: mean over units whose every call was paid for (not cached) and recorded "
         "(tokens: judge run's usage; time: meta.latency). Price: user-stated prices per million "
         "tokens (--price-in/--price-out or --prices FILE); — where not given or not recorded."
     )
+    if any(c.source is not None for c in audit.costs):
+        text += (
+            " A read-out (<judge>-probs, <judge>-debiased) pays for no call of its own: it is "
+            "charged the calls of the judge it was read out of ('calls of'), one per unit, two "
+            "for a pair judged in both orders."
+        )
+    return text
 
 
 def consistency_text(report: ConsistencyReport) -> str:

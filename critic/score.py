@@ -19,7 +19,8 @@ Each judgement of a generating critic stores ``usage.prompt_tokens`` (the prompt
 has no per-prompt time), plus its share (wall time / prompts) of the chunk's extra forward
 passes for ``--expected-score`` / ``--preference-probs``. A head critic stores the prompt's tokens,
 no completion tokens, and the chunk's feature-and-head time divided by its prompts. The
-``-probs`` / ``-debiased`` read-outs record neither.
+``-probs`` / ``-debiased`` read-outs record neither: the cost audit charges them the calls of the
+judge they are read out of (:mod:`schemas.readouts`, :mod:`calibration.cost`).
 """
 
 from __future__ import annotations
@@ -59,12 +60,11 @@ from data.io.critic_io import (
 )
 from data.storage.engine import session_scope
 from schemas.protocols import Protocol, to_canonical
+from schemas.readouts import DEBIASED_SUFFIX, PROBS_SUFFIX
 from schemas.tables import Judgement
 
 COMMIT_EVERY_BATCHES = 4
 """Batches of generation per database transaction."""
-PROBS_SUFFIX = "-probs"
-DEBIASED_SUFFIX = "-debiased"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from data.io.frames import campaign_judgements
 from data.services.campaigns import get_campaign
 from data.services.monitor import content_text
 from schemas.audit_records import JudgementUsage, ResponseFacts
+from schemas.readouts import readout_source
 from schemas.tables import Judgement, Pair, Response, Unit
 
 _LIST_LINE = re.compile(r"^[ \t]*(?:[-*+•]|\d{1,3}[.)、])[ \t]+\S", re.MULTILINE)
@@ -65,13 +66,16 @@ def campaign_judgement_usage(
 ) -> list[JudgementUsage]:
     """Token usage and latency of each model judgement of the campaign's units (the judgements
     :func:`data.io.frames.campaign_judgement_frame` reads), as ``judge run`` and
-    ``judgments import`` stored them."""
+    ``judgments import`` stored them. ``judges`` narrows the judges read; the judge a read-out
+    (``<judge>-probs``, ``<judge>-debiased``) comes from is read with it, since the read-out
+    is charged its calls (:mod:`calibration.cost`)."""
     campaign = get_campaign(session, campaign_id)
     statement = campaign_judgements(
         campaign, Judgement.judge, Judgement.unit_key, Judgement.usage, Judgement.meta
     )
     if judges:
-        statement = statement.where(Judgement.judge.in_(judges))
+        sources = {source for judge in judges if (source := readout_source(judge))}
+        statement = statement.where(Judgement.judge.in_(sorted(set(judges) | sources)))
     result = []
     for judge, unit_key, usage, meta in session.execute(statement.order_by(Judgement.id)).all():
         usage, meta = usage or {}, meta or {}

@@ -50,3 +50,50 @@ def test_price_file_errors_name_the_judge_and_the_fix():
         parse_prices('{"A": {"input": -1, "output": 1}}', "p.json")
     with pytest.raises(CalibrationInputError, match="p.json: judge 'A': give"):
         parse_prices('{"A": {"in": 1, "output": 1}}', "p.json")
+
+
+def test_read_outs_are_charged_the_calls_they_are_read_out_of():
+    """``J`` judged u1 in both orders (100 + 120 tokens in, 10 + 20 out, 1 + 2 s) and u2 once
+    (50 in, 5 out, 0.5 s). ``J-probs`` (one row per shown order) and ``J-debiased`` (one row per
+    pair, u1 only, plus u3, which J never judged) store no usage. Charged J's calls:
+    J-probs: u1 220 / 30 / 3 s, u2 50 / 5 / 0.5 s → 135,000 in, 17,500 out, 1,750 s per 1,000
+    units (what J itself costs); J-debiased: u1 measured (220,000 / 30,000 / 3,000 s), u3 not.
+    A read-out that recorded its own usage (``K-probs``, from a file) keeps its own."""
+    usage = [
+        _call("u1", 100, 10, 1.0, judge="J"),
+        _call("u1", 120, 20, 2.0, judge="J"),
+        _call("u2", 50, 5, 0.5, judge="J"),
+        _call("u1", None, None, None, judge="J-probs"),
+        _call("u1", None, None, None, judge="J-probs"),
+        _call("u2", None, None, None, judge="J-probs"),
+        _call("u1", None, None, None, judge="J-debiased"),
+        _call("u3", None, None, None, judge="J-debiased"),
+        _call("u1", 7, 1, None, judge="K-probs"),
+        _call("u1", 999, 99, 9.0, judge="K"),
+    ]
+    costs = {c.judge: c for c in judge_costs(usage, Prices(input=1, output=2))}
+    judge, probs = costs["J"], costs["J-probs"]
+    debiased, own = costs["J-debiased"], costs["K-probs"]
+    assert (probs.source, debiased.source, judge.source, own.source) == ("J", "J", None, None)
+    assert (probs.n_units, probs.n_calls, probs.n_units_tokens) == (2, 3, 2)
+    assert (probs.input_tokens_per_1000, probs.output_tokens_per_1000) == (135_000, 17_500)
+    assert probs.seconds_per_1000 == pytest.approx(1750) == judge.seconds_per_1000
+    assert probs.cost_per_1000 == pytest.approx(judge.cost_per_1000) == pytest.approx(0.17)
+    assert (debiased.n_units, debiased.n_calls, debiased.n_units_tokens) == (2, 3, 1)
+    assert (debiased.input_tokens_per_1000, debiased.seconds_per_1000) == (220_000, 3000)
+    assert (own.input_tokens_per_1000, own.seconds_per_1000) == (7000, None)
+
+
+def test_cost_table_names_the_calls_a_read_out_is_charged():
+    from calibration.audits import JudgeAudit
+    from calibration.report_audits import cost_caption, cost_table
+
+    usage = [_call("u1", 10, 1, 1.0, judge="J"), _call("u1", None, None, None, judge="J-probs")]
+    audit = JudgeAudit(
+        pairwise=True, bootstrap=0, seed=0, length_gap=30, costs=judge_costs(usage), biases=[]
+    )
+    table = cost_table(audit)
+    assert table["calls of"].to_dict() == {"J": "J", "J-probs": "J"}
+    assert "charged the calls of the judge it was read out of" in cost_caption(audit)
+    plain = audit.model_copy(update={"costs": judge_costs(usage[:1])})
+    assert "calls of" not in cost_table(plain) and "read out" not in cost_caption(plain)

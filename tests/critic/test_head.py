@@ -15,6 +15,7 @@ import torch
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from calibration.cost import judge_costs
 from critic.head import _group_folds, fit_head, load_head, prompt_features
 from critic.judging import plan_jobs
 from critic.local import GenerationOptions, encode_prompt, verdict_probabilities
@@ -24,6 +25,7 @@ from critic.score import ScoreOptions, score_campaign, split_unit_keys
 from critic.sft import SftOptions, export_campaign_sft
 from critic.training import TrainConfig, train_critic
 from data.io.critic_io import campaign_info, campaign_units, image_resolver
+from data.io.judge_facts import campaign_judgement_usage
 from data.storage.engine import session_scope
 from schemas.tables import Judgement
 
@@ -102,6 +104,18 @@ def test_preference_probs_and_debiased_judge(
         assert row.shown_order == "AB" and row.parse_status == "ok"
     again = score_campaign(engine, "pairs", load_critic(tiny_llama), options)
     assert again.stored == 0 and again.derived == {}
+    # The read-outs store no usage; the cost audit charges them gen's calls (both orders: two
+    # per pair), also when only they are asked for.
+    with session_scope(engine) as session:
+        usage = campaign_judgement_usage(
+            session, campaign_info(session, "pairs").id, judges=["gen-probs", "gen-debiased"]
+        )
+    gen, probs, debiased = judge_costs(usage, judges=["gen", "gen-probs", "gen-debiased"])
+    assert gen.n_units == 6 and gen.n_calls == gen.n_units_tokens * 2 == gen.n_units_time * 2
+    for read_out in (probs, debiased):
+        assert read_out.source == "gen" and read_out.n_calls == 12
+        assert read_out.seconds_per_1000 == pytest.approx(gen.seconds_per_1000)
+        assert read_out.input_tokens_per_1000 == pytest.approx(gen.input_tokens_per_1000)
 
 
 def test_head_training_lowers_the_loss_changes_weights_and_judges(
