@@ -12,10 +12,10 @@ import typer
 from annotate_app.cli.context import state, to_jsonable
 from annotate_app.cli.disagreements import review_flags
 from data.queue.routing import routing_plan, set_routing
+from data.services.campaign_progress import campaign_progress
 from data.services.campaigns import (
     CampaignError,
     CampaignSpec,
-    campaign_progress,
     create_campaign,
     get_campaign,
 )

@@ -10,7 +10,8 @@ import streamlit as st
 from annotate_app.auth import require_role
 from annotate_app.campaign_calibration import task_agreement
 from annotate_app.db import get_engine
-from data.services.campaigns import campaign_progress, list_campaigns
+from data.services.campaign_progress import campaign_progress
+from data.services.campaigns import list_campaigns
 from data.services.monitor import low_effort_flags, unit_issues
 from data.storage.engine import session_scope
 

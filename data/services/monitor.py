@@ -1,7 +1,6 @@
 """Campaign monitoring beyond progress: human label matrices, low-effort signals, skips, flags.
 
-Progress per annotator and per unit is ``data.services.campaigns.campaign_progress``. These are
-read-only
+Progress per annotator and per unit is ``data.services.campaign_progress``. These are read-only
 queries that return typed records; the monitor page renders them. Agreement is not
 computed here (``data`` never imports ``calibration``): :func:`human_rating_matrices` returns the
 annotators × units matrices that the page hands to the calibration package.

@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from data.services.campaign_progress import campaign_progress
 from data.services.campaigns import (
     CampaignError,
     CampaignSpec,
-    campaign_progress,
     create_campaign,
     get_campaign,
     unit_key_map,

@@ -1,0 +1,128 @@
+"""A campaign's progress: per annotator, per unit, and the totals, with the active time spent."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from sqlmodel import Session, select
+
+from data.services.campaigns import get_campaign, unit_keys
+from schemas.tables import Annotation, Assignment, User
+
+
+@dataclass(frozen=True)
+class AnnotatorProgress:
+    """One annotator's work in a campaign (live annotations only; revisions count once)."""
+
+    annotator: str
+    submitted: int
+    leased: int
+    skipped: int
+    total_seconds: float
+    median_seconds: float
+    """Median active seconds per submitted unit; NaN when nothing is submitted."""
+
+
+@dataclass(frozen=True)
+class UnitProgress:
+    """One unit: how many annotators submitted it out of the overlap, and the time they took."""
+
+    unit_id: int
+    unit_key: str
+    item_id: str
+    submitted: int
+    leased: int
+    flagged: bool
+    median_seconds: float
+    """Median active seconds of its live annotations; NaN when none."""
+
+
+@dataclass(frozen=True)
+class CampaignProgress:
+    """Progress of a campaign: per annotator, per unit, and the totals."""
+
+    campaign: str
+    protocol: str
+    status: str
+    overlap: int
+    units: int
+    units_complete: int
+    """Units with at least ``overlap`` live annotations."""
+    annotations: int
+    median_seconds_per_unit: float
+    """Median active seconds over all live annotations; NaN when none."""
+    by_annotator: list[AnnotatorProgress] = field(default_factory=list)
+    by_unit: list[UnitProgress] = field(default_factory=list)
+
+    @property
+    def fraction_complete(self) -> float:
+        return self.units_complete / self.units if self.units else float("nan")
+
+
+def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
+    """Progress per annotator and per unit, with the active time spent per unit."""
+    campaign = get_campaign(session, campaign_id)
+    seconds_by_unit: dict[int, list[float]] = defaultdict(list)
+    seconds_by_annotator: dict[str, list[float]] = defaultdict(list)
+    live = session.exec(
+        select(Annotation.unit_id, User.name, Annotation.seconds)
+        .join(User, User.id == Annotation.annotator_id)
+        .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
+    )
+    for unit_id, annotator, seconds in live:
+        seconds_by_unit[unit_id].append(float(seconds))
+        seconds_by_annotator[annotator].append(float(seconds))
+    status_counts: dict[tuple[str, str], int] = defaultdict(int)
+    leased_by_unit: dict[int, int] = defaultdict(int)
+    assignments = session.exec(
+        select(Assignment.unit_id, User.name, Assignment.status)
+        .join(User, User.id == Assignment.annotator_id)
+        .where(Assignment.campaign_id == campaign_id)
+    )
+    for unit_id, annotator, status in assignments:
+        status_counts[(annotator, status)] += 1
+        if status == "leased":
+            leased_by_unit[unit_id] += 1
+    annotators = sorted(set(seconds_by_annotator) | {name for name, _ in status_counts})
+    by_annotator = [
+        AnnotatorProgress(
+            annotator=name,
+            submitted=len(seconds_by_annotator[name]),
+            leased=status_counts[(name, "leased")],
+            skipped=status_counts[(name, "skipped")],
+            total_seconds=float(sum(seconds_by_annotator[name])),
+            median_seconds=_median(seconds_by_annotator[name]),
+        )
+        for name in annotators
+    ]
+    by_unit = [
+        UnitProgress(
+            unit_id=unit_id,
+            unit_key=unit_key,
+            item_id=item_id,
+            submitted=len(seconds_by_unit[unit_id]),
+            leased=leased_by_unit[unit_id],
+            flagged=flagged,
+            median_seconds=_median(seconds_by_unit[unit_id]),
+        )
+        for unit_id, unit_key, item_id, flagged in unit_keys(session, campaign_id)
+    ]
+    all_seconds = [s for values in seconds_by_unit.values() for s in values]
+    return CampaignProgress(
+        campaign=campaign.name,
+        protocol=campaign.protocol,
+        status=campaign.status,
+        overlap=campaign.overlap,
+        units=len(by_unit),
+        units_complete=sum(1 for unit in by_unit if unit.submitted >= campaign.overlap),
+        annotations=len(all_seconds),
+        median_seconds_per_unit=_median(all_seconds),
+        by_annotator=by_annotator,
+        by_unit=by_unit,
+    )
+
+
+def _median(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
