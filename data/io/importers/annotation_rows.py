@@ -1,196 +1,30 @@
-"""The rows of an imported campaign (:mod:`data.io.importers.annotations`): units found in the
-database, and the campaign, units, assignments, annotations and audit events written for them.
+"""The rows an ``annotations import`` writes (:mod:`data.io.importers.annotations`): the closed
+campaign with its units, submitted assignments, annotations and their revisions, and the audit
+events the app would have written; and the labels a campaign already holds, to compare a
+re-import with.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Table, insert, select
 from sqlmodel import Session, col
 
-from data.io.importers.errors import InvalidRecord, Problems
+from data.io.importers.annotation_labels import Label, Revisions
+from data.io.importers.annotation_units import ImportedUnit
 from data.services.campaigns import unit_key_map
 from data.storage.audit import record_event
 from schemas.core import core_table, stored_id
-from schemas.ids import pair_unit_key, response_unit_key
 from schemas.protocols import Protocol
-from schemas.tables import (
-    Annotation,
-    Assignment,
-    Campaign,
-    Dataset,
-    Item,
-    Pair,
-    Response,
-    Unit,
-    User,
-)
+from schemas.tables import Annotation, Assignment, Campaign, Unit, User
 
 _UNITS: Table = core_table(Unit)
 _ASSIGNMENTS: Table = core_table(Assignment)
 _ANNOTATIONS: Table = core_table(Annotation)
-_CHUNK = 500
 LEASE_SECONDS = 900
-
-
-class AnnotationImportError(ValueError):
-    """The labels cannot become the campaign asked for (name taken, mixed datasets...)."""
-
-
-@dataclass(frozen=True)
-class Label:
-    """One validated line: who labelled which unit how (preference in canonical order)."""
-
-    source: str
-    location: int | str
-    annotator: str
-    unit: tuple[str, ...]
-    """``(response_id,)`` or the pair ``(a, b)`` in canonical order."""
-    shown_order: str
-    score: float | None
-    preference: str | None
-    rationale: str
-    seconds: float
-    revision: int | None
-    created_at: datetime | None
-    synthetic: bool
-    meta: dict[str, Any]
-
-    def error(self, field: str | None, message: str) -> InvalidRecord:
-        return InvalidRecord(self.source, self.location, field, message)
-
-
-@dataclass(frozen=True)
-class ImportedUnit:
-    """A unit of the file, found in the database."""
-
-    unit_key: str
-    item_pk: int
-    response_pk: int | None
-    pair_pk: int | None
-    dataset_id: int
-    dataset_name: str
-
-
-Revisions = dict[tuple[str, tuple[str, ...]], list[Label]]
-
-
-def resolve_units(
-    session: Session, labels: list[Label], dataset: str | None, problems: Problems
-) -> dict[tuple[str, ...], ImportedUnit]:
-    """The stored response or pair of every unit; a unit outside the dataset is a problem.
-
-    ``dataset``: the dataset the units must belong to; None: the one dataset they belong to.
-    """
-    wanted = sorted({rid for label in labels for rid in label.unit})
-    responses = _responses(session, wanted)
-    if (
-        dataset is not None
-        and session.execute(select(Dataset.id).where(Dataset.name == dataset)).first() is None
-    ):
-        raise AnnotationImportError(
-            f"no dataset called {dataset!r}: import the dataset with its responses first"
-        )
-    pairs = _pairs(session, [r[0] for r in responses.values()])
-    units: dict[tuple[str, ...], ImportedUnit] = {}
-    for label in labels:
-        if label.unit in units:
-            continue
-        try:
-            units[label.unit] = _unit(label, responses, pairs, dataset)
-        except InvalidRecord as error:
-            problems.add(error)
-    names = sorted({unit.dataset_name for unit in units.values()})
-    if len(names) > 1:
-        raise AnnotationImportError(
-            f"the labels' units belong to datasets {', '.join(map(repr, names))}: a campaign "
-            "annotates one dataset; split the file by dataset"
-        )
-    return units
-
-
-def _unit(
-    label: Label,
-    responses: dict[str, tuple[int, int, int, str]],
-    pairs: dict[tuple[int, int], int],
-    dataset: str | None,
-) -> ImportedUnit:
-    field = "pair" if len(label.unit) == 2 else "response_id"
-    for rid in label.unit:
-        if rid not in responses:
-            raise label.error(
-                field,
-                f"`{field}` names {rid!r}, which is not in the database: import the dataset "
-                "with its responses first",
-            )
-        if dataset is not None and responses[rid][3] != dataset:
-            raise label.error(
-                field, f"{rid!r} belongs to dataset {responses[rid][3]!r}, not {dataset!r}"
-            )
-    first = responses[label.unit[0]]
-    if len(label.unit) == 1:
-        return ImportedUnit(
-            response_unit_key(label.unit[0]), first[1], first[0], None, first[2], first[3]
-        )
-    second = responses[label.unit[1]]
-    if first[1] != second[1]:
-        raise label.error(
-            "pair",
-            "`pair` names responses to two different items: a pair compares two "
-            "answers to the same item",
-        )
-    if (first[0], second[0]) not in pairs:
-        reversed_ = (second[0], first[0]) in pairs
-        raise label.error(
-            "pair",
-            "`pair` is stored in the other order: swap the two ids (and map A/B) to the stored "
-            "canonical order"
-            if reversed_
-            else f"`pair` {label.unit[0]} | {label.unit[1]} is not a pair of dataset {first[3]!r}: "
-            "list it under the item's `pairs` in the dataset file and import the dataset again",
-        )
-    return ImportedUnit(
-        pair_unit_key(*label.unit),
-        first[1],
-        None,
-        pairs[(first[0], second[0])],
-        first[2],
-        first[3],
-    )
-
-
-def _responses(session: Session, ids: list[str]) -> dict[str, tuple[int, int, int, str]]:
-    """``response_id -> (response pk, item pk, dataset id, dataset name)`` of the stored ones."""
-    found = {}
-    query = (
-        select(Response.response_id, Response.id, Response.item_pk, Dataset.id, Dataset.name)
-        .join(Item, col(Item.id) == Response.item_pk)
-        .join(Dataset, col(Dataset.id) == Item.dataset_id)
-    )
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
-        for rid, pk, item_pk, dataset_id, name in session.execute(
-            query.where(col(Response.response_id).in_(chunk))
-        ):
-            found[rid] = (pk, item_pk, dataset_id, name)
-    return found
-
-
-def _pairs(session: Session, response_pks: list[int]) -> dict[tuple[int, int], int]:
-    found = {}
-    for start in range(0, len(response_pks), _CHUNK):
-        chunk = response_pks[start : start + _CHUNK]
-        for pk, a, b in session.execute(
-            select(Pair.id, Pair.response_a_pk, Pair.response_b_pk).where(
-                col(Pair.response_a_pk).in_(chunk)
-            )
-        ):
-            found[(a, b)] = pk
-    return found
 
 
 def existing_labels(session: Session, campaign: Campaign) -> set[tuple[Any, ...]]:

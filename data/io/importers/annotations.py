@@ -23,7 +23,6 @@ or a campaign of that name collected in the app, are refused.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,24 +31,25 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
-from data.io.importers.annotation_rows import (
+from data.io.importers.annotation_labels import (
     AnnotationImportError,
-    ImportedUnit,
     Label,
-    existing_labels,
-    resolve_units,
-    write_campaign,
+    Revisions,
+    forced_protocol,
+    label_of,
+    line_protocol,
+    revisions_of,
 )
+from data.io.importers.annotation_rows import existing_labels, write_campaign
+from data.io.importers.annotation_units import ImportedUnit, resolve_units
 from data.io.importers.errors import InvalidRecord, Problems
-from data.io.importers.reader import JudgementLine, files_sha256, read_judgements
-from data.services.users import USER_NAME_PATTERN
+from data.io.importers.reader import files_sha256, read_judgements
 from data.storage.audit import record_event
 from schemas.core import stored_id
 from schemas.ids import id_problem
-from schemas.protocols import InvalidJudgement, Protocol, get_protocol
+from schemas.protocols import Protocol
 from schemas.tables import Campaign, User, utcnow
 
-HUMAN_PREFIX = "annotator:"
 EXTERNAL_PASSWORD_HASH = "!external: imported labels, no login"
 """Stored instead of a password hash: no password verifies against it."""
 DEFAULT_RATIONALE_MIN = 20
@@ -105,19 +105,19 @@ def import_annotations(
     if problem is not None:
         raise AnnotationImportError(f"the campaign name {campaign!r} {problem}")
     problems = Problems()
-    chosen = _forced_protocol(protocol, scale, source) if protocol else None
+    chosen = forced_protocol(protocol, scale, source) if protocol else None
     labels: list[Label] = []
     for line in read_judgements(path, problems):
         try:
-            chosen = chosen or _line_protocol(line)
-            labels.append(_label(line, chosen, forced=protocol is not None))
+            chosen = chosen or line_protocol(line)
+            labels.append(label_of(line, chosen, forced=protocol is not None))
         except InvalidRecord as error:
             problems.add(error)
         if on_progress is not None:
             on_progress(1)
     problems.check()
     assert chosen is not None  # the reader refuses a file without lines
-    revisions = _revisions(labels, problems)
+    revisions = revisions_of(labels, problems)
     units = resolve_units(session, labels, dataset, problems)
     problems.check()
     dataset_name = next(iter(units.values())).dataset_name
@@ -152,162 +152,9 @@ def import_annotations(
     )
 
 
-def _forced_protocol(
-    name: str, scale: tuple[float, float, float | None] | None, source: str
-) -> Protocol:
-    low, high, step = scale if scale else (None, None, None)
-    try:
-        return get_protocol(name, scale_min=low, scale_max=high, step=step)
-    except ValueError as error:
-        raise InvalidRecord(source, None, "protocol", str(error)) from None
-
-
-def _line_protocol(line: JudgementLine) -> Protocol:
-    try:
-        return get_protocol(line.record.protocol)
-    except ValueError as error:
-        raise line.error("protocol", str(error)) from None
-
-
-def _label(line: JudgementLine, protocol: Protocol, *, forced: bool) -> Label:
-    record = line.record
-    if record.judge_kind != "human":
-        raise line.error(
-            "judge_kind",
-            f"`judge_kind` is {record.judge_kind!r}: annotations import loads human labels; "
-            "import model judgements with `critiquelab judgments import`",
-        )
-    if not forced and record.protocol != protocol.name:
-        raise line.error(
-            "protocol",
-            f"`protocol` is {record.protocol!r}, but the file's first line says "
-            f"{protocol.name!r}: a campaign has one protocol; split the file by protocol",
-        )
-    if (record.protocol == "pairwise") != (not protocol.is_pointwise):
-        raise line.error(
-            "protocol",
-            f"`protocol` is {record.protocol!r}, but this file is imported as {protocol.name!r}: "
-            "a campaign has one protocol; import pointwise and pairwise labels separately",
-        )
-    if record.parse_status not in (None, "ok"):
-        raise line.error(
-            "parse_status",
-            f"`parse_status` is {record.parse_status!r}: a human label is a value, not a "
-            "parser's output; leave the field out",
-        )
-    score = preference = None
-    if protocol.is_pointwise:
-        if record.score is None:
-            raise line.error("score", "a human label needs a `score`: fill it or drop the line")
-        try:
-            score = protocol.validate_score(record.score)
-        except InvalidJudgement as error:
-            raise line.error(
-                "score", f"{error}; fix the line, or import the file under the score protocol"
-            ) from None
-    elif record.preference is None:
-        raise line.error("preference", "a human label needs a `preference`: A, B or tie")
-    else:
-        preference = record.preference
-    seconds = 0.0 if record.seconds is None else float(record.seconds)
-    if not math.isfinite(seconds) or seconds < 0:
-        raise line.error("seconds", f"`seconds` is {record.seconds}: give 0 or more")
-    if record.revision is not None and record.revision < 1:
-        raise line.error("revision", f"`revision` is {record.revision}: revisions count from 1")
-    unit: tuple[str, ...]
-    if record.pair is not None:
-        unit = tuple(record.pair)
-        swapped = record.shown is not None and tuple(record.shown) != unit
-    else:
-        assert record.response_id is not None  # the reader checked the unit
-        unit, swapped = (record.response_id,), False
-    meta = dict(record.meta)
-    synthetic = meta.pop("synthetic", False) is True
-    return Label(
-        source=line.source,
-        location=line.location,
-        annotator=_annotator(line),
-        unit=unit,
-        shown_order="BA" if swapped else "AB",
-        score=score,
-        preference=preference,
-        rationale=record.rationale,
-        seconds=seconds,
-        revision=record.revision,
-        created_at=record.created_at,
-        synthetic=synthetic,
-        meta=meta,
-    )
-
-
-def _annotator(line: JudgementLine) -> str:
-    """The account name: ``annotator``, else ``judge`` without ``annotator:``; both must agree."""
-    record = line.record
-    from_judge = record.judge.removeprefix(HUMAN_PREFIX)
-    name = record.annotator or from_judge
-    if record.annotator is not None and record.judge not in (name, HUMAN_PREFIX + name):
-        raise line.error(
-            "annotator",
-            f"`annotator` is {record.annotator!r} but `judge` is {record.judge!r}: they must "
-            f"name the same person (judge 'annotator:{record.annotator}'); fix one of them",
-        )
-    if not USER_NAME_PATTERN.match(name):
-        raise line.error(
-            "judge",
-            f"annotator name {name!r} must be 1–64 letters, digits, '_', '.' or '-', starting "
-            "with a letter or digit (it becomes an account name): rename it in the file",
-        )
-    return name
-
-
-def _revisions(
-    labels: list[Label], problems: Problems
-) -> dict[tuple[str, tuple[str, ...]], list[Label]]:
-    """Per (annotator, unit): the labels in revision order (one without revision numbers)."""
-    grouped: dict[tuple[str, tuple[str, ...]], list[Label]] = defaultdict(list)
-    for label in labels:
-        grouped[(label.annotator, label.unit)].append(label)
-    result = {}
-    for (annotator, unit), group in grouped.items():
-        if len(group) > 1 and any(label.revision is None for label in group):
-            first, again = group[0], group[1]
-            problems.add(
-                again.error(
-                    "revision",
-                    f"annotator {annotator!r} labelled {_unit_text(unit)} again (first at line "
-                    f"{first.location}): give every such line its `revision` number (1, 2, ...) "
-                    "to keep them as revisions, or keep one line",
-                )
-            )
-            continue
-        ordered = sorted(group, key=lambda label: label.revision or 1)
-        numbers = [label.revision or 1 for label in ordered]
-        if numbers != list(range(1, len(ordered) + 1)):
-            problems.add(
-                ordered[-1].error(
-                    "revision",
-                    f"annotator {annotator!r} has revisions {numbers} of {_unit_text(unit)}: they "
-                    "must be 1, 2, ... without gaps",
-                )
-            )
-            continue
-        shown = {label.shown_order for label in ordered}
-        if len(shown) > 1:
-            problems.add(
-                ordered[-1].error(
-                    "shown",
-                    f"the revisions of {annotator!r} on {_unit_text(unit)} give different shown "
-                    "orders: an annotator edits the pair in the order first shown",
-                )
-            )
-            continue
-        result[(annotator, unit)] = ordered
-    return result
-
-
 def _accounts(
     session: Session,
-    revisions: dict[tuple[str, tuple[str, ...]], list[Label]],
+    revisions: Revisions,
     problems: Problems,
 ) -> dict[str, User]:
     """Existing external accounts by name, and new unsaved ones; a login account is refused."""
@@ -368,7 +215,7 @@ def _same_campaign(
     session: Session,
     campaign: Campaign,
     protocol: Protocol,
-    revisions: dict[tuple[str, tuple[str, ...]], list[Label]],
+    revisions: Revisions,
     units: dict[tuple[str, ...], ImportedUnit],
     dataset_name: str,
 ) -> AnnotationImportSummary:
@@ -409,7 +256,7 @@ def _same_campaign(
     )
 
 
-def _overlap(revisions: dict[tuple[str, tuple[str, ...]], list[Label]]) -> int:
+def _overlap(revisions: Revisions) -> int:
     per_unit: dict[tuple[str, ...], int] = defaultdict(int)
     for _annotator, unit in revisions:
         per_unit[unit] += 1
@@ -419,7 +266,3 @@ def _overlap(revisions: dict[tuple[str, tuple[str, ...]], list[Label]]) -> int:
 def _rationale_min(labels: list[Label]) -> int:
     """The campaign's minimum rationale: the default, or less when the labels have less."""
     return min(DEFAULT_RATIONALE_MIN, min(len(label.rationale.strip()) for label in labels))
-
-
-def _unit_text(unit: tuple[str, ...]) -> str:
-    return f"pair {unit[0]} | {unit[1]}" if len(unit) == 2 else f"response {unit[0]}"
