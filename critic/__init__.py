@@ -9,7 +9,7 @@ Modules (import what you need; only the training and judging ones load torch):
   transformers' Trainer (full or LoRA), checkpoints, and the eval split's calibration report
   (:mod:`critic.evaluation`);
 * :mod:`critic.local`, :mod:`critic.score` — ``critic score``: batched local judging, expected
-  scores;
+  scores; :mod:`critic.probabilities` — its pairwise probability read-outs;
 * :mod:`critic.remote` — ``judge run``: OpenAI-compatible endpoints with retries and a cache;
 * :mod:`critic.gguf` — ``critic convert-gguf``.
 """

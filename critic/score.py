@@ -3,12 +3,9 @@
 Resumable: units already judged by the same judge name with the same template (``prompt_id``)
 are skipped.
 
-Pairwise read-outs beside the written verdict (each stored as its own judge, so that calibration
-compares them): ``--preference-probs`` reads p(A), p(B), p(tie) from one forward pass after the
-verdict prefix ``[[`` (``<judge>-probs``: their argmax per shown order); with ``--both-orders``
-the canonical probabilities of the two shown orders are averaged into one position-debiased
-verdict per pair (``<judge>-debiased``). A head critic (``critic train --objective head``) gives
-probabilities without generating; its own judgements are their argmax.
+Pairwise read-outs beside the written verdict (``--preference-probs``, and ``--both-orders`` for a
+position-debiased verdict) are :mod:`critic.probabilities`. A head critic (``critic train
+--objective head``) gives probabilities without generating; its own judgements are their argmax.
 
 Judgements are written batch by batch, each batch in its own transaction, so an
 interrupted run keeps every finished batch and nothing half-written.
@@ -25,14 +22,12 @@ judge they are read out of (:mod:`schemas.readouts`, :mod:`calibration.cost`).
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
 
 from critic.judging import Answered, JudgeJob, judgement_row, plan_jobs, run_jobs
 from critic.local import (
@@ -42,6 +37,7 @@ from critic.local import (
     verdict_probabilities,
 )
 from critic.modeling import LoadedModel
+from critic.probabilities import canonical_probs, debiased_rows, verdict_text
 from critic.prompts import (
     SHOWN_VERDICTS,
     PromptTemplate,
@@ -59,7 +55,7 @@ from data.io.critic_io import (
     store_judgements,
 )
 from data.storage.engine import session_scope
-from schemas.protocols import Protocol, to_canonical
+from schemas.protocols import Protocol
 from schemas.readouts import DEBIASED_SUFFIX, PROBS_SUFFIX
 from schemas.tables import Judgement
 
@@ -168,7 +164,7 @@ def score_campaign(
     if options.both_orders and gives_probs and not protocol.is_pointwise:
         name = options.judge_name + DEBIASED_SUFFIX
         with session_scope(engine) as session:
-            rows = _debiased_rows(session, options.judge_name, name, prompt_id, protocol)
+            rows = debiased_rows(session, options.judge_name, name, prompt_id, protocol)
             tally.derived[name] += store_judgements(session, rows)
     return ScoreSummary(
         judge=options.judge_name,
@@ -223,7 +219,7 @@ def _judge_chunk(
             verdicts=SHOWN_VERDICTS,
             batch_size=options.generation.batch_size,
         )
-        probs = [_canonical(p, job.shown_order) for p, job in zip(shown, chunk, strict=True)]
+        probs = [canonical_probs(p, job.shown_order) for p, job in zip(shown, chunk, strict=True)]
     extra = (time.perf_counter() - extra_started) / len(chunk)
     rows = [
         judgement_row(
@@ -245,7 +241,7 @@ def _judge_chunk(
             job,
             judge=options.judge_name + PROBS_SUFFIX,
             protocol=protocol,
-            raw_output=_verdict_text(p, job.shown_order),
+            raw_output=verdict_text(p, job.shown_order),
             meta={"probs": p},
         )
         for job, p in zip(chunk, probs, strict=True)
@@ -299,88 +295,17 @@ def _head_rows(
                 )
             )
         else:
-            canonical = _canonical(shown, job.shown_order)
+            canonical = canonical_probs(shown, job.shown_order)
             rows.append(
                 judgement_row(
                     job,
                     judge=options.judge_name,
                     protocol=protocol,
-                    raw_output=_verdict_text(canonical, job.shown_order),
+                    raw_output=verdict_text(canonical, job.shown_order),
                     usage=usage,
                     meta={"probs": canonical, "latency": latency},
                 )
             )
-    return rows
-
-
-def _canonical(shown: dict[str, float], shown_order: str) -> dict[str, float]:
-    """Probabilities of A / B / tie in the canonical order (``_mass`` kept as is)."""
-    swapped = shown_order == "BA"
-    return {
-        (to_canonical(label, swapped=swapped) if label in SHOWN_VERDICTS else label): value
-        for label, value in shown.items()
-    }
-
-
-def _verdict_text(canonical: dict[str, float], shown_order: str) -> str:
-    """``[[X]]`` for the most probable verdict in the order shown, then the probabilities."""
-    labels = [label for label in SHOWN_VERDICTS if label in canonical]
-    best = max(labels, key=canonical.__getitem__)
-    shown_best = to_canonical(best, swapped=shown_order == "BA")  # the swap is its own inverse
-    figures = " ".join(f"p({label})={canonical[label]:.4f}" for label in labels)
-    return f"[[{SHOWN_VERDICTS[shown_best]}]]\n{figures} (canonical order)"
-
-
-def _debiased_rows(
-    session: Session, judge: str, name: str, prompt_id: str, protocol: Protocol
-) -> list[Judgement]:
-    """One judgement per pair that ``judge`` answered with probabilities in both shown orders
-    and ``name`` has not judged yet: the mean of the two canonical probability vectors."""
-    found = session.exec(
-        select(
-            Judgement.unit_key,
-            Judgement.pair_pk,
-            Judgement.shown_order,
-            Judgement.meta,
-            Judgement.input_sha256,
-        ).where(Judgement.judge == judge, Judgement.prompt_id == prompt_id, Judgement.sample == 0)
-    ).all()
-    done = set(
-        session.exec(
-            select(Judgement.unit_key).where(
-                Judgement.judge == name, Judgement.prompt_id == prompt_id
-            )
-        ).all()
-    )
-    orders: dict[str, dict[str, tuple]] = {}
-    for unit_key, pair_pk, shown_order, meta, sha in found:
-        if (meta or {}).get("probs") and unit_key not in done:
-            orders.setdefault(unit_key, {})[shown_order] = (pair_pk, meta["probs"], sha)
-    rows = []
-    for unit_key, both in sorted(orders.items()):
-        if set(both) != {"AB", "BA"}:
-            continue
-        labels = [label for label in SHOWN_VERDICTS if label in both["AB"][1]]
-        mean = {label: (both["AB"][1][label] + both["BA"][1][label]) / 2 for label in labels}
-        best = max(labels, key=mean.__getitem__)
-        figures = " ".join(f"p({label})={mean[label]:.4f}" for label in labels)
-        rows.append(
-            Judgement(
-                judge=name,
-                protocol=protocol.name,
-                unit_key=unit_key,
-                pair_pk=both["AB"][0],
-                shown_order="AB",
-                sample=0,
-                preference=best,
-                rationale="",
-                raw_output=f"{figures} (mean of both shown orders, canonical order)",
-                parse_status="ok",
-                prompt_id=prompt_id,
-                input_sha256=hashlib.sha256((both["AB"][2] + both["BA"][2]).encode()).hexdigest(),
-                meta={"probs": mean, "orders": {o: both[o][1] for o in ("AB", "BA")}},
-            )
-        )
     return rows
 
 
