@@ -6,6 +6,7 @@ import typer
 
 from annotate_app.cli.context import state
 from annotate_app.cli.serve import exit_after_serving, serve_app
+from annotate_app.disagreement_review import campaign_reference
 from data.sample import SampleSummary, build_sample_project
 
 
@@ -16,7 +17,8 @@ def describe(summary: SampleSummary) -> str:
         f"{status}: {summary.items} items, {summary.responses} responses, {summary.pairs} pairs; "
         f"{len(summary.campaigns)} campaigns ({', '.join(summary.campaigns)}); "
         f"{summary.annotations} synthetic annotations, {summary.judgements} synthetic judge "
-        f"outputs ({summary.unparsed_judgements} unparsed).\n"
+        f"outputs ({summary.unparsed_judgements} unparsed), {summary.disagreement_tags} "
+        "disagreement tags.\n"
         "Demo logins (synthetic accounts, for this demo only):\n" + summary.login_details()
     )
 
@@ -34,7 +36,7 @@ def register(app: typer.Typer) -> None:
         """Build the sample project (synthetic data, demo accounts) if absent, print the logins,
         and serve the app."""
         cli = state(ctx)
-        summary = build_sample_project(cli.engine())
+        summary = build_sample_project(cli.engine(), references=campaign_reference)
         cli.emit(summary, text=describe(summary))
         if not no_serve:
             cli.close()

@@ -26,11 +26,21 @@ from data.io.importers.jsonl import import_jsonl
 from data.sample.dataset import SampleRecords, sample_records, write_sample_files
 from data.sample.labels import BASE_TIME, add_annotations, add_judgements
 from data.sample.synthetic import ANNOTATORS, MODELS
+from data.sample.tags import ReferenceReader, add_disagreement_tags
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.users import create_user, get_user
 from data.storage.audit import record_event
 from data.storage.engine import engine_data_dir, session_scope
-from schemas.tables import Annotation, Campaign, Dataset, Item, Judgement, Pair, Response
+from schemas.tables import (
+    Annotation,
+    Campaign,
+    Dataset,
+    DisagreementTag,
+    Item,
+    Judgement,
+    Pair,
+    Response,
+)
 
 ALIGNMMBENCH_DATASET = "demo-alignmmbench-synthetic"
 MMIE_DATASET = "demo-mmie-synthetic"
@@ -152,6 +162,10 @@ class SampleSummary:
     accounts: tuple[DemoAccount, ...]
     added_annotations: int
     added_judgements: int
+    disagreement_tags: int = 0
+    """Live disagreement tags in the sample campaigns (the synthetic ones: :mod:`data.sample.tags`,
+    plus any a reviewer added)."""
+    added_tags: int = 0
 
     def login_details(self) -> str:
         """The demo logins, one per line, for printing."""
@@ -162,9 +176,15 @@ class SampleSummary:
         )
 
 
-def build_sample_project(engine: Engine, *, data_dir: Path | None = None) -> SampleSummary:
+def build_sample_project(
+    engine: Engine, *, data_dir: Path | None = None, references: ReferenceReader | None = None
+) -> SampleSummary:
     """Build the sample project into the database of ``engine`` (adding only what is missing).
 
+    With ``references`` (campaign id → unit key → calibration's reference label; ``critiquelab
+    demo`` passes :func:`annotate_app.disagreement_review.campaign_reference`), a finished
+    campaign also gets synthetic disagreement tags (:mod:`data.sample.tags`); ``data`` cannot
+    compute that reference itself, so without it no tags are made.
 
     Images go to the image store under ``data_dir`` (default:
     :func:`data.storage.engine.data_dir` of
@@ -174,10 +194,15 @@ def build_sample_project(engine: Engine, *, data_dir: Path | None = None) -> Sam
     records = sample_records()
     root = data_dir or engine_data_dir(engine)
     with session_scope(engine) as session:
-        return _build(session, records, root)
+        return _build(session, records, root, references)
 
 
-def _build(session: Session, records: SampleRecords, data_root: Path) -> SampleSummary:
+def _build(
+    session: Session,
+    records: SampleRecords,
+    data_root: Path,
+    references: ReferenceReader | None = None,
+) -> SampleSummary:
     user_ids, users_added = _ensure_accounts(session)
     admin_id = user_ids["demo-admin"]
     imports = _import_datasets(session, records, data_root, admin_id)
@@ -195,11 +220,15 @@ def _build(session: Session, records: SampleRecords, data_root: Path) -> SampleS
         if plan.finished:
             annotations_added += add_annotations(session, campaign, user_ids, records.truths)
             judgements_added += add_judgements(session, campaign, records.truths)
+    tags_added = 0
+    if references is not None:
+        tags_added = add_disagreement_tags(session, user_ids["demo-reviewer"], references)
     added = (
         users_added
         + campaigns_added
         + annotations_added
         + judgements_added
+        + tags_added
         + sum(s.items_added + s.responses_added + s.pairs_added for s in imports)
     )
     if added:
@@ -214,6 +243,7 @@ def _build(session: Session, records: SampleRecords, data_root: Path) -> SampleS
                 "campaigns": campaigns_added,
                 "annotations": annotations_added,
                 "judgements": judgements_added,
+                "disagreement_tags": tags_added,
             },
         )
     session.flush()
@@ -222,6 +252,7 @@ def _build(session: Session, records: SampleRecords, data_root: Path) -> SampleS
         created=added > 0,
         annotations_added=annotations_added,
         judgements_added=judgements_added,
+        tags_added=tags_added,
     )
 
 
@@ -281,7 +312,12 @@ def _mark_datasets_synthetic(session: Session) -> None:
 
 
 def _summary(
-    session: Session, *, created: bool, annotations_added: int, judgements_added: int
+    session: Session,
+    *,
+    created: bool,
+    annotations_added: int,
+    judgements_added: int,
+    tags_added: int,
 ) -> SampleSummary:
     names = (ALIGNMMBENCH_DATASET, MMIE_DATASET)
     campaign_names = tuple(plan.spec.name for plan in CAMPAIGNS)
@@ -321,6 +357,16 @@ def _summary(
         accounts=DEMO_ACCOUNTS,
         added_annotations=annotations_added,
         added_judgements=judgements_added,
+        disagreement_tags=int(
+            session.exec(
+                select(func.count())
+                .select_from(DisagreementTag)
+                .where(
+                    col(DisagreementTag.campaign_id).in_(campaigns), col(DisagreementTag.is_live)
+                )
+            ).one()
+        ),
+        added_tags=tags_added,
     )
 
 

@@ -14,7 +14,7 @@ import annotate_app.cli.demo
 from annotate_app.cli.main import app
 from data.sample import DEMO_ACCOUNTS
 from data.storage.engine import make_engine
-from schemas.tables import Annotation, Item
+from schemas.tables import Annotation, DisagreementTag, Item
 
 runner = CliRunner()
 
@@ -40,12 +40,15 @@ def test_demo_no_serve_builds_once_and_prints_the_logins(db_url: str) -> None:
     for account in DEMO_ACCOUNTS:
         assert f"{account.name}" in first.output and account.password in first.output
     items, annotations = _count(db_url, Item), _count(db_url, Annotation)
-    assert items >= 60 and annotations > 0
+    tags = _count(db_url, DisagreementTag)
+    assert items >= 60 and annotations > 0 and tags > 0
+    assert f"{tags} disagreement tags" in first.output
 
     second = runner.invoke(app, ["--db", db_url, "demo", "--no-serve"])
     assert second.exit_code == 0, second.output
     assert "the sample project is ready" in second.output
     assert (_count(db_url, Item), _count(db_url, Annotation)) == (items, annotations)
+    assert _count(db_url, DisagreementTag) == tags
 
 
 def test_demo_json_output_is_the_summary(db_url: str) -> None:
