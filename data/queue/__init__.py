@@ -14,13 +14,15 @@ Leases expire after ``Campaign.lease_seconds``; expired slots go back to the poo
 annotator may see is exactly a :class:`UnitView`: the item, the response(s) in their shown order,
 the rubric settings and their own draft — never another human's answer or a judge's output.
 
-The modules: :mod:`~data.queue.leases` (the next unit), :mod:`~data.queue.answers` (drafts,
-submits, skips, flags, revisions), :mod:`~data.queue.views` (read-only lists for the pages),
+The modules: :mod:`~data.queue.leases` (the next unit), :mod:`~data.queue.drafts`,
+:mod:`~data.queue.answers` (submits, skips, flags, revisions), :mod:`~data.queue.views`
+(read-only lists for the pages),
 :mod:`~data.queue.records` (what they return and raise) and :mod:`~data.queue.common`.
 """
 
-from data.queue.answers import flag, revise, save_draft, skip, submit, submit_and_next
+from data.queue.answers import flag, revise, skip, submit, submit_and_next
 from data.queue.common import campaign_protocol
+from data.queue.drafts import save_draft
 from data.queue.leases import expire_leases, next_unit
 from data.queue.progress import unit_progress
 from data.queue.records import (
