@@ -16,7 +16,7 @@ the rubric settings and their own draft — never another human's answer or a ju
 
 The modules: :mod:`~data.queue.leases` (the next unit), :mod:`~data.queue.drafts`,
 :mod:`~data.queue.answers` (submits, skips, flags, revisions), :mod:`~data.queue.views`
-(read-only lists for the pages),
+(read-only views for the pages, the unit a page already shows among them),
 :mod:`~data.queue.records` (what they return and raise) and :mod:`~data.queue.common`.
 """
 
@@ -42,6 +42,7 @@ from data.queue.records import (
 )
 from data.queue.views import (
     annotator_progress,
+    assignment_view,
     last_worked_campaign_id,
     my_annotation_view,
     my_annotations,
@@ -66,6 +67,7 @@ __all__ = [
     "UnitProgress",
     "UnitView",
     "annotator_progress",
+    "assignment_view",
     "campaign_protocol",
     "expire_leases",
     "flag",

@@ -36,7 +36,8 @@ def save_draft(
     else now. A draft that arrives late stays dated by its typing, so the newest text wins: one
     typed before the stored draft was (another tab's or device's) is ignored, and the stored one
     is returned. A late draft of an assignment that is already submitted, skipped or released
-    is ignored (None): it must not resurrect a closed unit.
+    is ignored (None): it must not resurrect a closed unit. For a submitted one (answered in
+    another tab) the caller keeps the text itself; submitting it stores a revision.
     """
     assignment = _own_assignment(session, assignment_id, annotator_id)
     if assignment.status not in ("leased", "expired"):

@@ -73,6 +73,10 @@ class UnitView:
     shown_order: str
     expires_at: datetime
     draft: DraftView | None
+    answered_revision: int | None = None
+    """Set when this assignment is already submitted (from another tab, say) and the page asked
+    for it again (:func:`data.queue.assignment_view`): the revision of the live answer, so that
+    the page can say that a different answer sent now is stored as the next revision."""
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,15 @@
-"""Read-only views for the pages: campaigns to pick, own answers, others' after submit, progress."""
+"""Read-only views for the pages: campaigns to pick, own answers, others' after submit, progress,
+and the unit a page already shows."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from data.queue.common import _shown
+from data.queue.common import _draft, _live_annotation, _own_assignment, _shown
 from data.queue.leases import _Leased, _unit_view
 from data.queue.records import (
     AnnotatorProgress,
@@ -144,6 +146,36 @@ def my_annotation_view(
     campaign = get_campaign(session, annotation.campaign_id)
     [mine] = _my_records(session, campaign.id, [annotation])  # type: ignore[arg-type]
     return _unit_view(session, campaign, _Leased.of(assignment), None), mine
+
+
+def assignment_view(session: Session, assignment_id: int, annotator_id: int) -> UnitView | None:
+    """The unit of one of the annotator's own assignments, for the page that is showing it.
+
+    The annotation page holds the assignment it shows and asks for it again on every rerun,
+    so that a tab keeps its unit until that tab submits, skips or leaves, even when another tab
+    of the same annotator answered the unit meanwhile and :func:`~data.queue.next_unit` has
+    moved on. A leased assignment comes with its draft. A submitted one comes with
+    ``answered_revision`` (the live answer's revision) and no draft, since the submit dropped it;
+    a different answer sent for it is stored as the next revision, the same one again is not.
+
+    None when the unit is no longer this annotator's to answer here: given back (skipped,
+    reported), expired (:func:`~data.queue.next_unit` retakes it if it can), or its campaign is
+    not active. Another annotator's assignment raises :class:`AssignmentNotFound`, so an id
+    taken from a URL or a stale session shows nothing of anybody else's work.
+    """
+    assignment = _own_assignment(session, assignment_id, annotator_id)
+    if assignment.status not in ("leased", "submitted"):
+        return None
+    campaign = get_campaign(session, assignment.campaign_id)
+    if campaign.status != "active":
+        return None
+    leased = _Leased.of(assignment)
+    if assignment.status == "leased":
+        draft = _draft(session, assignment.unit_id, annotator_id)
+        return _unit_view(session, campaign, leased, draft)
+    live = _live_annotation(session, assignment.unit_id, annotator_id)
+    view = _unit_view(session, campaign, leased, None)
+    return replace(view, answered_revision=live.revision)
 
 
 def others_answers(session: Session, unit_id: int, annotator_id: int) -> list[OtherAnswer]:
