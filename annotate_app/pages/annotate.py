@@ -4,14 +4,21 @@ Drafts are saved as the annotator types (and kept in the browser at every keystr
 stores the answer and leases the next unit in one transaction (:func:`data.queue.submit_and_next`),
 and that unit appears in the same run. Nothing here decides anything: :mod:`data.queue` does.
 Laid out for 1280×720: a one-line header with the progress bar, the answer column sticky.
+
+Each tab (Streamlit session) holds the assignment it shows and shows it again on every rerun
+(:func:`data.queue.assignment_view`) until it submits, skips or leaves: when another tab of the
+same annotator answers that unit first, this tab keeps its unit and its text, says so, and its
+submit becomes a revision. The server takes no draft for an answered unit, so the tab's session
+keeps the last text it sent, and the panel gets it back even if the browser mounts it afresh.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import streamlit as st
+from sqlmodel import Session
 from streamlit.delta_generator import DeltaGenerator
 
 from annotate_app.auth import require_role
@@ -64,6 +71,17 @@ def _saved_line(where: DeltaGenerator, saved: _Saved) -> None:
     )  # fmt: skip
 
 
+def _answered_line(where: DeltaGenerator, revision: int) -> None:
+    """Say that this tab's unit is answered already, what a submit here does, and the way out."""
+    say, leave = where.columns([4, 1], vertical_alignment="center")
+    say.warning(
+        f"You already answered this unit (in another tab?). What you write here stays in this "
+        f"tab: submit it to save it as revision {revision + 1}; the earlier answer is kept.",
+        icon=":material/tab:",
+    )
+    leave.button("Go to my next unit", key="leave-answered", on_click=_leave_answered)
+
+
 def _save_draft(key: str, assignment_id: int) -> None:
     payload = read_payload(key, "draft")
     if payload is None or payload.unit != assignment_id:
@@ -77,6 +95,26 @@ def _save_draft(key: str, assignment_id: int) -> None:
             )  # fmt: skip
     except (queue.QueueError, DatabaseProblem) as error:
         state["annotate_notice"] = f"Draft not saved: {error}"
+    # This tab's own copy: if another tab answers the unit, the server drops the draft and takes
+    # no new one (None above), and this is what the tab still shows (:func:`_kept_draft`).
+    state["annotate_kept"] = payload
+
+
+def _kept_draft(assignment_id: int) -> queue.DraftView | None:
+    """The last text this tab sent for a unit that is answered now (the server keeps no draft of
+    it), so that a panel mounted afresh does not come back empty."""
+    kept: AnswerPayload | None = state.get("annotate_kept")
+    if kept is None or kept.unit != assignment_id:
+        return None
+    return queue.DraftView(
+        kept.score, kept.preference, kept.rationale, kept.seconds, kept.edited_at
+    )
+
+
+def _leave_answered() -> None:
+    """The annotator leaves a unit answered elsewhere without sending this tab's text."""
+    state.pop("annotate_shown", None)
+    state.pop("annotate_kept", None)
 
 
 def _submit(key: str, assignment_id: int) -> None:
@@ -94,6 +132,7 @@ def _submit(key: str, assignment_id: int) -> None:
     except queue.LeaseLost as error:
         _save_draft_after_refusal(assignment_id, payload)
         state["annotate_lost"] = (str(error), payload.rationale)
+        state.pop("annotate_shown", None)  # gone: the next run shows the next unit
         return
     except (queue.QueueError, DatabaseProblem) as error:
         attempt, _ = state.get("annotate_refused", {}).get(assignment_id, (0, ""))
@@ -111,6 +150,7 @@ def _submit(key: str, assignment_id: int) -> None:
     state["annotate_next"] = (step.campaign_id, step.next_unit)  # leased in the same commit
     state["annotate_others"] = (step.campaign_id, others)  # shown until the next submit
     state.pop("annotate_refused", None)
+    state.pop("annotate_kept", None)
 
 
 def _save_draft_after_refusal(assignment_id: int, payload: AnswerPayload) -> None:
@@ -137,9 +177,27 @@ def _give_back(action: str, assignment_id: int, reason_key: str) -> None:
     except (queue.QueueError, DatabaseProblem) as error:
         state["annotate_notice"] = str(error)
         return
+    state.pop("annotate_shown", None)
     state["annotate_notice"] = (
         "Skipped: the unit goes to others." if action == "skip" else "Reported to the reviewers."
     )
+
+
+def _held_view(session: Session, assignment_id: int) -> queue.UnitView | None:
+    """The unit this tab showed, if it is still this annotator's to answer here (leased, or
+    answered elsewhere); None, with a word why, when it was given back or lost meanwhile."""
+    try:
+        view = queue.assignment_view(session, assignment_id, user.id)
+    except queue.AssignmentNotFound:
+        return None  # not this user's (a stale session): nothing to say about it
+    if view is None:
+        st.toast(
+            "The unit this tab showed was given back or its lease was lost (in another tab?): "
+            "here is your next one."
+        )
+    elif view.answered_revision is not None:
+        view = replace(view, draft=_kept_draft(assignment_id))
+    return view
 
 
 with session_scope(engine) as session:
@@ -169,19 +227,23 @@ if notice:
 
 prepared = state.pop("annotate_next", None)
 cached = state.get("annotate_progress")
+held_campaign, held = state.get("annotate_shown", (None, None))
 with session_scope(engine) as session:
     if prepared is not None and prepared[0] == campaign.id:
         view = prepared[1]  # the unit the submit leased: no second write for this run
     else:
         view = queue.next_unit(session, campaign.id, user.id)  # type: ignore[arg-type]
+        current = None if view is None else view.assignment_id
+        if held_campaign == campaign.id and held != current and campaign.status == "active":
+            view = _held_view(session, held) or view  # e.g. answered in another tab
     if view is None:
         progress = None
         done = queue.submitted_count(session, campaign.id, user.id)  # type: ignore[arg-type]
-    elif cached is not None and cached[0] == view.assignment_id:
-        progress = cached[1]  # drafts rerun the page: progress is read once per unit
+    elif cached is not None and cached[0] == (view.assignment_id, view.answered_revision):
+        progress = cached[1]  # drafts rerun the page: read once per unit (again once answered)
     else:
         progress = queue.unit_progress(session, view.assignment_id, user.id)
-        state["annotate_progress"] = (view.assignment_id, progress)
+        state["annotate_progress"] = ((view.assignment_id, view.answered_revision), progress)
 others_campaign, others = state.get("annotate_others", (None, []))
 if others_campaign != campaign.id:  # they rated a unit of another campaign
     others = []
@@ -217,6 +279,7 @@ if view is None:
 assert progress is not None
 which = _which(view, progress)
 state["annotate_which"] = (view.assignment_id, which)
+state["annotate_shown"] = (campaign.id, view.assignment_id)
 with head:
     title, bar = st.columns([3, 2], vertical_alignment="bottom")
     title.markdown(f"#### {escape_markdown(campaign.name)}")
@@ -227,11 +290,14 @@ with head:
     total = max(progress.units_total, 1)
     bar.progress(
         min(progress.my_submitted / total, 1.0),
-        text=f"Unit {progress.my_submitted + 1} of {progress.units_total} in this campaign · "
+        text=f"Unit {progress.my_submitted + (view.answered_revision is None)} of "
+        f"{progress.units_total} in this campaign · "
         f"{progress.my_submitted} done by you",
     )
     if saved is not None:
         _saved_line(st.container(), saved)
+    if view.answered_revision is not None:
+        _answered_line(st.container(), view.answered_revision)
 
 unit_column, answer_column = st.columns([3, 2], gap="medium")
 with unit_column, st.container(key="cl-unit"):
@@ -253,27 +319,29 @@ with answer_column, st.container(key="cl-answer-column"):
         error=error,
         store=store_key(user.id, campaign.id, view.assignment_id),  # type: ignore[arg-type]
     )
-    # One popover per unit: a new unit's opens closed (the old one stayed open over it).
-    with st.popover(
-        "Skip or report a problem", icon=":material/flag:",
-        key=f"give-back-{view.assignment_id}", on_change="rerun",
-    ):  # fmt: skip
-        reason_key = f"reason-{view.assignment_id}"
-        st.text_input("Reason", key=reason_key, placeholder="e.g. outside my expertise")
-        skip_column, flag_column = st.columns(2)
-        skip_column.button(
-            "Skip this unit",
-            key=f"skip-{view.assignment_id}",
-            on_click=_give_back,
-            args=("skip", view.assignment_id, reason_key),
-            help="Someone else will annotate it; you will not see it again.",
-        )
-        flag_column.button(
-            "Report as broken",
-            key=f"flag-{view.assignment_id}",
-            on_click=_give_back,
-            args=("flag", view.assignment_id, reason_key),
-            help="The item is broken (missing image, garbled text): reviewers will look at it.",
-        )
+    # One popover per unit: a new unit's opens closed (the old one stayed open over it). An
+    # answered unit has nothing to give back: the line above the unit offers the way on.
+    if view.answered_revision is None:
+        with st.popover(
+            "Skip or report a problem", icon=":material/flag:",
+            key=f"give-back-{view.assignment_id}", on_change="rerun",
+        ):  # fmt: skip
+            reason_key = f"reason-{view.assignment_id}"
+            st.text_input("Reason", key=reason_key, placeholder="e.g. outside my expertise")
+            skip_column, flag_column = st.columns(2)
+            skip_column.button(
+                "Skip this unit",
+                key=f"skip-{view.assignment_id}",
+                on_click=_give_back,
+                args=("skip", view.assignment_id, reason_key),
+                help="Someone else will annotate it; you will not see it again.",
+            )
+            flag_column.button(
+                "Report as broken",
+                key=f"flag-{view.assignment_id}",
+                on_click=_give_back,
+                args=("flag", view.assignment_id, reason_key),
+                help="The item is broken (missing image, garbled text): reviewers will look at it.",
+            )
     with st.expander("Rubric and guidance", expanded=True):
         render_rubric(view, bands=False)

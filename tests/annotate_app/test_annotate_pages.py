@@ -11,6 +11,7 @@ from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
 from annotate_app.auth import USER_KEY
+from annotate_app.components.answer_box import AnswerPayload
 from annotate_app.navigation import APP_DIR
 from data import queue
 from data.services.campaigns import CampaignSpec, create_campaign
@@ -325,3 +326,33 @@ def test_how_others_rated_shows_after_submit_only_when_the_campaign_allows(
     _submitted(seeded, "bo", rationale="BOVISIBLE after submit, a careful reason")
     at = _open("pages/my_work.py", seeded["users"]["ann"], annotation=str(own))
     assert ("BOVISIBLE" in _texts(at.main)) == allowed
+
+
+def test_a_tab_keeps_its_unit_after_another_tab_answered_it(seeded: dict) -> None:
+    """Two tabs (two sessions) of one annotator on one unit; the first submits. The second
+    used to show the next lease on its next rerun, dropping what it had typed; it now keeps its
+    unit and the text it sent last, says that a submit becomes revision 2, and offers the way on.
+    """
+    ann, engine = seeded["users"]["ann"], seeded["engine"]
+    first = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    second = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    unit = _panel(first)["unit"]
+    assert _panel(second)["unit"] == unit
+    with session_scope(engine) as session:  # the first tab's Ctrl+Enter
+        step = queue.submit_and_next(session, unit, ann.id, score=4, rationale=RATIONALE)
+    assert step.next_unit is not None
+    typed = AnswerPayload(unit, 9.0, None, "SECOND TAB " + RATIONALE, 12.0, None)
+    second.session_state["annotate_kept"] = typed  # what its last draft callback kept
+    second.run()  # the rerun of a draft save or of any widget
+    assert not second.exception, second.exception
+    panel = _panel(second)
+    assert panel["unit"] == unit  # not the next lease
+    assert (panel["draft"]["score"], panel["draft"]["rationale"]) == (9.0, typed.rationale)
+    (warning,) = second.warning
+    assert "already answered this unit" in warning.value and "revision 2" in warning.value
+    assert not second.get("popover")  # nothing to skip or report on an answered unit
+    (bar,) = second.get("progress")
+    assert "Unit 1 of 4 in this campaign · 1 done by you" in str(bar.proto)
+    second.button(key="leave-answered").click().run()
+    assert _panel(second)["unit"] == step.next_unit.assignment_id
+    assert not second.warning

@@ -361,9 +361,11 @@ def test_how_others_rated_appears_after_submit_where_the_campaign_allows(
 def test_a_second_tab_answering_the_same_unit_is_stored_as_a_revision(
     seeded: Any, page: Any, login: Any
 ) -> None:
-    """Two tabs of one annotator on one unit, two different answers: both are kept.
+    """Two tabs of one annotator on one unit; the first submits, then the second types (each
+    pause reruns it) and submits a different answer: the second tab keeps its unit and its
+    text, says so, and its answer becomes revision 2 beside the first.
 
-    The second tab's Ctrl+Enter used to move on and store nothing."""
+    The second tab's rerun used to show the next lease, and its text was dropped."""
     seeded.add_user("tab-user", PASSWORD, "annotator")
     with seeded.session() as session:
         campaign = create_campaign(
@@ -381,18 +383,23 @@ def test_a_second_tab_answering_the_same_unit_is_stored_as_a_revision(
     expect(second.get_by_test_id("cl-rationale")).to_be_visible()
     unit = _unit(page)
     assert _unit(second) == unit  # the same lease in both tabs
-    # The second tab's answer is typed (and its draft saved) while the unit is still leased;
-    # a rerun of that tab after the first tab's submit would show the annotator's next lease.
-    second.locator("body").press("9")
-    second.keyboard.type("SECOND-TAB " + RATIONALE)
-    _saved_draft(seeded, "tab-user", "SECOND-TAB " + RATIONALE)
-    expect(second.get_by_test_id("cl-rationale")).to_have_value("SECOND-TAB " + RATIONALE)
     page.locator("body").press("4")
     page.keyboard.type("FIRST-TAB " + RATIONALE)
     page.keyboard.press("Control+Enter")
-    _wait_next_unit(page, unit)
+    following = _wait_next_unit(page, unit)
+    # Only now does the second tab answer: the choice and each pause in typing rerun it.
+    second.locator("body").press("9")
+    second.keyboard.type("SECOND-TAB " + RATIONALE)
+    expect(second.get_by_text("You already answered this unit")).to_be_visible()
+    expect(second.get_by_text("save it as revision 2")).to_be_visible()
+    expect(second.locator(".cl-answer")).to_have_count(1)
+    assert _unit(second) == unit  # its own unit, not the next lease
+    expect(second.get_by_test_id("cl-rationale")).to_have_value("SECOND-TAB " + RATIONALE)
+    expect(second.get_by_test_id("cl-choice-9")).to_have_attribute("aria-checked", "true")
+    second.screenshot(path=str(seeded.log_path.parent / "annotate-second-tab-answered.png"))
     second.keyboard.press("Control+Enter")
     expect(second.get_by_text("This answer is saved as revision 2")).to_be_visible()
+    assert _wait_next_unit(second, unit) == following  # the lease the first tab holds
     second.screenshot(path=str(seeded.log_path.parent / "annotate-second-tab.png"))
     with seeded.session() as session:
         rows = session.exec(
@@ -401,7 +408,7 @@ def test_a_second_tab_answering_the_same_unit_is_stored_as_a_revision(
             .order_by(Annotation.revision)
         ).all()
     assert [(a.revision, a.is_live, a.score) for a in rows] == [(1, False, 4.0), (2, True, 9.0)]
-    assert rows[1].rationale == "SECOND-TAB " + RATIONALE
+    assert [a.rationale for a in rows] == ["FIRST-TAB " + RATIONALE, "SECOND-TAB " + RATIONALE]
 
 
 def _item_of(server: Any, assignment_id: int) -> str:
