@@ -2,7 +2,8 @@
 
 Modules (import what you need; only the training and judging ones load torch):
 
-* :mod:`critic.prompts` — judge prompt templates (TOML) rendered from the protocols' facts;
+* :mod:`critic.prompts` — judge prompt templates (TOML) and the answer format they define;
+  :mod:`critic.judge_prompt` — a judge input rendered from one, with the protocols' facts;
 * :mod:`critic.parsing` — judge output → value, rationale, parse status;
 * :mod:`critic.sft` — ``export sft``: human judgements as chat training records;
 * :mod:`critic.collate`, :mod:`critic.modeling`, :mod:`critic.training` — fine-tuning with

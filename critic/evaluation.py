@@ -16,10 +16,10 @@ import pandas as pd
 
 from calibration import CalibrationOptions, calibrate
 from calibration.result import CalibrationResult
+from critic.judge_prompt import JudgePrompt
 from critic.local import GenerationOptions, generate
 from critic.modeling import LoadedModel
 from critic.parsing import parse_judgement
-from critic.prompts import JudgePrompt
 from critic.sft import SftRecord
 from schemas.protocols import Protocol, get_protocol, to_canonical
 

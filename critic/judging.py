@@ -23,8 +23,9 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from critic.judge_prompt import JudgePrompt, build_prompt
 from critic.parsing import parse_judgement
-from critic.prompts import JudgePrompt, PromptTemplate, build_prompt
+from critic.prompts import PromptTemplate
 from data.io.critic_io import CampaignUnit, store_judgements
 from data.storage.engine import session_scope
 from schemas.protocols import Protocol, to_canonical

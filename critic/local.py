@@ -20,8 +20,9 @@ from typing import Any
 import torch
 
 from critic.collate import CriticCollator, EncodedConversation, render_prompt
+from critic.judge_prompt import JudgePrompt
 from critic.modeling import LoadedModel
-from critic.prompts import JudgePrompt, format_value
+from critic.prompts import format_value
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,9 @@ import httpx
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from critic.judge_prompt import JudgePrompt
 from critic.judging import Answered, JudgeJob, judgement_row, plan_jobs, run_jobs
-from critic.prompts import JudgePrompt, PromptTemplate, builtin_template
+from critic.prompts import PromptTemplate, builtin_template
 from data.io.critic_io import (
     cached_outputs,
     campaign_info,

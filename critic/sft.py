@@ -27,7 +27,8 @@ from sqlalchemy.engine import Engine
 from calibration.reference import CONSENSUS_RULES, ConsensusRule
 from calibration.reference import consensus as human_consensus
 from calibration.scale import Scale
-from critic.prompts import PromptTemplate, build_prompt, builtin_template, format_target
+from critic.judge_prompt import build_prompt
+from critic.prompts import PromptTemplate, builtin_template, format_target
 from data.io.critic_io import (
     AnnotatedUnit,
     HumanLabel,

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from critic.judge_prompt import build_prompt
 from critic.prompts import (
     TEMPLATES_DIR,
     TemplateError,
-    build_prompt,
     builtin_template,
     load_template,
     score_prefix,
