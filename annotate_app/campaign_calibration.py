@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 from calibration import CalibrationOptions, CalibrationReport, calibrate, krippendorff_alpha
 from calibration.tables import select_units
 from data.io.campaign_input import CampaignCalibrationInput, read_calibration_input
+from data.io.frames import campaign_rationales
 from data.services.monitor import human_rating_matrices
 from data.storage.engine import read_scope
 from schemas.protocols import Protocol
@@ -93,7 +94,25 @@ def calibrate_campaign(
     """
     judges = options.get("judges")
     source = load_campaign(engine, campaign, judges=judges, protocol=protocol)
-    return calibrate_input(source, progress=progress, **options)
+    return with_rationales(engine, calibrate_input(source, progress=progress, **options))
+
+
+def with_rationales(engine: Engine, calibration: CampaignCalibration) -> CampaignCalibration:
+    """``calibration`` with the rationales of the units its report lists, read in one query.
+
+    The campaign's frame holds no rationales (a million units' texts would not fit in a page),
+    so the report's largest disagreements come without them; this reads the texts of those few
+    units (:func:`data.io.frames.campaign_rationales`) in a read-only snapshot.
+    """
+    report = calibration.report
+    units = report.listed_units()
+    if not units:
+        return calibration
+    with read_scope(engine) as session:
+        rows = campaign_rationales(
+            session, calibration.source.campaign, units, judges=list(report.details)
+        )
+    return replace(calibration, report=report.with_rationales(rows))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import hashlib
 import importlib.metadata
 import platform
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -24,7 +24,13 @@ from calibration.bootstrap import (
     unit_resample_counts,
 )
 from calibration.ceiling import LeaveOneOut
-from calibration.details import JudgeDetails, pairwise_details, pointwise_details
+from calibration.details import (
+    JudgeDetails,
+    listed_units,
+    pairwise_details,
+    pointwise_details,
+    with_rationales,
+)
 from calibration.errors import CalibrationInputError
 from calibration.grouped import aggregate_groups, group_weights
 from calibration.leaderboard import alignment_scores, model_scores, ranking_kendall
@@ -61,6 +67,15 @@ class CalibrationReport:
     result: CalibrationResult
     details: dict[str, JudgeDetails] = field(default_factory=dict)
     units: pd.DataFrame | None = None
+
+    def listed_units(self) -> list[str]:
+        """The units whose rationales the report shows (its judges' largest disagreements)."""
+        return listed_units(self.details)
+
+    def with_rationales(self, rows: pd.DataFrame) -> CalibrationReport:
+        """This report with the rationales of its listed units taken from ``rows`` (the
+        judgement-frame rows of those units, e.g. :func:`data.io.frames.campaign_rationales`)."""
+        return replace(self, details=with_rationales(self.details, rows))
 
     @property
     def summary(self) -> dict:
@@ -158,7 +173,10 @@ def calibrate(
     if scale:
         summary["models"] = _models(data, judges, judge_blocks, scale)
     result = CalibrationResult.model_validate(_jsonable(summary))
-    return CalibrationReport(result, details, data.meta)
+    report = CalibrationReport(result, details, data.meta)
+    if "rationale" in data.frame.columns:  # a frame read from files carries its rationales
+        return report.with_rationales(data.frame)
+    return report
 
 
 def frame_sha256(frame: pd.DataFrame) -> str:

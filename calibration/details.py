@@ -7,11 +7,18 @@
 * ``bias``: mean judge − reference per reference scale point;
 * ``disagreements``: the units where the judge is furthest from the humans, with every human
   rationale and the judge's rationale.
+
+The metrics need no rationale, and a large campaign's rationales do not fit in a page's memory,
+so the disagreements are listed first (with empty ``human_rationales`` / ``judge_rationales``)
+and :func:`with_rationales` then fills in the texts of the listed units only, from the judgement
+rows of those units: the campaign reader fetches them by unit key
+(:func:`data.io.frames.campaign_rationales`); a frame read from files already has them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -69,9 +76,8 @@ def pointwise_details(
     bias.index = labels
     bias["n"] = bias["n"].fillna(0).astype(int)
     order = np.flatnonzero(both)[np.argsort(-np.abs(gap[both]), kind="stable")][:limit]
-    texts = _Rationales(data, judge, order)
     rows = [
-        texts.row(unit, f"{judge_values[unit]:.4g}", f"{reference[unit]:.4g}")
+        _listed(data, unit, f"{judge_values[unit]:.4g}", f"{reference[unit]:.4g}")
         | {"gap": float(gap[unit])}
         for unit in order
     ]
@@ -122,9 +128,8 @@ def pairwise_details(
         if not np.isnan(reference[unit]) and verdict != LABELS[int(reference[unit])]
     ]
     wrong.sort(key=lambda pair: (-agreement[pair[0]], data.units[pair[0]]))
-    texts = _Rationales(data, judge, np.array([unit for unit, _ in wrong[:limit]], dtype=int))
     disagreements = [
-        texts.row(unit, verdict, LABELS[int(reference[unit])])
+        _listed(data, unit, verdict, LABELS[int(reference[unit])])
         | {"human_agreement": float(agreement[unit])}
         for unit, verdict in wrong[:limit]
     ]
@@ -138,41 +143,70 @@ def _human_agreement(data: UnitData) -> np.ndarray:
         return np.nan_to_num(agree.sum(axis=0) / present.sum(axis=0))
 
 
-class _Rationales:
-    """Human and judge rationales of a few units, looked up once."""
+def _listed(data: UnitData, unit: int, judged: str, reference: str) -> dict:
+    """One listed disagreement; its rationales are filled in by :func:`with_rationales`."""
+    meta = data.meta.iloc[int(unit)]
+    return {
+        "unit": data.units[unit],
+        "item_id": meta.get("item_id"),
+        "task": meta.get("task"),
+        "model": meta.get("model"),
+        "judge": judged,
+        "reference": reference,
+        "adjudicated": bool(data.adjudicated[unit]),
+        "human_rationales": [],
+        "judge_rationales": [],
+    }
 
-    def __init__(self, data: UnitData, judge: str, units: np.ndarray) -> None:
-        self.data = data
-        wanted = set(data.units[units].tolist()) if len(units) else set()
-        rows = data.frame[data.frame["unit"].isin(wanted)]
-        self.humans: dict[str, list] = {}
-        self.judge: dict[str, list] = {}
-        for row in rows.itertuples():
-            if row.kind == "human":
-                self.humans.setdefault(row.unit, []).append(
-                    (str(row.rater), _text(row.value), str(row.rationale))
-                )
-            elif row.rater == judge:
-                self.judge.setdefault(row.unit, []).append(
-                    (str(row.shown_order), _text(row.value), str(row.rationale))
-                )
-        self.meta = data.meta.iloc[units].to_dict("records") if len(units) else []
-        self.meta_of = dict(zip(units.tolist(), self.meta, strict=True)) if len(units) else {}
 
-    def row(self, unit: int, judged: str, reference: str) -> dict:
-        key = self.data.units[unit]
-        meta = self.meta_of[int(unit)]
-        return {
-            "unit": key,
-            "item_id": meta.get("item_id"),
-            "task": meta.get("task"),
-            "model": meta.get("model"),
-            "judge": judged,
-            "reference": reference,
-            "adjudicated": bool(self.data.adjudicated[unit]),
-            "human_rationales": self.humans.get(key, []),
-            "judge_rationales": self.judge.get(key, []),
-        }
+def listed_units(details: Mapping[str, JudgeDetails]) -> list[str]:
+    """The keys of the units that the judges' disagreement lists show, sorted, once each."""
+    keys = {
+        str(key)
+        for judge in details.values()
+        if not judge.disagreements.empty
+        for key in judge.disagreements["unit"]
+    }
+    return sorted(keys)
+
+
+def with_rationales(
+    details: Mapping[str, JudgeDetails], rows: pd.DataFrame
+) -> dict[str, JudgeDetails]:
+    """``details`` with the rationales of their listed units filled in from ``rows``.
+
+    ``rows``: judgement-frame rows (``unit``, ``rater``, ``kind``, ``value``, ``shown_order``,
+    ``rationale``) of at least the listed units, in the order to show them. Per listed unit,
+    ``human_rationales`` is every human's ``(rater, value, text)`` and ``judge_rationales`` the
+    judge's ``(shown order, value, text)``, one per judgement.
+    """
+    humans: dict[str, list[tuple[str, str, str]]] = {}
+    judges: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+    wanted = listed_units(details)
+    rows = rows[rows["unit"].astype(str).isin(wanted)]
+    for unit, rater, kind, value, order, text in zip(
+        rows["unit"].astype(str),
+        rows["rater"].astype(str),
+        rows["kind"],
+        rows["value"],
+        rows["shown_order"].fillna("AB").astype(str),
+        rows["rationale"].fillna("").astype(str),
+        strict=True,
+    ):
+        if kind == "human":
+            humans.setdefault(unit, []).append((rater, _text(value), text))
+        else:
+            judges.setdefault((unit, rater), []).append((order, _text(value), text))
+    filled = {}
+    for name, judge in details.items():
+        table = judge.disagreements
+        if not table.empty:
+            table = table.assign(
+                human_rationales=[humans.get(str(u), []) for u in table["unit"]],
+                judge_rationales=[judges.get((str(u), name), []) for u in table["unit"]],
+            )
+        filled[name] = replace(judge, disagreements=table)
+    return filled
 
 
 def _text(value: object) -> str:

@@ -52,7 +52,9 @@ class UnitData:
 
 
 def normalise_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """Check the required columns and add the optional ones (None / 'AB' / 'ok' / '')."""
+    """Check the required columns and add the optional ones (None / 'AB' / 'ok'); a
+    ``rationale`` column is kept when there is one, never added (details read the rationales of
+    the units they list: :func:`calibration.details.with_rationales`)."""
     missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
     if missing:
         raise CalibrationInputError(
@@ -65,15 +67,13 @@ def normalise_frame(frame: pd.DataFrame) -> pd.DataFrame:
     defaults = {
         "shown_order": "AB",
         "parse_status": "ok",
-        "rationale": "",
         "expected_score": np.nan,
     }
     for column in JUDGEMENT_FRAME_COLUMNS:
-        if column not in frame.columns:
+        if column not in frame.columns and column != "rationale":  # no metric reads rationales
             frame[column] = defaults.get(column)
     frame["unit"] = frame["unit"].astype(str)
     frame["rater"] = frame["rater"].astype(str)
-    frame["rationale"] = frame["rationale"].fillna("").astype(str)
     frame["shown_order"] = frame["shown_order"].fillna("AB").astype(str)
     kinds = set(frame["kind"].unique()) - {"human", "model"}
     if kinds:

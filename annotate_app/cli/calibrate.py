@@ -10,14 +10,14 @@ from pathlib import Path
 import pandas as pd
 import typer
 
-from annotate_app.campaign_calibration import calibrate_input, load_campaign
+from annotate_app.campaign_calibration import calibrate_input, load_campaign, with_rationales
 from annotate_app.cli.calibrate_audits import (
     AuditOutputs,
     campaign_audits,
     consistency_only,
     read_audit_inputs,
 )
-from annotate_app.cli.context import state
+from annotate_app.cli.context import CliState, state
 from annotate_app.disagreement_review import tag_report_sections
 from calibration import CalibrationInputError, CalibrationOptions, CalibrationReport, calibrate
 from calibration.compare import compare_judges
@@ -165,7 +165,7 @@ def calibrate_command(
                 compare_judges(frame, options, *compare, overrides=overrides, progress=advance)
             )
     with cli.progress("bootstrap resamples", total=bootstrap or None) as advance:
-        report = _calibrate(source, frame, options, fields, data_sha256, advance)
+        report = _calibrate(cli, source, frame, options, fields, data_sha256, advance)
     audits = AuditOutputs()
     if campaign is not None:  # the judge audit reads responses and usage: database mode only
         audits = campaign_audits(
@@ -190,6 +190,7 @@ def calibrate_command(
 
 
 def _calibrate(
+    cli: CliState,
     source: CampaignCalibrationInput | None,
     frame: pd.DataFrame,
     options: CalibrationOptions,
@@ -197,9 +198,12 @@ def _calibrate(
     data_sha256: str | None,
     progress: Callable[[int], None],
 ) -> CalibrationReport:
-    """A campaign through the library's campaign calibration; files through ``calibrate``."""
+    """A campaign through the library's campaign calibration (the rationales of the units the
+    report lists read apart); files through ``calibrate``."""
     if source is not None:
-        return calibrate_input(source, progress=progress, **fields).report
+        return with_rationales(
+            cli.engine(), calibrate_input(source, progress=progress, **fields)
+        ).report
     return calibrate(frame, options, data_sha256=data_sha256, progress=progress)
 
 

@@ -2,17 +2,20 @@
 
 Three set-based queries (units with their item and responses, live annotations, model
 judgements on the campaign's responses or pairs), joined in pandas: no query per row. Columns are
-:data:`schemas.records.JUDGEMENT_FRAME_COLUMNS` plus the scalar keys of the items' and responses'
-``meta`` (usable with ``--by``).
+:data:`schemas.records.JUDGEMENT_FRAME_COLUMNS` but ``rationale`` (:data:`FRAME_COLUMNS`), plus the
+scalar keys of the items' and responses' ``meta`` (usable with ``--by``). The rationales of the
+few units a report lists are read apart (:func:`campaign_rationales`): a frame of every row's
+text would not fit a million-unit campaign's page.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import literal, select, tuple_, union_all
 from sqlalchemy.orm import Session, aliased
 
 from data.services.campaigns import get_campaign, unit_key_map
@@ -31,6 +34,9 @@ from schemas.tables import (
     User,
 )
 
+FRAME_COLUMNS: tuple[str, ...] = tuple(c for c in JUDGEMENT_FRAME_COLUMNS if c != "rationale")
+"""The columns of a campaign's frame, in order (before the units' meta keys)."""
+
 
 def campaign_judges(session: Session, campaign_id: int) -> list[str]:
     """Names of the model judges that scored units of the campaign under its protocol (the
@@ -43,16 +49,21 @@ def campaign_judges(session: Session, campaign_id: int) -> list[str]:
 def campaign_judgement_frame(
     session: Session, campaign_id: int, judges: list[str] | None = None
 ) -> pd.DataFrame:
-    """One row per live annotation and per model judgement of the campaign's units."""
+    """One row per live annotation and per model judgement of the campaign's units.
+
+    Only what the metrics read (unit, rater, kind, value, shown order, parse status, expected
+    score, the units' metadata): no ``rationale`` column, whose long texts would dominate the
+    memory of a large campaign's read; :func:`campaign_rationales` reads them for listed units.
+    """
     campaign = get_campaign(session, campaign_id)
     units = _unit_table(session, campaign)
     humans = _annotations(session, campaign)
     models = _judgements(session, campaign, judges)
     frame = pd.concat([humans, models], ignore_index=True)
     if frame.empty:
-        return pd.DataFrame(columns=[*JUDGEMENT_FRAME_COLUMNS, "unit_id"])
+        return pd.DataFrame(columns=[*FRAME_COLUMNS, "unit_id"])
     frame = frame.merge(units, on="unit_id", how="left")
-    ordered = [c for c in JUDGEMENT_FRAME_COLUMNS if c in frame.columns]
+    ordered = [c for c in FRAME_COLUMNS if c in frame.columns]
     rest = [c for c in frame.columns if c not in ordered and c != "unit_id"]
     return frame[ordered + rest].reset_index(drop=True)
 
@@ -149,61 +160,191 @@ def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:
 
 
 def _annotations(session: Session, campaign: Campaign) -> pd.DataFrame:
-    statement = (
-        select(
-            Annotation.unit_id,
-            User.name,
-            Annotation.score,
-            Annotation.preference,
-            Annotation.shown_order,
-            Annotation.rationale,
-        )
-        .join(User, User.id == Annotation.annotator_id)
-        .where(Annotation.campaign_id == campaign.id, Annotation.is_live.is_(True))
-    )
+    statement = _live_annotations(select(Annotation.unit_id, *_ANNOTATION_COLUMNS), campaign)
     rows = session.execute(statement).all()
-    pointwise = campaign.protocol != "pairwise"
-    return pd.DataFrame(
-        {
-            "unit_id": [r[0] for r in rows],
-            "rater": [f"annotator:{r[1]}" for r in rows],
-            "kind": "human",
-            "value": pd.Series([r[2] if pointwise else r[3] for r in rows], dtype=object),
-            "shown_order": [r[4] or "AB" for r in rows],
-            "parse_status": "ok",
-            "rationale": [r[5] or "" for r in rows],
-            "expected_score": np.nan,
-        }
+    unit_id, name, score, preference, shown = _columns(rows, 5)
+    return _frame_columns(
+        unit_id,
+        [HUMAN_PREFIX + n for n in name],
+        "human",
+        score if campaign.protocol != "pairwise" else preference,
+        shown,
+        "ok",
+        np.nan,
     )
 
 
 def _judgements(session: Session, campaign: Campaign, judges: list[str] | None) -> pd.DataFrame:
-    statement = campaign_judgements(
-        campaign,
-        Judgement.judge,
-        Judgement.score,
-        Judgement.preference,
-        Judgement.shown_order,
-        Judgement.parse_status,
-        Judgement.rationale,
-        Judgement.expected_score,
-        unit_id=True,
-    )
+    statement = campaign_judgements(campaign, *_JUDGEMENT_COLUMNS, unit_id=True)
     if judges:
         statement = statement.where(Judgement.judge.in_(judges))
     rows = session.execute(statement.order_by("unit_id", Judgement.id)).all()
-    pointwise = campaign.protocol != "pairwise"
+    unit_id, judge, score, preference, shown, status, expected = _columns(rows, 7)
+    return _frame_columns(
+        unit_id,
+        judge,
+        "model",
+        score if campaign.protocol != "pairwise" else preference,
+        shown,
+        pd.Series(status, dtype=object),
+        pd.Series(expected, dtype=np.float64),
+    )
+
+
+HUMAN_PREFIX = "annotator:"
+"""A human rater's name in the frame: ``annotator:<account name>``."""
+
+_ANNOTATION_COLUMNS = (
+    User.name,
+    Annotation.score,
+    Annotation.preference,
+    Annotation.shown_order,
+)
+_JUDGEMENT_COLUMNS = (
+    Judgement.judge,
+    Judgement.score,
+    Judgement.preference,
+    Judgement.shown_order,
+    Judgement.parse_status,
+    Judgement.expected_score,
+)
+"""What the metrics read of an answer or a judgement: no rationale (long text, read only for
+the few units a report lists: :func:`campaign_rationales`)."""
+
+
+def _live_annotations(statement: Any, campaign: Campaign) -> Any:
+    return statement.join(User, User.id == Annotation.annotator_id).where(
+        Annotation.campaign_id == campaign.id, Annotation.is_live.is_(True)
+    )
+
+
+def _columns(rows: Sequence[Any], width: int) -> list[Sequence[Any]]:
+    """Result rows as columns (tuples), ``width`` empty ones when there are no rows."""
+    return list(zip(*rows, strict=True)) if rows else [()] * width
+
+
+def _frame_columns(
+    unit_id: Sequence[Any],
+    rater: Sequence[Any],
+    kind: str,
+    value: Sequence[Any],
+    shown_order: Sequence[Any],
+    parse_status: object,
+    expected_score: object,
+) -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "unit_id": [r[0] for r in rows],
-            "rater": [r[1] for r in rows],
-            "kind": "model",
-            "value": pd.Series([r[2] if pointwise else r[3] for r in rows], dtype=object),
-            "shown_order": [r[4] or "AB" for r in rows],
-            "parse_status": [r[5] for r in rows],
-            "rationale": [r[6] or "" for r in rows],
-            "expected_score": pd.Series([r[7] for r in rows], dtype=np.float64),
+            "unit_id": pd.Series(unit_id, dtype=np.int64),
+            "rater": pd.Series(rater, dtype=object),
+            "kind": kind,
+            "value": pd.Series(value, dtype=object),
+            "shown_order": pd.Series([s or "AB" for s in shown_order], dtype=object),
+            "parse_status": parse_status,
+            "expected_score": expected_score,
         }
+    )
+
+
+def campaign_rationales(
+    session: Session,
+    campaign: str | int,
+    units: Collection[str],
+    judges: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The rationales of the listed units only: their live annotations and their judgements
+    (only ``judges``' when given), in one query.
+
+    Why a second read: the frame that the metrics read leaves the rationales out, so that opening
+    a million-unit campaign does not load millions of long texts; a report shows the texts of the
+    few units it lists (its largest disagreements). Columns: ``unit``, ``rater``, ``kind``,
+    ``value``, ``shown_order`` and ``rationale`` as in the judgement frame; humans first, then
+    the judgements, each in the order it was stored.
+    """
+    found = get_campaign(session, campaign)
+    columns = ["unit", "rater", "kind", "value", "shown_order", "rationale"]
+    keys = sorted(set(units))
+    if not keys:
+        return pd.DataFrame(columns=columns)
+    listed = _listed_units(found, keys)
+    pointwise = found.protocol != "pairwise"
+    humans = _live_annotations(
+        select(
+            *listed.c,
+            literal(0).label("kind"),
+            Annotation.id.label("row"),
+            User.name.label("rater"),
+            (Annotation.score if pointwise else Annotation.preference).label("value"),
+            Annotation.shown_order,
+            Annotation.rationale,
+        ).join(listed, listed.c.id == Annotation.unit_id),
+        found,
+    )
+    link = (
+        Judgement.response_pk == listed.c.response_pk
+        if pointwise
+        else Judgement.pair_pk == listed.c.pair_pk
+    )
+    models = (
+        select(
+            *listed.c,
+            literal(1).label("kind"),
+            Judgement.id.label("row"),
+            Judgement.judge.label("rater"),
+            (Judgement.score if pointwise else Judgement.preference).label("value"),
+            Judgement.shown_order,
+            Judgement.rationale,
+        )
+        .join(listed, link)
+        .where(Judgement.protocol == found.protocol)
+    )
+    if judges is not None:
+        models = models.where(Judgement.judge.in_(list(judges)))
+    both = union_all(humans, models).subquery()
+    rows = session.execute(select(both).order_by(both.c.kind, both.c.row)).all()
+    records = [
+        (
+            response_unit_key(r.rid) if pointwise else pair_unit_key(r.ra, r.rb),
+            r.rater if r.kind else HUMAN_PREFIX + r.rater,
+            "model" if r.kind else "human",
+            r.value,
+            r.shown_order or "AB",
+            r.rationale or "",
+        )
+        for r in rows
+    ]
+    return pd.DataFrame(records, columns=columns, dtype=object)
+
+
+def _listed_units(campaign: Campaign, keys: list[str]) -> Any:
+    """The campaign's units with these keys, as a subquery: ``id``, ``response_pk``,
+    ``pair_pk`` and the response ids that make the key (``rid``; pairs ``ra``, ``rb``)."""
+    named = [parse_unit_key(key).response_ids for key in keys]
+    if campaign.protocol != "pairwise":
+        return (
+            select(Unit.id, Unit.response_pk, Unit.pair_pk, Response.response_id.label("rid"))
+            .join(Response, Response.id == Unit.response_pk)
+            .where(Unit.campaign_id == campaign.id, Response.response_id.in_([n[0] for n in named]))
+            .subquery()
+        )
+    response_a, response_b = aliased(Response), aliased(Response)
+    return (
+        select(
+            Unit.id,
+            Unit.response_pk,
+            Unit.pair_pk,
+            response_a.response_id.label("ra"),
+            response_b.response_id.label("rb"),
+        )
+        .join(Pair, Pair.id == Unit.pair_pk)
+        .join(response_a, response_a.id == Pair.response_a_pk)
+        .join(response_b, response_b.id == Pair.response_b_pk)
+        .where(
+            Unit.campaign_id == campaign.id,
+            tuple_(response_a.response_id, response_b.response_id).in_(
+                [tuple(n[:2]) for n in named]
+            ),
+        )
+        .subquery()
     )
 
 

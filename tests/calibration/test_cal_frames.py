@@ -12,7 +12,13 @@ from typer.testing import CliRunner
 from annotate_app.cli.main import app
 from calibration import CalibrationOptions, calibrate
 from data.io.exporters import model_judgement_records
-from data.io.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
+from data.io.frames import (
+    FRAME_COLUMNS,
+    campaign_judgement_frame,
+    campaign_judges,
+    campaign_rationales,
+    campaign_reference_overrides,
+)
 from data.services.campaigns import CampaignNotFound, get_campaign
 from data.storage.engine import session_scope
 from schemas.protocols import ALIGNMMBENCH, PAIRWISE
@@ -178,7 +184,9 @@ def test_pointwise_campaign_frame(any_engine):
             get_campaign(s, "nope")
         with pytest.raises(CampaignNotFound, match="no campaign with id 99 "):
             get_campaign(s, 99)
-    assert list(frame.columns[: len(JUDGEMENT_FRAME_COLUMNS)]) == list(JUDGEMENT_FRAME_COLUMNS)
+    assert list(frame.columns[: len(FRAME_COLUMNS)]) == list(FRAME_COLUMNS)
+    assert tuple(c for c in JUDGEMENT_FRAME_COLUMNS if c != "rationale") == FRAME_COLUMNS
+    assert "rationale" not in frame.columns  # the texts are read only for listed units
     humans = frame[frame["kind"] == "human"]
     assert len(humans) == 8  # the retired revision is not there
     assert set(humans["rater"]) == {"annotator:ann", "annotator:bob"}
@@ -258,3 +266,67 @@ def test_a_judge_of_another_protocol_is_neither_offered_nor_read(any_engine):
     assert "mmie-judge" not in set(frame["rater"])
     assert {record.judge for record in exported} == {"critic", "gpt-4"}  # export judgments too
     assert len(exported) == len(frame[frame["kind"] == "model"])
+
+
+def _statements(engine: Engine) -> list[str]:
+    """The SQL statements ``engine`` runs from now on (appended as they run)."""
+    from sqlalchemy import event
+
+    seen: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda *args: seen.append(args[2]))
+    return seen
+
+
+def _reads_rationales(sql: str) -> bool:
+    return "annotation.rationale" in sql or "judgement.rationale" in sql
+
+
+def test_rationales_are_read_for_the_listed_units_only_in_one_query(any_engine):
+    ids = _build(any_engine)
+    seen = _statements(any_engine)
+    with session_scope(any_engine) as s:
+        rows = campaign_rationales(s, ids["points"], ["r:i0/m2", "r:i1/m1"], judges=["gpt-4"])
+        pairs = campaign_rationales(s, ids["pairs"], ["p:i0/m1|i0/m2"])
+    reading = [sql for sql in seen if _reads_rationales(sql)]
+    assert len(reading) == 2  # one per call: answers and judgements together
+    assert "UNION ALL" in reading[0]
+    assert list(rows.columns) == ["unit", "rater", "kind", "value", "shown_order", "rationale"]
+    assert set(rows["unit"]) == {"r:i0/m2", "r:i1/m1"}
+    humans = rows[rows["kind"] == "human"]
+    assert list(
+        zip(humans["unit"], humans["rater"], humans["value"], humans["rationale"], strict=True)
+    ) == [
+        ("r:i0/m2", "annotator:ann", 4.0, "r10"),
+        ("r:i0/m2", "annotator:bob", 5.0, "r11"),
+        ("r:i1/m1", "annotator:ann", 5.0, "r20"),
+        ("r:i1/m1", "annotator:bob", 6.0, "r21"),
+    ]  # live answers only, humans first, in the order they were stored
+    models = rows[rows["kind"] == "model"]
+    assert set(models["rater"]) == {"gpt-4"} and list(models["rationale"]) == ["j", "j"]
+    assert set(pairs["unit"]) == {"p:i0/m1|i0/m2"}
+    assert sorted(pairs.loc[pairs["kind"] == "human", "shown_order"]) == ["AB", "BA"]
+    assert list(pairs.loc[pairs["kind"] == "model", "value"]) == ["A", "A"]
+
+
+def test_a_campaign_calibration_reads_the_rationales_of_the_listed_units_only(engine):
+    """The frame has no rationale column; the report's disagreements get their texts from one
+    read restricted to the units they list."""
+    from annotate_app.campaign_calibration import calibrate_campaign
+
+    ids = _build(engine)
+    seen = _statements(engine)
+    calibration = calibrate_campaign(engine, ids["points"], bootstrap=0, max_disagreements=1)
+    assert "rationale" not in calibration.source.frame.columns
+    reading = [sql for sql in seen if _reads_rationales(sql)]
+    assert len(reading) == 1
+    details = calibration.report.details
+    listed = calibration.report.listed_units()
+    assert 1 <= len(listed) <= 2  # one per judge
+    assert not any(_reads_rationales(sql) for sql in seen[:-1])  # the frame has no texts
+    for name, judge in details.items():
+        (row,) = judge.disagreements.to_dict("records")
+        assert row["unit"] in listed
+        index = int(row["unit"][3]) * 2 + int(row["unit"][-1]) - 1  # r:i<k>/m<m>
+        assert [text for _, _, text in row["human_rationales"]] == [f"r{index}0", f"r{index}1"]
+        expected = ["j"] if name == "gpt-4" else [""]
+        assert [text for _, _, text in row["judge_rationales"]] == expected
