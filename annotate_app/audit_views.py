@@ -1,6 +1,7 @@
 """The calibration page's judge audits: "Judge bias and cost" and "Scores and preferences: do
 they agree?" — the same tables as ``critiquelab calibrate`` (judge_audit, ``--consistency``)
-and the HTML report, from the same library calls.
+and the HTML report, from the same library calls, made in the calibration worker process so that
+a large campaign's rows never enter the app's process (:mod:`annotate_app.calibration_worker`).
 """
 
 from __future__ import annotations
@@ -8,15 +9,18 @@ from __future__ import annotations
 import json
 from functools import partial
 
-import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from annotate_app.calibration_worker import (
+    CampaignScope,
+    page_audit,
+    page_consistency,
+)
 from annotate_app.text import escape_markdown
 from calibration import CalibrationInputError
-from calibration.audits import JudgeAudit, audit_judges
-from calibration.consistency import ConsistencyReport, cross_protocol_consistency
-from calibration.cost import Prices
+from calibration.audits import JudgeAudit
+from calibration.consistency import ConsistencyReport
 from calibration.report_audits import (
     audit_caption,
     audit_section,
@@ -30,79 +34,53 @@ from calibration.report_audits import (
     length_controlled_table,
 )
 from calibration.report_html import audit_report_html
-from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
-from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
+from data.io.campaign_input import campaign_version
 from data.queue import campaign_protocol
-from data.services.campaigns import get_campaign, list_campaigns
-from data.storage.engine import session_scope
+from data.services.campaigns import list_campaigns
+from data.storage.engine import read_scope, session_scope
+from schemas.core import stored_id
 from schemas.protocols import Protocol
 from schemas.tables import Campaign
 
 
 @st.cache_data(show_spinner="Auditing the judges (bias, cost)…", max_entries=16)
 def _audit(
-    frame: pd.DataFrame,
-    overrides: dict,
-    campaign_id: int,
-    protocol_name: str,
-    _protocol: Protocol,
-    _engine: Engine,
+    scope: CampaignScope,
     judges: tuple[str, ...],
     prices: tuple[float, float] | None,
     families: tuple[tuple[str, str], ...],
     bootstrap: int,
 ) -> JudgeAudit:
-    with session_scope(_engine) as session:
-        facts = campaign_response_facts(session, campaign_id)
-        usage = campaign_judgement_usage(session, campaign_id, judges=list(judges))
-    units = set(frame["unit"].astype(str))
-    return audit_judges(
-        frame,
-        _protocol,
-        facts,
-        [u for u in usage if u.unit in units],  # the units the page's filters keep
-        families=dict(families),
-        prices=Prices(input=prices[0], output=prices[1]) if prices else None,
-        judges=judges,
-        overrides=overrides,
-        bootstrap=bootstrap,
-    )
+    """Computed in the calibration worker (:mod:`annotate_app.calibration_worker`), cached on
+    the campaign's version and filters."""
+    return page_audit(scope, judges, prices, families, bootstrap)
 
 
 @st.cache_data(show_spinner="Checking scores against preferences…", max_entries=16)
 def _consistency(
-    pointwise_id: int, pairwise_id: int, _engine: Engine, delta: float, bootstrap: int
+    url: str,
+    versions: tuple[tuple[int, ...], tuple[int, ...]],
+    pointwise_id: int,
+    pairwise_id: int,
+    delta: float,
+    bootstrap: int,
 ) -> ConsistencyReport:
-    with session_scope(_engine) as session:
-        campaigns = [get_campaign(session, i) for i in (pointwise_id, pairwise_id)]
-        frames = [campaign_judgement_frame(session, c.id) for c in campaigns]
-        overrides = tuple(campaign_reference_overrides(session, c.id) for c in campaigns)
-        protocol = campaign_protocol(campaigns[0])
-        names = (campaigns[0].name, campaigns[1].name)
-    return cross_protocol_consistency(
-        frames[0],
-        frames[1],
-        protocol,
-        names=names,
-        delta=delta,
-        overrides=overrides,
-        bootstrap=bootstrap,
-    )
+    """Computed in the calibration worker, cached on both campaigns' versions."""
+    return page_consistency(url, pointwise_id, pairwise_id, delta, bootstrap)
 
 
 def render_audits(
     engine: Engine,
     campaign: Campaign,
-    frame: pd.DataFrame,
-    overrides: dict,
+    scope: CampaignScope,
     protocol: Protocol,
     judges: list[str],
     *,
     bootstrap: int,
 ) -> None:
-    """Both audit blocks for the chosen campaign, judges and filters."""
-    audit = _render_bias_and_cost(engine, campaign, frame, overrides, protocol, judges, bootstrap)
-    report = _render_consistency(engine, campaign, protocol, bootstrap)
+    """Both audit blocks for the chosen campaign (``scope``: its version and filters), judges."""
+    audit = _render_bias_and_cost(scope, judges, bootstrap)
+    report = _render_consistency(engine, campaign, scope, protocol, bootstrap)
     if audit is not None or report is not None:
         st.download_button(
             "Download the judge audit (HTML)",
@@ -113,7 +91,7 @@ def render_audits(
         )
 
 
-def _render_bias_and_cost(engine, campaign, frame, overrides, protocol, judges, bootstrap):
+def _render_bias_and_cost(scope: CampaignScope, judges: list[str], bootstrap: int):
     st.subheader("Judge bias and cost")
     if not judges:
         st.info("Pick a judge above to see its cost, length and format preference.")
@@ -133,18 +111,7 @@ def _render_bias_and_cost(engine, campaign, frame, overrides, protocol, judges, 
     )
     families = _families(families_text)
     prices = (price_in, price_out) if price_in is not None and price_out is not None else None
-    audit = _audit(
-        frame,
-        overrides,
-        campaign.id,
-        protocol.name,
-        protocol,
-        engine,
-        tuple(judges),
-        prices,
-        tuple(sorted(families.items())),
-        bootstrap,
-    )
+    audit = _audit(scope, tuple(judges), prices, tuple(sorted(families.items())), bootstrap)
     st.caption(cost_caption(audit))
     st.dataframe(cost_table(audit))
     st.caption(audit_caption(audit))
@@ -168,7 +135,9 @@ def _families(text: str) -> dict[str, str]:
     return {str(k): v for k, v in raw.items()}
 
 
-def _render_consistency(engine, campaign, protocol, bootstrap) -> ConsistencyReport | None:
+def _render_consistency(
+    engine: Engine, campaign: Campaign, scope: CampaignScope, protocol: Protocol, bootstrap: int
+) -> ConsistencyReport | None:
     st.subheader("Scores and preferences: do they agree?")
     with session_scope(engine) as session:
         partners = [
@@ -196,7 +165,14 @@ def _render_consistency(engine, campaign, protocol, bootstrap) -> ConsistencyRep
         key="consistency-delta",
     )
     try:
-        report = _consistency(pointwise.id, pairwise.id, engine, float(delta), bootstrap)
+        with read_scope(engine) as session:
+            versions = (
+                campaign_version(session, stored_id(pointwise)),
+                campaign_version(session, stored_id(pairwise)),
+            )
+        report = _consistency(
+            scope.url, versions, stored_id(pointwise), stored_id(pairwise), float(delta), bootstrap
+        )
     except CalibrationInputError as error:
         st.info(escape_markdown(str(error)))
         return None

@@ -6,51 +6,37 @@ table as ``critiquelab calibrate --compare A B`` and the HTML report.
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
+from annotate_app.calibration_worker import CampaignScope, page_comparison
 from annotate_app.text import escape_markdown
-from calibration import CalibrationInputError, CalibrationOptions
-from calibration.compare import HUMAN, JudgeComparison, compare_judges
+from calibration import CalibrationInputError
+from calibration.compare import HUMAN, JudgeComparison
 from calibration.pairwise import UnparsedRule
 from calibration.report_compare import comparison_caption, comparison_table, side_label
-from schemas.protocols import Protocol
 
 
 @st.cache_data(show_spinner="Comparing the two judges on the same resamples…", max_entries=16)
 def _comparison(
-    frame: pd.DataFrame,
-    overrides: dict,
-    protocol_name: str,
-    _protocol: Protocol,
-    a: str,
-    b: str,
-    unparsed: UnparsedRule,
-    bootstrap: int,
-    seed: int,
+    scope: CampaignScope, a: str, b: str, unparsed: UnparsedRule, bootstrap: int, seed: int
 ) -> JudgeComparison:
-    options = CalibrationOptions(
-        protocol=_protocol,
-        unparsed=unparsed,
-        bootstrap=bootstrap,
-        seed=seed,
-    )
-    return compare_judges(frame, options, a, b, overrides=overrides)
+    """Computed in the calibration worker (:mod:`annotate_app.calibration_worker`), cached on
+    the campaign's version and filters."""
+    return page_comparison(scope, a, b, unparsed=unparsed, bootstrap=bootstrap, seed=seed)
 
 
 def render_comparison(
-    frame: pd.DataFrame,
-    overrides: dict,
-    protocol: Protocol,
+    scope: CampaignScope,
+    n_annotators: int,
     judges: list[str],
     *,
     unparsed: UnparsedRule,
     bootstrap: int,
     seed: int = 0,
 ) -> None:
-    """Pick A and B among ``judges`` and the human ceiling; show Δ = A − B with its interval."""
+    """Pick A and B among ``judges`` and the human ceiling (with ``n_annotators`` >= 2); show
+    Δ = A − B with its interval."""
     st.subheader("Is judge A better than judge B?")
-    n_annotators = frame.loc[frame["kind"] == "human", "rater"].nunique()
     sides = [*judges, *([HUMAN] if n_annotators >= 2 else [])]
     if len(sides) < 2:
         st.info("Pick at least two judges above (or one judge, with two or more annotators).")
@@ -62,9 +48,7 @@ def render_comparison(
         st.info("Choose two different sides to compare.")
         return
     try:
-        comparison = _comparison(
-            frame, overrides, protocol.name, protocol, a, b, unparsed, bootstrap, seed
-        )
+        comparison = _comparison(scope, a, b, unparsed, bootstrap, seed)
     except CalibrationInputError as error:  # e.g. no unit that both sides judged
         st.info(str(error))
         return

@@ -2,7 +2,9 @@
 
 Pick a campaign, the judges and a grouping; filter by task and model. The numbers are those of
 ``critiquelab calibrate --campaign`` (same library); both the HTML audit report and the JSON can
-be downloaded.
+be downloaded. The campaign is read and calibrated in the calibration worker process
+(:mod:`annotate_app.calibration_worker`): this process, whose threads also serve the annotators,
+only receives the results, and a million-unit campaign's rows never enter it.
 """
 
 from __future__ import annotations
@@ -10,12 +12,17 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-import pandas as pd
 import streamlit as st
 
 from annotate_app.audit_views import render_audits
 from annotate_app.auth import require_role
-from annotate_app.campaign_calibration import calibrate_input, load_campaign, only_units
+from annotate_app.calibration_worker import (
+    CampaignOverview,
+    CampaignScope,
+    PageCalibration,
+    campaign_overview,
+    page_calibration,
+)
 from annotate_app.charts import (
     agreement_scatter,
     confusion_heatmap,
@@ -38,33 +45,37 @@ from calibration.headline import (
     headline_rows,
 )
 from calibration.tables import ceiling_table, group_table, judge_table, model_table
-from data.io.campaign_input import CampaignCalibrationInput
+from data.io.campaign_input import campaign_version
 from data.io.frames import unit_content
 from data.services.campaigns import list_campaigns
-from data.storage.engine import session_scope
+from data.storage.engine import read_scope, session_scope
 from schemas.protocols import Protocol
 
 GROUPINGS = ("(none)", "task", "category", "model", "group")
 
 
+@st.cache_data(show_spinner="Reading the campaign…", max_entries=16)
+def _overview(scope: CampaignScope) -> CampaignOverview:
+    """What the pickers offer; read by the calibration worker, cached on the campaign's
+    version (:func:`data.io.campaign_input.campaign_version`)."""
+    return campaign_overview(scope)
+
+
 @st.cache_data(show_spinner="Computing agreement and bootstrap intervals…", max_entries=16)
 def _report(
-    frame: pd.DataFrame,
-    overrides: dict,
-    protocol_name: str,
-    _source: CampaignCalibrationInput,
+    scope: CampaignScope,
     judges: tuple[str, ...],
     by: tuple[str, ...],
     unparsed: str,
     bootstrap: int,
     seed: int,
-) -> CalibrationReport:
-    """The campaign's calibration; cached on the (filtered) frame, the adjudications and the
-    options (``_source``, unhashed, carries the protocol)."""
-    source = replace(_source, frame=frame, overrides=overrides)
-    return calibrate_input(
-        source, judges=judges, by=by, unparsed=unparsed, bootstrap=bootstrap, seed=seed
-    ).report
+) -> PageCalibration:
+    """The campaign's calibration, computed by the calibration worker (the campaign's rows never
+    enter this process, whose threads serve the annotators' submits), cached on the campaign's
+    version, its filters and the options."""
+    return page_calibration(
+        scope, judges=judges, by=by, unparsed=unparsed, bootstrap=bootstrap, seed=seed
+    )
 
 
 def _headline(report: CalibrationReport, protocol: Protocol, grouping: str | None) -> None:
@@ -118,15 +129,16 @@ def _dashboard() -> None:
         st.info("There is no campaign yet. Create one on the Campaigns page.")
         st.stop()
     campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: f"{c.name} ({c.protocol})")
-    source = load_campaign(engine, campaign.id)
-    protocol, frame, overrides = source.protocol, source.frame, source.overrides
-    available = source.judges
-    if frame.empty:
+    with read_scope(engine) as session:
+        version = campaign_version(session, campaign.id)
+    scope = CampaignScope(engine.url.render_as_string(hide_password=False), campaign.id, version)
+    overview = _overview(scope)
+    protocol, available = overview.protocol, overview.judges
+    if not overview.rows:
         st.info("This campaign has no judgements yet, human or model.")
         st.stop()
 
-    tasks = sorted(frame["task"].dropna().astype(str).unique())
-    models = sorted(frame["model"].dropna().astype(str).unique())
+    tasks, models = overview.tasks, overview.models
     left, middle, right = st.columns(3)
     judges = left.multiselect("Judges", available, default=available)
     # by task unless there are no tasks: the per-task bars under the headline chart need it
@@ -143,20 +155,16 @@ def _dashboard() -> None:
     chosen_tasks = left.multiselect("Tasks", tasks, default=tasks)
     chosen_models = middle.multiselect("Models", models, default=models)
     bootstrap = right.number_input("Bootstrap resamples", 0, 5000, 1000, step=100)
-    source = only_units(
-        source,
-        tasks=chosen_tasks if tasks and chosen_tasks != tasks else None,
-        models=chosen_models if models and chosen_models != models else None,
+    scope = replace(
+        scope,
+        tasks=tuple(chosen_tasks) if tasks and chosen_tasks != tasks else None,
+        models=tuple(chosen_models) if models and chosen_models != models else None,
     )
-    frame = source.frame
-    if frame.empty:
+    by = () if grouping == "(none)" else (grouping,)
+    report = _report(scope, tuple(judges), by, unparsed, int(bootstrap), 0).report
+    if report is None:
         st.info("No unit matches these filters.")
         st.stop()
-
-    by = () if grouping == "(none)" else (grouping,)
-    report = _report(
-        frame, overrides, protocol.name, source, tuple(judges), by, unparsed, int(bootstrap), 0
-    )
     result = report.result
     reference = result.reference
     st.caption(
@@ -218,9 +226,9 @@ def _dashboard() -> None:
         st.dataframe(model_table(result))
 
     render_comparison(
-        frame, overrides, protocol, judges, unparsed=unparsed, bootstrap=int(bootstrap)
+        scope, result.human.n_annotators, judges, unparsed=unparsed, bootstrap=int(bootstrap)
     )
-    render_audits(engine, campaign, frame, overrides, protocol, judges, bootstrap=int(bootstrap))
+    render_audits(engine, campaign, scope, protocol, judges, bootstrap=int(bootstrap))
     render_disagreement_causes(engine, campaign)
 
     for judge in judges:

@@ -13,12 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
+from sqlalchemy import func, select
 from sqlmodel import Session
 
 from data.io.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
 from data.queue.routing import campaign_estimation_sample
 from data.services.campaigns import campaign_protocol, get_campaign, unit_key_map
 from schemas.protocols import Protocol
+from schemas.tables import Adjudication, Annotation, AuditEvent, Judgement
 
 
 @dataclass(frozen=True)
@@ -71,3 +73,22 @@ def read_calibration_input(
         judges=campaign_judges(session, found.id),
         estimation_units=None if sample is None else len(sample),
     )
+
+
+def campaign_version(session: Session, campaign: str | int) -> tuple[int, ...]:
+    """A key that changes whenever what :func:`read_calibration_input` reads may have changed.
+
+    Why: the Calibration page caches a campaign's calibration under this key instead of hashing
+    a frame of millions of rows. Answers, revisions and adjudications only ever add rows (a
+    revision retires the old row in the transaction that adds the new one), and so do model
+    judgements, except an import with ``--update``, which records an audit event, as do changes
+    to a campaign's settings (routing, overlap). So the key is the campaign and the largest id of
+    each of those tables: a primary-key look-up each, however large the campaign. It also
+    changes with work on other campaigns; that only costs a recalculation.
+    """
+    found = get_campaign(session, campaign)
+    largest = [
+        session.execute(select(func.max(table.id))).scalar() or 0  # type: ignore[attr-defined]
+        for table in (Annotation, Adjudication, Judgement, AuditEvent)
+    ]
+    return (int(found.id or 0), *map(int, largest))

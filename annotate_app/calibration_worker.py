@@ -1,0 +1,335 @@
+"""The Calibration page's work on a campaign, done in a worker process.
+
+Why a process: reading a large campaign and calibrating it is seconds of pandas and numpy that
+hold the GIL. In the app's own process every annotator's submit, served by a thread of that
+process, waited behind it: ``bench/annotate_bench.py --dashboard-load`` measured a submit p95 of
+31 ms alone and 209 ms while the page read a 100k-unit campaign (docs/RELIABILITY.md). Here one
+worker process, started afresh (a fork of a threaded server could inherit held locks), reads
+the campaign itself in a read-only snapshot and keeps the last campaign it read, so a
+changed filter or option recalculates without reading again. The page receives only small
+results: what its pickers offer (:class:`CampaignOverview`) and the report, never the
+campaign's rows.
+
+Every request names the campaign's version (:func:`data.io.campaign_input.campaign_version`),
+which is also the key under which the page caches the results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Engine
+
+from annotate_app.campaign_calibration import (
+    calibrate_input,
+    load_campaign,
+    only_units,
+    with_rationales,
+)
+from calibration import CalibrationOptions, CalibrationReport
+from calibration.audits import JudgeAudit, audit_judges
+from calibration.compare import JudgeComparison, compare_judges
+from calibration.consistency import ConsistencyReport, cross_protocol_consistency
+from calibration.cost import Prices
+from calibration.pairwise import UnparsedRule
+from data.io.campaign_input import CampaignCalibrationInput
+from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
+from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
+from data.services.campaigns import campaign_protocol, get_campaign
+from data.storage.engine import make_engine, read_scope
+from schemas.core import stored_id
+from schemas.protocols import Protocol
+
+T = TypeVar("T")
+
+Version = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class CampaignScope:
+    """Which campaign, at which version, restricted to which tasks and models (None: all)."""
+
+    url: str
+    """The database URL, which the worker opens itself."""
+    campaign_id: int
+    version: Version
+    tasks: tuple[str, ...] | None = None
+    models: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class CampaignOverview:
+    """What the page's pickers offer for a campaign, and whether there is anything to show."""
+
+    campaign: str
+    protocol: Protocol
+    judges: list[str]
+    """Every model judge that scored the campaign under its protocol, in name order."""
+    tasks: list[str]
+    models: list[str]
+    rows: int
+    """Live answers and judgements read (0: nothing to calibrate yet)."""
+
+
+@dataclass(frozen=True)
+class PageCalibration:
+    """The calibration of a scope: ``report`` is None when no unit matches the filters. The
+    report's per-unit table (``units``) stays in the worker: the page never shows it."""
+
+    report: CalibrationReport | None
+
+
+def campaign_overview(scope: CampaignScope) -> CampaignOverview:
+    """The pickers' choices for ``scope``'s campaign (its filters are not applied)."""
+    return _run(_overview, scope)
+
+
+def page_calibration(scope: CampaignScope, **options: Any) -> PageCalibration:
+    """Calibrate ``scope`` with ``options`` (as :func:`~annotate_app.campaign_calibration.
+    calibrate_input`), with the rationales of the listed disagreements."""
+    return _run(_calibration, scope, options)
+
+
+def page_comparison(
+    scope: CampaignScope, a: str, b: str, *, unparsed: UnparsedRule, bootstrap: int, seed: int
+) -> JudgeComparison:
+    """Judge ``a`` against judge ``b`` on ``scope`` (:func:`calibration.compare.compare_judges`)."""
+    return _run(_comparison, scope, a, b, unparsed, bootstrap, seed)
+
+
+def page_audit(
+    scope: CampaignScope,
+    judges: tuple[str, ...],
+    prices: tuple[float, float] | None,
+    families: tuple[tuple[str, str], ...],
+    bootstrap: int,
+) -> JudgeAudit:
+    """The judges' bias and cost on ``scope`` (:func:`calibration.audits.audit_judges`)."""
+    return _run(_audit, scope, judges, prices, families, bootstrap)
+
+
+def page_consistency(
+    url: str, pointwise_id: int, pairwise_id: int, delta: float, bootstrap: int
+) -> ConsistencyReport:
+    """Scores of one campaign against preferences of another of the same dataset
+    (:func:`calibration.consistency.cross_protocol_consistency`)."""
+    return _run(_consistency, url, pointwise_id, pairwise_id, delta, bootstrap)
+
+
+# The page's side: one worker process, started on first use.
+
+
+class WorkerDied(RuntimeError):
+    """The worker process ended without answering (killed, out of memory)."""
+
+
+class _Worker:
+    """A child process ``python -m annotate_app.calibration_worker`` and its two pipes.
+
+    Not :mod:`multiprocessing`: its ``spawn`` start re-runs the parent's ``__main__`` in the
+    child, and in a Streamlit server ``__main__`` is the page script being run. The parent sends
+    one pickled ``(function, args)`` at a time and reads back one pickled ``(ok, value)``.
+    """
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", __name__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=os.getcwd(),
+        )
+
+    def call(self, function: Callable[..., T], args: tuple) -> T:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            pickle.dump((function, args), self.process.stdin)
+            self.process.stdin.flush()
+            ok, value = pickle.load(self.process.stdout)
+        except (EOFError, BrokenPipeError, pickle.UnpicklingError) as error:
+            raise WorkerDied(f"the calibration worker ended ({self.process.poll()})") from error
+        if not ok:
+            raise value
+        return value
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+_WORKER: _Worker | None = None
+_WORKER_LOCK = threading.Lock()
+"""One request at a time: the worker computes one calibration after another, on one core."""
+
+
+def _run(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` in the worker; once more in a new worker if the old one died."""
+    global _WORKER
+    with _WORKER_LOCK:
+        for attempt in range(2):
+            if _WORKER is None:
+                _WORKER = _Worker()
+            try:
+                return _WORKER.call(function, args)
+            except WorkerDied:
+                _WORKER = None
+                if attempt:
+                    raise
+    raise AssertionError("unreachable")
+
+
+def shutdown() -> None:
+    """Stop the worker (tests, benchmarks); the next request starts a new one."""
+    global _WORKER
+    with _WORKER_LOCK:
+        worker, _WORKER = _WORKER, None
+    if worker is not None:
+        worker.stop()
+
+
+# The worker's side.
+
+_ENGINES: dict[str, Engine] = {}
+_READ: dict[tuple[str, int, Version], CampaignCalibrationInput] = {}
+
+
+def _engine(url: str) -> Engine:
+    if url not in _ENGINES:
+        _ENGINES[url] = make_engine(url)
+    return _ENGINES[url]
+
+
+def _source(scope: CampaignScope) -> CampaignCalibrationInput:
+    """The campaign as read at ``scope.version`` (read once; only the latest read is kept)."""
+    key = (scope.url, scope.campaign_id, scope.version)
+    if key not in _READ:
+        _READ.clear()  # the previous campaign's rows go before the next one's are read
+        _READ[key] = load_campaign(_engine(scope.url), scope.campaign_id)
+    return _READ[key]
+
+
+def _filtered(scope: CampaignScope) -> CampaignCalibrationInput:
+    return only_units(_source(scope), tasks=scope.tasks, models=scope.models)
+
+
+def _overview(scope: CampaignScope) -> CampaignOverview:
+    source = _source(scope)
+    frame = source.frame
+    return CampaignOverview(
+        campaign=source.campaign,
+        protocol=source.protocol,
+        judges=list(source.judges),
+        tasks=_names(frame, "task"),
+        models=_names(frame, "model"),
+        rows=len(frame),
+    )
+
+
+def _names(frame: Any, column: str) -> list[str]:
+    if frame.empty or column not in frame.columns:
+        return []
+    return sorted(frame[column].dropna().astype(str).unique())
+
+
+def _calibration(scope: CampaignScope, options: dict[str, Any]) -> PageCalibration:
+    source = _filtered(scope)
+    if source.frame.empty:
+        return PageCalibration(None)
+    calibration = with_rationales(_engine(scope.url), calibrate_input(source, **options))
+    return PageCalibration(replace(calibration.report, units=None))
+
+
+def _comparison(
+    scope: CampaignScope, a: str, b: str, unparsed: UnparsedRule, bootstrap: int, seed: int
+) -> JudgeComparison:
+    source = _filtered(scope)
+    options = CalibrationOptions(
+        protocol=source.protocol, unparsed=unparsed, bootstrap=bootstrap, seed=seed
+    )
+    return compare_judges(source.frame, options, a, b, overrides=source.overrides)
+
+
+def _audit(
+    scope: CampaignScope,
+    judges: tuple[str, ...],
+    prices: tuple[float, float] | None,
+    families: tuple[tuple[str, str], ...],
+    bootstrap: int,
+) -> JudgeAudit:
+    source = _filtered(scope)
+    with read_scope(_engine(scope.url)) as session:
+        facts = campaign_response_facts(session, scope.campaign_id)
+        usage = campaign_judgement_usage(session, scope.campaign_id, judges=list(judges))
+    units = set(source.frame["unit"].astype(str))
+    return audit_judges(
+        source.frame,
+        source.protocol,
+        facts,
+        [u for u in usage if u.unit in units],  # the units the page's filters keep
+        families=dict(families),
+        prices=Prices(input=prices[0], output=prices[1]) if prices else None,
+        judges=judges,
+        overrides=source.overrides,
+        bootstrap=bootstrap,
+    )
+
+
+def _consistency(
+    url: str, pointwise_id: int, pairwise_id: int, delta: float, bootstrap: int
+) -> ConsistencyReport:
+    with read_scope(_engine(url)) as session:
+        campaigns = [get_campaign(session, i) for i in (pointwise_id, pairwise_id)]
+        frames = [campaign_judgement_frame(session, stored_id(c)) for c in campaigns]
+        overrides = (
+            campaign_reference_overrides(session, pointwise_id),
+            campaign_reference_overrides(session, pairwise_id),
+        )
+        protocol = campaign_protocol(campaigns[0])
+        names = (campaigns[0].name, campaigns[1].name)
+    return cross_protocol_consistency(
+        frames[0],
+        frames[1],
+        protocol,
+        names=names,
+        delta=delta,
+        overrides=overrides,
+        bootstrap=bootstrap,
+    )
+
+
+def _serve() -> None:
+    """The worker's loop: answer each request read from stdin on the original stdout; anything
+    else written to stdout (a library's print) goes to stderr instead."""
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    requests = sys.stdin.buffer
+    while True:
+        try:
+            function, args = pickle.load(requests)
+        except EOFError:
+            return
+        try:
+            answer = pickle.dumps((True, function(*args)))
+        except Exception as error:  # sent back and raised in the page
+            try:
+                answer = pickle.dumps((False, error))
+            except Exception:  # an exception that does not pickle: its text
+                answer = pickle.dumps((False, RuntimeError(f"{type(error).__name__}: {error}")))
+        answers.write(answer)
+        answers.flush()
+
+
+if __name__ == "__main__":
+    _serve()
