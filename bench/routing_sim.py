@@ -26,6 +26,9 @@ Per routing, evaluated judge and budget, over the seeds:
   the value on all units), the mean width of its 95% interval (Wilson for accuracy, mean ±
   1.96 s/√n for MAE) and the share of seeds whose interval holds the full-data value.
 
+On PandaLM, ``expected_ratio`` (:func:`expected_ratios`) adds the target's ratio in expectation
+over the random orders, with a bootstrap interval over the pairs.
+
     python bench/routing_sim.py                  # both cases, 20 seeds, JSON on stdout
     python bench/routing_sim.py --case pandalm --seeds 5 --budgets 150 300
 """
@@ -56,12 +59,15 @@ from data.queue.priority import (  # noqa: E402
     is_random_position,
     plan_routing,
     random_order,
+    unit_signal,
 )
+from schemas.disagreements import DEFAULT_THRESHOLD_SHARE  # noqa: E402
 
 PAIRWISE_CODES = {"A": 0.0, "B": 1.0, "tie": 2.0}
 """calibration's pairwise label codes (:mod:`calibration.pairwise`)."""
-POINTWISE_ERROR = 0.2
-"""A pointwise judge errs on a unit when it is this share of the scale's range off or more."""
+POINTWISE_ERROR = DEFAULT_THRESHOLD_SHARE
+"""A pointwise judge errs on a unit when it is this share of the scale's range off or more (the
+default disagreement threshold, which the disagreement routing's cap is built on)."""
 DEFAULT_BUDGETS = (150, 300, 600, 1200)
 STRATIFIED_SHARE = 0.2
 
@@ -187,10 +193,10 @@ def _over_seeds(
     lows, highs = np.array([r["low"] for r in runs]), np.array([r["high"] for r in runs])
     bias = float(np.nanmean(estimates) - full)
     width = float(np.nanmean(highs - lows))
+    found = [r["errors_found_per_100_labels"] for r in runs]
     return {
-        "errors_found_per_100_labels": round(
-            float(np.mean([r["errors_found_per_100_labels"] for r in runs])), 2
-        ),
+        "errors_found_per_100_labels": round(float(np.mean(found)), 2),
+        "errors_found_seed_range": [round(min(found), 2), round(max(found), 2)],
         "estimate_bias": round(bias, 4),
         "estimate_interval_width": round(width, 4),
         "bias_within_half_width": bool(abs(bias) <= width / 2),
@@ -311,6 +317,7 @@ def main() -> None:
     report["cases"] = {case.name: summarise(case, args.seeds, args.budgets) for case in cases}
     if "pandalm" in report["cases"]:  # type: ignore[operator]
         report["targets"] = pandalm_targets(report["cases"]["pandalm"], args.budgets)  # type: ignore[index]
+        report["expected_ratio"] = expected_ratios(cases[0], args.budgets)
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["load_average_at_end"] = os.getloadavg()
     text = json.dumps(report, indent=2)
@@ -335,6 +342,51 @@ def pandalm_targets(result: dict, budgets: Sequence[int]) -> dict[str, object]:
                 "disagreement_over_least_annotated": round(guided / base, 2) if base else None,
                 "meets_1_5x": bool(base and guided / base >= 1.5),
                 "stratified_bias_within_half_width": stratified["bias_within_half_width"],
+            }
+    return out
+
+
+def expected_ratios(
+    case: Case, budgets: Sequence[int], boot: int = 2000, seed: int = 0
+) -> dict[str, object]:
+    """judge-disagreement's errors found over least-annotated's, in expectation over the seeds'
+    random orders and tie-breaks, per judge and budget, with a 95% percentile interval from a
+    bootstrap over the case's units (the data's own uncertainty, which the seeds do not show).
+
+    Expected errors among the first n = B / K units of an order whose units are served by signal
+    level, randomly within a level: the levels served in full, plus (n - units before) × the
+    error share of the level served in part; least-annotated (a random order): n × the error
+    share of all units. Signals are the queue's (:func:`data.queue.priority.unit_signal`).
+    """
+    units = list(case.units)
+    signal = [unit_signal("disagreement", case.readings.get(u, {}), case.judges) for u in units]
+    levels = sorted({-1.0 if v is None else round(v, 6) for v in signal}, reverse=True)
+    member = np.zeros((len(units), len(levels)))
+    for row, value in enumerate(signal):
+        member[row, levels.index(-1.0 if value is None else round(value, 6))] = 1.0
+    rng = np.random.default_rng(seed)
+    weights = np.vstack(
+        [np.ones(len(units))]
+        + [np.bincount(rng.integers(0, len(units), len(units)), minlength=len(units))
+           for _ in range(boot)]
+    )  # fmt: skip
+    sizes = weights @ member
+    before = np.cumsum(sizes, axis=1) - sizes
+    out: dict[str, object] = {}
+    for judge in case.judges:
+        wrong = np.array([is_error(case, judge, u) for u in units], dtype=float)
+        errors = (weights * wrong) @ member
+        for budget in budgets:
+            n = budget // case.labels_per_unit
+            taken = np.clip(n - before, 0, sizes)
+            guided = np.sum(np.where(sizes > 0, taken * errors / np.maximum(sizes, 1), 0), axis=1)
+            base = n * errors.sum(axis=1) / sizes.sum(axis=1)
+            ratio = np.divide(guided, base, out=np.full_like(base, np.nan), where=base > 0)
+            low, high = np.nanpercentile(ratio[1:], [2.5, 97.5])  # draws without errors: none
+            out[f"{judge}@{budget}"] = {
+                "ratio": round(float(ratio[0]), 3),
+                "ci95": [round(float(low), 3), round(float(high), 3)],
+                "bootstrap": int(np.isfinite(ratio[1:]).sum()),
             }
     return out
 

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.routing_sim import Case, estimate, is_error, judge_error, pandalm_case, replay
+from bench.routing_sim import (
+    Case,
+    estimate,
+    expected_ratios,
+    is_error,
+    judge_error,
+    pandalm_case,
+    replay,
+)
 from data.queue.priority import JudgeReading
 
 
@@ -73,3 +81,24 @@ def test_pandalm_case_reads_the_vendored_labels(fixtures_dir: Path) -> None:
         majority = labels[0] if labels[1] >= 2 else 0
         right += verdict.get(row["idx"]) == majority
     assert estimate(case, "gpt-3.5-turbo", case.units)[0] == pytest.approx(right / 999)
+
+
+def test_expected_ratio_by_hand() -> None:
+    """6 labels complete 2 units. Disagreement serves two of 4, 5, 6 (a errs on 5 and 6): 2 × 2/3
+    errors expected; a random order: 2 × 3/6 = 1. Ratio 4/3, whatever the bootstrap draws for
+    its interval."""
+    ratio = expected_ratios(_pairwise_case(), [6], boot=200)["a@6"]
+    assert ratio["ratio"] == pytest.approx(4 / 3, abs=1e-3)
+    assert ratio["ci95"][0] <= ratio["ci95"][1]
+
+
+def test_pandalm_disagreement_routing_meets_the_target_in_expectation() -> None:
+    """Issue 15's target on PandaLM (ROUTING.md): up to 600 labels, judge-disagreement finds in
+    expectation 1.65x the GPT-3.5 errors and 1.93x the PandaLM-7B errors of least-annotated.
+    Before ties counted as a full disagreement (a tie against A scored half of B against A),
+    GPT-3.5's was 1.42x."""
+    ratios = expected_ratios(pandalm_case(), [300, 1200], boot=200)
+    assert ratios["gpt-3.5-turbo@300"]["ratio"] == pytest.approx(1.654, abs=1e-3)
+    assert ratios["pandalm-7b@300"]["ratio"] == pytest.approx(1.930, abs=1e-3)
+    # past the 290 disputed pairs (870 labels) the rest are pairs both judges agree on
+    assert ratios["gpt-3.5-turbo@1200"]["ratio"] < 1.5

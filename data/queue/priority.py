@@ -8,8 +8,9 @@ A judge's verdict on a unit is put on one axis from 0 to 1: a pointwise score as
 ``(score - scale_min) / (scale_max - scale_min)``; a pairwise preference as A = 1, tie = 0.5,
 B = 0 (canonical order). Then:
 
-* ``judge-disagreement``: the spread (max - min) of the chosen judges' mean verdicts; units
-  that fewer than two of them judged have no signal.
+* ``judge-disagreement``: the spread (max - min) of the chosen judges' mean verdicts, as a
+  share of :data:`CERTAIN_DISAGREEMENT` and capped at 1 (:func:`unit_disagreement`); units that
+  fewer than two of them judged have no signal.
 * ``judge-uncertainty``: the mean over the chosen judges of how unsure each one was, from what
   it stored (:class:`JudgeReading`); units with nothing usable have no signal.
 * ``stratified``: the judge-guided order (disagreement with two or more judges, else
@@ -31,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from schemas.disagreements import DEFAULT_THRESHOLD_SHARE
+
 Routing = Literal["least-annotated", "judge-disagreement", "judge-uncertainty", "stratified"]
 ROUTING_MODES: tuple[str, ...] = (
     "least-annotated", "judge-disagreement", "judge-uncertainty", "stratified",
@@ -38,6 +41,11 @@ ROUTING_MODES: tuple[str, ...] = (
 DEFAULT_STRATIFIED_SHARE = 0.2
 PREFERENCE_AXIS: dict[str, float] = {"A": 1.0, "tie": 0.5, "B": 0.0}
 """A canonical pairwise preference on the 0–1 verdict axis."""
+CERTAIN_DISAGREEMENT = 2 * DEFAULT_THRESHOLD_SHARE
+"""A spread of mean verdicts (0–1 axis) at which at least one judge certainly errs: a judge errs
+on a unit when its verdict is :data:`~schemas.disagreements.DEFAULT_THRESHOLD_SHARE` (20% of the
+scale) or more from the reference (pairwise: a different label, 0.5 or 1 away), and two verdicts
+twice that far apart cannot both be closer than that to one reference."""
 
 
 @dataclass(frozen=True)
@@ -123,9 +131,20 @@ def expected_score_spread(score: float, expected: float, scale: tuple[float, flo
 
 
 def unit_disagreement(readings: Mapping[str, JudgeReading]) -> float | None:
-    """max - min of the judges' mean verdicts; None when fewer than two judges judged."""
+    """How surely one of the judges errs, 0–1: the spread (max - min) of their mean verdicts over
+    :data:`CERTAIN_DISAGREEMENT`, capped at 1; None when fewer than two judges judged.
+
+    The cap is what routing is for: a unit is worth a human label when a judge there is wrong,
+    and beyond that spread one of them is wrong for certain, so a wider spread finds no more
+    errors (only larger ones). Pairwise, where the spread is a label apart, any two different
+    labels (A against B, or a tie against A or B) are a certain disagreement, as for
+    ``acc_with_tie``, which counts a tie as a class of its own; pointwise, a spread of 40% of the
+    scale and more.
+    """
     means = [m for m in (r.mean for r in readings.values()) if m is not None]
-    return max(means) - min(means) if len(means) >= 2 else None
+    if len(means) < 2:
+        return None
+    return min(1.0, (max(means) - min(means)) / CERTAIN_DISAGREEMENT)
 
 
 def unit_uncertainty(readings: Mapping[str, JudgeReading]) -> float | None:

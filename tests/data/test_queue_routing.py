@@ -14,6 +14,7 @@ from annotate_app.cli.main import app
 from data import queue
 from data.io.judgements import insert_judgements
 from data.queue.priority import (
+    CERTAIN_DISAGREEMENT,
     JudgeReading,
     estimation_sample,
     is_random_position,
@@ -22,6 +23,7 @@ from data.queue.priority import (
     random_key,
     random_order,
     serving_key,
+    unit_disagreement,
 )
 from data.queue.routing import campaign_estimation_sample, set_routing
 from data.services.campaigns import CampaignError, get_campaign
@@ -39,17 +41,36 @@ def _pairwise(*verdicts: str) -> JudgeReading:
 
 def test_disagreement_orders_by_the_spread_of_the_judges_then_a_seeded_key() -> None:
     readings = {
-        10: {"j1": _pairwise("A"), "j2": _pairwise("B")},  # spread 1
-        11: {"j1": _pairwise("A"), "j2": _pairwise("tie")},  # 0.5
+        10: {"j1": _pairwise("A"), "j2": _pairwise("B")},  # spread 1: capped at 1
+        11: {"j1": _pairwise("A"), "j2": _pairwise("tie")},  # 0.5 / 0.4: capped at 1
         12: {"j1": _pairwise("A"), "j2": _pairwise("A")},  # 0
-        13: {"j1": _pairwise("B"), "j2": _pairwise("tie"), "other": _pairwise("A")},  # 0.5
+        13: {"j1": _pairwise("B"), "j2": _pairwise("tie"), "other": _pairwise("A")},  # 1
         14: {"j1": _pairwise("A")},  # one judge: no signal
+        15: {"j1": _pairwise("A", "tie"), "j2": _pairwise("A", "A")},  # 0.25 / 0.4 = 0.625
     }
-    plan = plan_routing("judge-disagreement", [10, 11, 12, 13, 14], readings, judges=["j1", "j2"])
-    middle = sorted([11, 13], key=lambda unit: random_key(0, unit))  # tie broken by the key
-    assert plan.order == (10, *middle, 12, 14)
-    assert (plan.guide, plan.units_with_signal) == ("disagreement", 4)
-    assert plan.note == "4 of 5 units ordered by judge disagreement (j1, j2)"
+    units = [10, 11, 12, 13, 14, 15]
+    plan = plan_routing("judge-disagreement", units, readings, judges=["j1", "j2"])
+    first = sorted([10, 11, 13], key=lambda unit: random_key(0, unit))  # tie broken by the key
+    assert plan.order == (*first, 15, 12, 14)
+    assert (plan.guide, plan.units_with_signal) == ("disagreement", 5)
+    assert plan.note == "5 of 6 units ordered by judge disagreement (j1, j2)"
+
+
+def test_disagreement_is_capped_where_one_judge_is_certainly_wrong() -> None:
+    """A judge errs at 20% of the scale from the reference (pairwise: another label), so verdicts
+    0.4 apart on the 0-1 axis leave one judge wrong for certain: the signal is spread / 0.4,
+    capped at 1. Pairwise, a tie against A is as certain a disagreement as B against A."""
+    assert round(CERTAIN_DISAGREEMENT, 9) == 0.4
+    pairwise = [
+        unit_disagreement({"j1": _pairwise(a), "j2": _pairwise(b)})
+        for a, b in (("A", "B"), ("A", "tie"), ("tie", "B"), ("tie", "tie"))
+    ]
+    assert pairwise == [1.0, 1.0, 1.0, 0.0]
+    # 1-10 scale: 7 and 8.8 are 0.2 apart (half the cap), 2 and 9 are 0.78 apart (capped)
+    points = {s: JudgeReading(((s - 1) / 9,)) for s in (2, 7, 8.8, 9)}
+    assert unit_disagreement({"a": points[7], "b": points[8.8]}) == pytest.approx(0.5)
+    assert unit_disagreement({"a": points[2], "b": points[9]}) == 1.0
+    assert unit_disagreement({"a": points[7]}) is None
 
 
 def test_uncertainty_from_probabilities_repeated_verdicts_or_nothing() -> None:
@@ -124,7 +145,8 @@ def _judge_pairs(engine: Engine, verdicts: dict[str, dict[int, str]]) -> None:
 
 
 VERDICTS = {"j1": {0: "A", 1: "A", 2: "A", 3: "B"}, "j2": {0: "A", 1: "tie", 2: "B", 3: "B"}}
-"""Item 2: the judges disagree fully; item 1: half; items 0 and 3: agree; item 4: not judged."""
+"""Item 2: opposite labels; item 1: A against tie (one judge is as surely wrong); items 0 and 3:
+agree; item 4: not judged."""
 
 
 def test_judge_disagreement_serves_the_most_disputed_unit_first_to_every_annotator(
@@ -135,12 +157,12 @@ def test_judge_disagreement_serves_the_most_disputed_unit_first_to_every_annotat
     with session_scope(engine) as session:
         plan = set_routing(session, campaign_id, "judge-disagreement", ["j1", "j2"])
         unit = _unit_of_item(session, campaign_id)
-    assert plan.order[:2] == (unit["item-2"], unit["item-1"])
+    assert set(plan.order[:2]) == {unit["item-2"], unit["item-1"]}
     assert set(plan.order[2:4]) == {unit["item-0"], unit["item-3"]}
     assert plan.order[4] == unit["item-4"]
     first = _lease(engine, campaign_id, alice)
-    assert first.unit_id == unit["item-2"]
-    assert _lease(engine, campaign_id, bob).unit_id == unit["item-2"]  # depth first: K slots
+    assert first.unit_id == plan.order[0]
+    assert _lease(engine, campaign_id, bob).unit_id == plan.order[0]  # depth first: K slots
     served = [first.unit_id]
     view = first
     while (view := _submit_next(engine, view, alice)) is not None:
@@ -176,7 +198,11 @@ def test_new_judgements_re_rank_a_routed_campaign(engine: Engine) -> None:
         unit = _unit_of_item(session, campaign_id)
     assert plan.fell_back and "no unit was judged by two of the chosen judges" in plan.note
     _judge_pairs(engine, VERDICTS)  # judgements arrive after the routing was set
-    assert _lease(engine, campaign_id, alice).unit_id == unit["item-2"]
+    with Session(engine) as session:
+        rank = dict(session.exec(select(Unit.id, Unit.priority)).all())
+    disputed = (unit["item-1"], unit["item-2"])
+    assert rank[unit["item-0"]] > max(rank[u] for u in disputed)  # re-ranked: they come first
+    assert _lease(engine, campaign_id, alice).unit_id == min(disputed, key=rank.__getitem__)
 
 
 def test_routing_settings_are_checked() -> None:
@@ -365,7 +391,7 @@ def test_new_judgements_re_key_only_the_units_they_are_about(engine: Engine) -> 
     assert changed == {unit["item-4"]}
     assert after[unit["item-4"]] == serving_key(1.0, campaign_id, unit["item-4"])
     first = _lease(engine, campaign_id, alice).unit_id
-    assert first == min((unit["item-2"], unit["item-4"]), key=after.__getitem__)
+    assert first == min((unit[f"item-{n}"] for n in (1, 2, 4)), key=after.__getitem__)
 
 
 def test_calibration_of_a_stratified_campaign_reads_only_its_estimation_sample(
