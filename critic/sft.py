@@ -19,12 +19,12 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, cast, get_args
 
 import numpy as np
 from sqlalchemy.engine import Engine
 
-from calibration.reference import CONSENSUS_RULES, ConsensusRule
+from calibration.reference import ConsensusRule
 from calibration.reference import consensus as human_consensus
 from calibration.scale import Scale
 from critic.judge_prompt import build_prompt
@@ -38,6 +38,8 @@ from data.io.critic_io import (
 )
 from data.storage.engine import session_scope
 from schemas.protocols import PREFERENCES, Protocol, to_shown
+
+_RULES: dict[str, ConsensusRule] = {rule: rule for rule in get_args(ConsensusRule)}
 
 
 class SftFileError(ValueError):
@@ -54,8 +56,9 @@ class SftOptions:
     """Seed of the item split and of the shown order of pairs."""
     per_annotator: bool = False
     """One record per annotator instead of one per unit with the consensus label."""
-    consensus: ConsensusRule | None = None
-    """``mean`` (default for scores), ``median``, or ``majority`` (default, and only, for pairs)."""
+    consensus: str | None = None
+    """``mean`` (default for scores), ``median``, or ``majority`` (default, and only, for pairs);
+    checked against the protocol, so a user's word can be passed as it is."""
     vision: bool = False
     """Vision-language prompts (images as segments) instead of text-only ones."""
     show_reference: bool = True
@@ -136,12 +139,11 @@ def build_sft_records(
     """Training records for annotated units (see the module docstring)."""
     if not 0 <= options.eval_fraction < 1:
         raise ValueError(f"--eval-fraction is {options.eval_fraction}; give a number in [0, 1)")
-    consensus = options.consensus or ("mean" if protocol.is_pointwise else "majority")
-    if consensus not in CONSENSUS_RULES or (protocol.is_pointwise == (consensus == "majority")):
+    named = options.consensus or ("mean" if protocol.is_pointwise else "majority")
+    consensus = _RULES.get(named)
+    if consensus is None or (protocol.is_pointwise == (consensus == "majority")):
         allowed = "mean, median" if protocol.is_pointwise else "majority"
-        raise ValueError(
-            f"consensus {consensus!r} does not apply to {protocol.name}: use {allowed}"
-        )
+        raise ValueError(f"consensus {named!r} does not apply to {protocol.name}: use {allowed}")
     eval_items = split_items(sorted({u.unit.item.item_id for u in units}), options)
     rng = random.Random(options.seed)
     records = []
@@ -304,7 +306,7 @@ def _swapped(label: HumanLabel, rng: random.Random) -> bool:
 def _consensus_target(
     annotated: AnnotatedUnit,
     protocol: Protocol,
-    consensus: str,
+    consensus: ConsensusRule,
     labels: dict[str, float | str | None],
 ) -> tuple[float | str, str, list[str], str] | None:
     """``(value, rationale, annotators, source)``; the rationale is that of the annotator whose
@@ -327,11 +329,13 @@ def _distance(a: float | str, b: float | str) -> float:
     return abs(float(a) - float(b))
 
 
-def _consensus_value(values: list[float | str], protocol: Protocol, rule: str) -> float | str:
+def _consensus_value(
+    values: list[float | str], protocol: Protocol, rule: ConsensusRule
+) -> float | str:
     """The humans' consensus on one unit, exactly as calibration computes the reference: mean or
     median rounded half up to the scale, or the preference of more than half (else tie)."""
     if protocol.is_pointwise:
-        centre = human_consensus(np.array([[float(v)] for v in values]), rule)  # type: ignore[arg-type]
+        centre = human_consensus(np.array([[float(v)] for v in values]), rule)
         scale = Scale.of(protocol)
         return float(scale.round(centre)[0]) if scale.is_discrete else float(centre[0])
     codes = np.array([[float(PREFERENCES.index(str(v)))] for v in values])
