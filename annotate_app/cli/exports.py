@@ -88,8 +88,11 @@ def dataset(
     cli = state(ctx)
     with session_scope(cli.engine()) as session:
         result = export_dataset(session, name, output)
-    cli.emit(result, text=f"wrote {result.items} items, {result.responses} responses and "
-                          f"{result.images} images to {output}")  # fmt: skip
+    cli.emit(
+        result,
+        text=f"wrote {result.items} items, {result.responses} responses and "
+        f"{result.images} images to {output}",
+    )
 
 
 def _format_of(path: Path) -> str:

@@ -62,10 +62,15 @@ def choices_for(protocol: Protocol) -> list[dict[str, Any]]:
     """Buttons for the protocol: value, label, keyboard key, band hint, one-line description."""
     if not protocol.is_pointwise:
         return [
-            {"value": label, "label": _PAIRWISE_NAMES[label], "key": protocol.choice_key(label),
-             "hint": "", "describe": f"You chose: {_PAIRWISE_NAMES[label]}"}
+            {
+                "value": label,
+                "label": _PAIRWISE_NAMES[label],
+                "key": protocol.choice_key(label),
+                "hint": "",
+                "describe": f"You chose: {_PAIRWISE_NAMES[label]}",
+            }
             for label in protocol.labels
-        ]  # fmt: skip
+        ]
     choices = []
     for value in protocol.choices():
         band = protocol.band_for(float(value))
@@ -73,9 +78,14 @@ def choices_for(protocol: Protocol) -> list[dict[str, Any]]:
         label = _number(float(value)) + percent
         describe = f"Score {label}" + (f" — {band.description}" if band else "")
         choices.append(
-            {"value": value, "label": label, "key": protocol.choice_key(value),
-             "hint": band.description if band else "", "describe": describe}
-        )  # fmt: skip
+            {
+                "value": value,
+                "label": label,
+                "key": protocol.choice_key(value),
+                "hint": band.description if band else "",
+                "describe": describe,
+            }
+        )
     return choices
 
 
@@ -101,8 +111,11 @@ def guide_for(protocol: Protocol) -> list[dict[str, Any]]:
 
 def shortcuts_for(protocol: Protocol) -> list[list[str]]:
     """Every keyboard shortcut of the panel as (keys, what they do), for the ``?`` sheet."""
-    rows = [[choice["key"], choice["describe"].removeprefix("You chose: ")]
-            for choice in choices_for(protocol) if choice["key"]]  # fmt: skip
+    rows = [
+        [choice["key"], choice["describe"].removeprefix("You chose: ")]
+        for choice in choices_for(protocol)
+        if choice["key"]
+    ]
     rows += [
         ["Ctrl+Enter", "Submit, from anywhere on the page (⌘+Enter on a Mac)"],
         ["Esc", "Leave the text box, so that keys choose again"],

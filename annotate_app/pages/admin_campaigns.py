@@ -33,6 +33,7 @@ from data.services.admin import (
 )
 from data.services.campaigns import CampaignSpec, list_campaigns
 from data.storage.engine import session_scope
+from schemas.core import stored_id
 from schemas.protocols import PROTOCOL_NAMES, parse_scale
 from schemas.tables import Campaign
 
@@ -81,10 +82,16 @@ with st.expander("Create a campaign", expanded=False):
             scale = st.text_input("Scale MIN:MAX[:STEP] (score protocol only)", key="c_scale")
             models = st.multiselect("Models (none selected: all)", dataset.models, key="c_models")
             pairs = st.radio(
-                "Pairs (pairwise only)", ("dataset", "all", "sample"), horizontal=True,
-                format_func={"dataset": "from the dataset", "all": "all pairs per item",
-                             "sample": "K per item"}.get, key="c_pairs",
-            )  # fmt: skip
+                "Pairs (pairwise only)",
+                ("dataset", "all", "sample"),
+                horizontal=True,
+                format_func={
+                    "dataset": "from the dataset",
+                    "all": "all pairs per item",
+                    "sample": "K per item",
+                }.get,
+                key="c_pairs",
+            )
             pair_k = st.number_input("K pairs per item", min_value=1, value=1, key="c_pair_k")
             seed = st.number_input("Seed of the pair sample", min_value=0, value=0, key="c_seed")
             overlap = st.number_input("Annotators per unit (K)", min_value=1, value=3, key="c_k")
@@ -99,14 +106,21 @@ with st.expander("Create a campaign", expanded=False):
         if create:
             try:
                 spec = CampaignSpec(
-                    name=name.strip(), dataset=dataset.name, protocol=protocol,
+                    name=name.strip(),
+                    dataset=dataset.name,
+                    protocol=protocol,
                     scale=parse_scale(scale) if protocol == "score" else None,
-                    overlap=int(overlap), rationale_min=int(rationale_min),
-                    lease_seconds=int(lease), show_reference=show_reference,
-                    show_others_after_submit=show_others, instructions=instructions,
-                    models=tuple(models) or None, pairs=pairs,
-                    pairs_per_item=int(pair_k) if pairs == "sample" else None, seed=int(seed),
-                )  # fmt: skip
+                    overlap=int(overlap),
+                    rationale_min=int(rationale_min),
+                    lease_seconds=int(lease),
+                    show_reference=show_reference,
+                    show_others_after_submit=show_others,
+                    instructions=instructions,
+                    models=tuple(models) or None,
+                    pairs=pairs,
+                    pairs_per_item=int(pair_k) if pairs == "sample" else None,
+                    seed=int(seed),
+                )
                 with session_scope(engine) as session:
                     create_campaign_as(session, user.id, spec)
             except ERRORS as error:
@@ -175,7 +189,7 @@ with st.form(f"settings_{campaign.id}"):
             "Show others' answers after submit",
             current.show_others_after_submit,
             key=f"{key}_others",
-        ),  # fmt: skip
+        ),
         instructions=st.text_area(
             "Instructions (Markdown)", current.instructions, key=f"{key}_instructions"
         ),
@@ -194,27 +208,36 @@ if save:
 with st.form(f"routing_{campaign.id}"):
     st.markdown("**Routing**: which units annotators get first (PROTOCOLS.md, *Routing*)")
     with session_scope(engine) as session:
-        judged_by = campaign_judges(session, campaign.id)  # type: ignore[arg-type]
+        judged_by = campaign_judges(session, stored_id(campaign))
     routing = st.selectbox(
         "Routing", ROUTING_MODES, ROUTING_MODES.index(campaign.routing), key=f"{key}_routing"
     )
     routing_judges = st.multiselect(
-        "Judges that order the queue", judged_by,
-        [j for j in campaign.routing_judges or () if j in judged_by], key=f"{key}_rjudges",
-    )  # fmt: skip
+        "Judges that order the queue",
+        judged_by,
+        [j for j in campaign.routing_judges or () if j in judged_by],
+        key=f"{key}_rjudges",
+    )
     share = st.number_input(
-        "Stratified: share of units served at random", 0.05, 0.95,
-        campaign.routing_share or 0.2, 0.05, key=f"{key}_share",
-    )  # fmt: skip
+        "Stratified: share of units served at random",
+        0.05,
+        0.95,
+        campaign.routing_share or 0.2,
+        0.05,
+        key=f"{key}_share",
+    )
     apply_routing = st.form_submit_button("Apply routing")
 if apply_routing:
     try:
         with session_scope(engine) as session:
             plan = set_routing_as(
-                session, user.id, campaign.id, routing,  # type: ignore[arg-type]
+                session,
+                stored_id(user),
+                stored_id(campaign),
+                routing,
                 routing_judges if routing != "least-annotated" else None,
                 float(share) if routing == "stratified" else None,
-            )  # fmt: skip
+            )
     except ERRORS as error:
         outcome.error(escape_markdown(str(error)))
     else:
@@ -250,9 +273,13 @@ if report_column.button("Build calibration report", key="build_report"):
 built_sft = st.session_state.get(SFT_KEY)
 if built_sft and built_sft[0] == campaign.id:
     sft_column.download_button(
-        "Download SFT (JSONL)", built_sft[1], f"{campaign.name}-sft.jsonl", "application/jsonl",
-        key="dl_sft", on_click="ignore",
-    )  # fmt: skip
+        "Download SFT (JSONL)",
+        built_sft[1],
+        f"{campaign.name}-sft.jsonl",
+        "application/jsonl",
+        key="dl_sft",
+        on_click="ignore",
+    )
 built_report = st.session_state.get(REPORT_KEY)
 if built_report and built_report[0] == campaign.id:
     result, html = built_report[1]
@@ -261,10 +288,18 @@ if built_report and built_report[0] == campaign.id:
         "of them adjudicated by a reviewer."
     )
     report_column.download_button(
-        "Calibration report (HTML)", html, f"{campaign.name}-calibration.html", "text/html",
-        key="dl_report_html", on_click="ignore",
-    )  # fmt: skip
+        "Calibration report (HTML)",
+        html,
+        f"{campaign.name}-calibration.html",
+        "text/html",
+        key="dl_report_html",
+        on_click="ignore",
+    )
     report_column.download_button(
-        "Calibration metrics (JSON)", result.to_json(), f"{campaign.name}-calibration.json",
-        "application/json", key="dl_report_json", on_click="ignore",
-    )  # fmt: skip
+        "Calibration metrics (JSON)",
+        result.to_json(),
+        f"{campaign.name}-calibration.json",
+        "application/json",
+        key="dl_report_json",
+        on_click="ignore",
+    )

@@ -15,11 +15,12 @@ from sqlalchemy import JSON, Connection, Table, insert
 from sqlmodel import Session, select
 
 from data.io.importers.records import ItemPlan
+from schemas.core import core_table
 from schemas.tables import Item, Pair, Response
 
-_ITEMS: Table = Item.__table__  # type: ignore[attr-defined]
-_RESPONSES: Table = Response.__table__  # type: ignore[attr-defined]
-_PAIRS: Table = Pair.__table__  # type: ignore[attr-defined]
+_ITEMS: Table = core_table(Item)
+_RESPONSES: Table = core_table(Response)
+_PAIRS: Table = core_table(Pair)
 _LOOKUP_CHUNK = 500
 # json.dumps(sort_keys=True, ensure_ascii=False, default=str) without building an encoder per call
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
@@ -63,9 +64,12 @@ def existing_responses(
     session: Session, response_ids: list[str]
 ) -> Iterator[tuple[str, tuple[int, str, int, str]]]:
     query = select(
-        _RESPONSES.c.response_id, _RESPONSES.c.id, _RESPONSES.c.content_sha256,
-        _ITEMS.c.dataset_id, _ITEMS.c.item_id,
-    ).join(_ITEMS, _ITEMS.c.id == _RESPONSES.c.item_pk)  # fmt: skip
+        _RESPONSES.c.response_id,
+        _RESPONSES.c.id,
+        _RESPONSES.c.content_sha256,
+        _ITEMS.c.dataset_id,
+        _ITEMS.c.item_id,
+    ).join(_ITEMS, _ITEMS.c.id == _RESPONSES.c.item_pk)
     for start in range(0, len(response_ids), _LOOKUP_CHUNK):
         chunk = response_ids[start : start + _LOOKUP_CHUNK]
         for response_id, pk, sha, dataset_id, item_id in session.connection().execute(
@@ -118,8 +122,14 @@ def insert_pairs(
                     "keep the stored canonical order",
                 )
             existing.add(key)
-            rows.append({"item_pk": item_pks[plan.item_id], "response_a_pk": key[0],
-                         "response_b_pk": key[1], "source": "import"})  # fmt: skip
+            rows.append(
+                {
+                    "item_pk": item_pks[plan.item_id],
+                    "response_a_pk": key[0],
+                    "response_b_pk": key[1],
+                    "source": "import",
+                }
+            )
     if rows:
         connection.execute(insert(_PAIRS), rows)
     return len(rows)

@@ -34,11 +34,12 @@ from data.io.importers.images import ImageChecker
 from data.io.importers.records import ItemPlan
 from data.storage.audit import record_event
 from data.storage.engine import engine_data_dir
+from schemas.core import core_table
 from schemas.ids import id_problem
 from schemas.tables import Dataset, Item, Response
 
-_ITEMS: Table = Item.__table__  # type: ignore[attr-defined]
-_RESPONSES: Table = Response.__table__  # type: ignore[attr-defined]
+_ITEMS: Table = core_table(Item)
+_RESPONSES: Table = core_table(Response)
 _BATCH_ROWS = 20_000  # items + responses checked and written at once
 
 
@@ -123,9 +124,14 @@ def import_items(
         if images.missing and not allow_missing_images:
             first_plan, first_field = next(iter(images.missing.values()))
             raise MissingImages(
-                first_plan.source, first_plan.location, first_field, images.missing_references,
-                len(images.missing), str(images_root), next(iter(images.missing)),
-            )  # fmt: skip
+                first_plan.source,
+                first_plan.location,
+                first_field,
+                images.missing_references,
+                len(images.missing),
+                str(images_root),
+                next(iter(images.missing)),
+            )
         if state.name_error is not None:
             raise state.name_error
         dataset = state.dataset
@@ -149,9 +155,13 @@ def import_items(
         images_missing=images.missing_references,
     )
     record_event(
-        session, actor_id=actor_id, action="dataset.import", entity="dataset",
-        entity_id=dataset.id, detail={"source": source, **asdict(summary)},
-    )  # fmt: skip
+        session,
+        actor_id=actor_id,
+        action="dataset.import",
+        entity="dataset",
+        entity_id=dataset.id,
+        detail={"source": source, **asdict(summary)},
+    )
     return summary
 
 
@@ -261,17 +271,19 @@ def _prepared(
         )
     item_lines[plan.item_id] = plan.location
     row = {
-        "item_id": plan.item_id, "benchmark": plan.benchmark, "task": plan.task,
-        "category": plan.category, "group": plan.group,
+        "item_id": plan.item_id,
+        "benchmark": plan.benchmark,
+        "task": plan.task,
+        "category": plan.category,
+        "group": plan.group,
         "history": [
-            {**turn, "content": images.stored_form(turn["content"], f"history[{i}].content",
-                                                   plan)}
+            {**turn, "content": images.stored_form(turn["content"], f"history[{i}].content", plan)}
             for i, turn in enumerate(plan.history)
         ],
         "question": images.stored_form(plan.question, "question", plan),
         "reference": images.stored_form(plan.reference, "reference", plan),
         "meta": plan.meta,
-    }  # fmt: skip
+    }
     row["content_sha256"] = fingerprint(row)
     responses = []
     for index, response in enumerate(plan.responses):
@@ -283,8 +295,12 @@ def _prepared(
             )
         response_lines[response.response_id] = plan.location
         content = images.stored_form(response.content, f"responses[{index}].content", plan)
-        response_row = {"response_id": response.response_id, "model": response.model,
-                        "content": content, "meta": response.meta}  # fmt: skip
+        response_row = {
+            "response_id": response.response_id,
+            "model": response.model,
+            "content": content,
+            "meta": response.meta,
+        }
         response_row["content_sha256"] = fingerprint({**response_row, "item": plan.item_id})
         responses.append(response_row)
     return _Prepared(plan, row, responses)

@@ -109,11 +109,14 @@ def _read_judgements(paths: list[Path], problems: Problems | None) -> list[Judge
             line = JudgementLine(source, location, record)
             key = judgement_key(record)
             if key in seen:
-                collector.add(line.error(
-                    "judge",
-                    f"duplicate judgement (same judge, prompt_id, unit, shown order and sample as "
-                    f"{seen[key]}): keep one, or give them different `sample` numbers in meta",
-                ))  # fmt: skip
+                collector.add(
+                    line.error(
+                        "judge",
+                        "duplicate judgement (same judge, prompt_id, unit, shown order and sample "
+                        f"as {seen[key]}): keep one, or give them different `sample` numbers in "
+                        "meta",
+                    )
+                )
                 continue
             seen[key] = line.where if len(paths) > 1 else f"line {location}"
             lines.append(line)
@@ -156,21 +159,32 @@ def dataset_metadata(path: Path) -> Any:
     seen: dict[str, str] = {}
     problems = Problems()
     for plan in read_dataset(path, problems):
-        base = {"item_id": plan.item_id, "task": plan.task, "category": plan.category,
-                "group": plan.group} | _scalars(plan.meta)  # fmt: skip
+        base = {
+            "item_id": plan.item_id,
+            "task": plan.task,
+            "category": plan.category,
+            "group": plan.group,
+        } | _scalars(plan.meta)
         for index, response in enumerate(plan.responses):
             where = f"{plan.source}:{plan.location}"
             if response.response_id in seen:
-                problems.add(plan.error(
-                    f"responses[{index}].response_id",
-                    f"duplicate response_id {response.response_id!r} (also at "
-                    f"{seen[response.response_id]}): response ids are unique",
-                ))  # fmt: skip
+                problems.add(
+                    plan.error(
+                        f"responses[{index}].response_id",
+                        f"duplicate response_id {response.response_id!r} (also at "
+                        f"{seen[response.response_id]}): response ids are unique",
+                    )
+                )
                 continue
             seen[response.response_id] = where
-            rows.append(base | _scalars(response.meta) | {
-                "response_id": response.response_id, "model": response.model,
-            })  # fmt: skip
+            rows.append(
+                base
+                | _scalars(response.meta)
+                | {
+                    "response_id": response.response_id,
+                    "model": response.model,
+                }
+            )
     problems.check()
     return pd.DataFrame(rows)
 

@@ -38,8 +38,12 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 MAX_FILE_BYTES = 512 * 1024 * 1024
 """Largest accepted single-document JSON file (MMIE)."""
 _SUFFIXES: dict[str, FileKind] = {
-    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet",
-}  # fmt: skip
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".csv": "csv",
+    ".parquet": "parquet",
+}
 
 
 def file_kind(path: Path) -> FileKind:
@@ -49,10 +53,12 @@ def file_kind(path: Path) -> FileKind:
     kind = _SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise InvalidRecord(
-            str(path), None, None,
+            str(path),
+            None,
+            None,
             f"unknown file type {path.suffix or '(no extension)'}: name it .jsonl, .csv or "
             ".parquet after what it holds",
-        )  # fmt: skip
+        )
     return kind
 
 
@@ -65,10 +71,12 @@ def regular_file(path: Path) -> os.stat_result:
         raise InvalidRecord(str(path), None, None, f"cannot read it ({error.strerror})") from None
     if not stat.S_ISREG(status.st_mode):
         raise InvalidRecord(
-            str(path), None, None,
+            str(path),
+            None,
+            None,
             f"is {_kind_of(status.st_mode)}, not a regular file: save the data to a file and "
             "give that file's path",
-        )  # fmt: skip
+        )
     return status
 
 
@@ -119,10 +127,12 @@ def read_json_lines(path: Path, problems: Problems | None = None) -> Iterator[tu
                 if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                     _skip_rest_of_line(handle)
                     raise InvalidRecord(
-                        source, number, None,
+                        source,
+                        number,
+                        None,
                         f"the line is longer than the {MAX_LINE_BYTES // (1024 * 1024)} MB "
                         "limit: split the record or shrink its content",
-                    )  # fmt: skip
+                    )
                 text = _decoded(raw, source, number)
                 if text.strip(" \t\r\n"):
                     yield number, loads(text.rstrip("\r\n"), source, number)
@@ -137,9 +147,11 @@ def read_json_document(path: Path) -> Any:
         raw = handle.read(MAX_FILE_BYTES + 1)
     if len(raw) > MAX_FILE_BYTES:
         raise InvalidRecord(
-            source, None, None,
+            source,
+            None,
+            None,
             f"the file is over the {MAX_FILE_BYTES // 1_000_000:,} MB limit: split it",
-        )  # fmt: skip
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -187,11 +199,16 @@ def _csv_rows(path: Path, problems: Problems | None) -> Iterator[tuple[int, dict
                 header = _header(cells, source)
                 continue
             if len(cells) != len(header):
-                report(problems, InvalidRecord(
-                    source, start, None,
-                    f"the line has {len(cells)} fields but the header has {len(header)}: quote "
-                    "values that hold commas",
-                ))  # fmt: skip
+                report(
+                    problems,
+                    InvalidRecord(
+                        source,
+                        start,
+                        None,
+                        f"the line has {len(cells)} fields but the header has {len(header)}: quote "
+                        "values that hold commas",
+                    ),
+                )
                 continue
             yield (
                 start,
@@ -206,10 +223,12 @@ def _header(cells: list[str], source: str) -> list[str]:
     names = [cell.strip() for cell in cells]
     if len(names) == 1 and any(mark in names[0] for mark in (";", "\t", "|")):
         raise InvalidRecord(
-            source, 1, None,
+            source,
+            1,
+            None,
             f"the header {names[0][:60]!r} is one column: the file is not comma-separated; save "
             "it as CSV with commas",
-        )  # fmt: skip
+        )
     for index, name in enumerate(names):
         if not name:
             raise InvalidRecord(source, 1, None, f"column {index + 1} of the header has no name")
@@ -257,10 +276,12 @@ def _decoded(raw: bytes, source: str, number: int) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InvalidRecord(
-            source, number, None,
+            source,
+            number,
+            None,
             f"not UTF-8 text (byte {error.start + 1} of the line: {error.reason}): save the "
             "file as UTF-8",
-        ) from None  # fmt: skip
+        ) from None
 
 
 def _kind_of(mode: int) -> str:
