@@ -52,6 +52,11 @@ T = TypeVar("T")
 
 Version = tuple[int, ...]
 
+WORKER_NICENESS = 10
+"""Added to the worker's niceness: when the cores are busy, the scheduler gives the app's
+process (the annotators' submits) the CPU first and the calibration waits; on idle cores it
+changes nothing."""
+
 
 @dataclass(frozen=True)
 class CampaignScope:
@@ -311,9 +316,11 @@ def _consistency(
 
 def _serve() -> None:
     """The worker's loop: answer each request read from stdin on the original stdout; anything
-    else written to stdout (a library's print) goes to stderr instead."""
+    else written to stdout (a library's print) goes to stderr instead. The worker runs at a
+    lower priority (:data:`WORKER_NICENESS`)."""
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
+    os.nice(WORKER_NICENESS)
     requests = sys.stdin.buffer
     while True:
         try:

@@ -7,6 +7,16 @@ on a subsample of resamples (on at most 100k units, scaled linearly to N: the re
 need tens of GB at a million units) and extrapolated to B, with the ratio.
 Run: ``.venv/bin/python bench/calibrate_bench.py [--units 100000|1000000] [--bootstrap 1000]``.
 Targets: 10 s at 100k units, 20 s and 4 GB at a million.
+
+``--page`` measures instead what opening the Calibration page costs on a campaign stored in
+SQLite (``--units`` units, 3 annotators with a rationale each, 2 model judges with rationales,
+seeded in bulk): the page's data path as the calibration worker runs it (read the campaign
+without rationales, calibrate, read the listed units' rationales) and, in the same run, the path
+before it (every rationale in the frame, read in the page's own process) from the commit
+``--baseline-ref``; each in its own process, for its wall time and peak memory, and the bytes
+the page's process receives from the worker.
+
+    .venv/bin/python bench/calibrate_bench.py --page --units 1000000 --bootstrap 1000
 """
 
 from __future__ import annotations
@@ -15,7 +25,12 @@ import argparse
 import json
 import os
 import resource
+import subprocess
+import sys
+import tempfile
 import time
+import types
+from pathlib import Path
 
 import krippendorff
 import numpy as np
@@ -24,6 +39,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from calibration import AlphaData, PointwiseKernel, Scale
 from calibration.bootstrap import percentile_interval, unit_resample_counts, unit_resample_indices
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # load_test
 
 SCALE = Scale(1, 10, 1)
 NAIVE_UNITS = 100_000
@@ -75,7 +92,21 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=100_000)
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--naive-resamples", type=int, default=3)
+    parser.add_argument("--page", action="store_true", help="the Calibration page's data path")
+    parser.add_argument(
+        "--baseline-ref", default=BASELINE_REF, help="--page: the old reader's commit"
+    )
+    parser.add_argument("--measure", choices=("new", "old"), help=argparse.SUPPRESS)
+    parser.add_argument("--db", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure:
+        print(
+            json.dumps(measure_page_path(args.measure, args.db, args.bootstrap, args.baseline_ref))
+        )
+        return
+    if args.page:
+        print(json.dumps(page_bench(args.units, args.bootstrap, args.baseline_ref), indent=2))
+        return
     load_before = os.getloadavg()
     humans, judges = _data(args.units)
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -117,6 +148,141 @@ def main() -> None:
             indent=2,
         )
     )
+
+
+BASELINE_REF = "581b5e9~1"
+"""The last commit whose campaign frame carried every row's rationale."""
+RATIONALE = (
+    "Benchmark rationale {n}: the answer names the objects in the picture correctly, counts "
+    "them, and explains its reasoning in two clear sentences, as the rubric asks for."
+)
+
+
+def page_bench(units: int, bootstrap: int, baseline_ref: str) -> dict:
+    """Seed the campaign, then measure the new and the old page path, each in a fresh process."""
+    with tempfile.TemporaryDirectory(prefix="calibration-page-bench-") as folder:
+        url = f"sqlite:///{folder}/bench.db"
+        started = time.perf_counter()
+        rows = seed_judged_campaign(url, units)
+        seeded = time.perf_counter() - started
+        result: dict = {
+            "units": units,
+            "rows": rows,
+            "bootstrap": bootstrap,
+            "seed_seconds": round(seeded, 1),
+            "cpus": os.cpu_count(),
+        }
+        for path in ("new", "old"):
+            command = [sys.executable, __file__, "--measure", path, "--db", url]
+            command += ["--bootstrap", str(bootstrap), "--baseline-ref", baseline_ref]
+            before = os.getloadavg()
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            measured = json.loads(done.stdout) if done.returncode == 0 else {"error": done.stderr}
+            measured["load_average_before_after"] = [before, os.getloadavg()]
+            result[path] = measured
+    return result
+
+
+def seed_judged_campaign(url: str, units: int) -> int:
+    """A pointwise campaign of ``units`` responses, each answered by 3 annotators and scored by
+    2 judges, every answer and judgement with a rationale of about 170 characters."""
+    from load_test import seed_campaign
+    from sqlalchemy import insert, select
+
+    from data.storage.engine import make_engine, session_scope, upgrade_database
+    from schemas.tables import Annotation, Judgement, Response, Unit, utcnow
+
+    engine = make_engine(url)
+    upgrade_database(engine)
+    campaign_id, annotators = seed_campaign(engine, units, 3, overlap=3)
+    rng, now = np.random.default_rng(0), utcnow()
+    with session_scope(engine) as session:
+        connection = session.connection()
+        pairs = session.execute(
+            select(Unit.id, Response.id, Response.response_id)
+            .join(Response, Response.id == Unit.response_pk)
+            .where(Unit.campaign_id == campaign_id)
+        ).all()
+        quality = rng.integers(1, 11, size=len(pairs))
+        for start in range(0, len(pairs), 20_000):
+            chunk = list(enumerate(pairs[start : start + 20_000], start))
+            connection.execute(
+                insert(Annotation),
+                [
+                    {"campaign_id": campaign_id, "unit_id": unit, "annotator_id": annotator,
+                     "score": float(np.clip(quality[n] + (n + a) % 3 - 1, 1, 10)),
+                     "rationale": RATIONALE.format(n=n), "revision": 1, "is_live": True, "meta": {},
+                     "created_at": now}
+                    for n, (unit, _, _) in chunk for a, annotator in enumerate(annotators)
+                ],
+            )  # fmt: skip
+            connection.execute(
+                insert(Judgement),
+                [
+                    {"judge": judge, "protocol": "alignmmbench", "unit_key": f"r:{rid}",
+                     "response_pk": pk, "score": float(np.clip(quality[n] + n % (j + 3), 1, 10)),
+                     "rationale": RATIONALE.format(n=n), "usage": {}, "meta": {}, "created_at": now}
+                    for n, (_, pk, rid) in chunk for j, judge in enumerate(("bench-a", "bench-b"))
+                ],
+            )  # fmt: skip
+    engine.dispose()
+    return len(pairs) * 5
+
+
+def measure_page_path(path: str, url: str, bootstrap: int, baseline_ref: str) -> dict:
+    """One path, in this (fresh) process: seconds to read, to calibrate, peak memory."""
+    import pickle
+
+    from annotate_app import calibration_worker as worker
+    from data.io.campaign_input import campaign_version
+    from data.storage.engine import make_engine, read_scope
+
+    engine = make_engine(url)
+    with read_scope(engine) as session:
+        scope = worker.CampaignScope(url, 1, campaign_version(session, 1))
+    start = time.perf_counter()
+    if path == "new":  # what the worker process does; the page receives only the results
+        overview = worker._overview(scope)
+        read = time.perf_counter() - start
+        page = worker._calibration(scope, {"bootstrap": bootstrap})
+        received = len(pickle.dumps(overview)) + len(pickle.dumps(page))
+        rows, report = overview.rows, page.report
+    else:  # before: the whole frame, every rationale included, read in the page's process
+        from calibration import CalibrationOptions, calibrate
+        from data.io.frames import campaign_reference_overrides
+        from schemas.protocols import ALIGNMMBENCH
+
+        old = _module_at(baseline_ref, "data/io/frames.py", "old_frames")
+        with read_scope(engine) as session:
+            frame = old.campaign_judgement_frame(session, 1)
+            overrides = campaign_reference_overrides(session, 1)
+        read = time.perf_counter() - start
+        options = CalibrationOptions(protocol=ALIGNMMBENCH, bootstrap=bootstrap)
+        report = calibrate(frame, options, overrides=overrides)
+        received, rows = None, len(frame)
+    total = time.perf_counter() - start
+    assert report is not None and all(  # both paths show the listed units' rationales
+        details.disagreements["human_rationales"].map(len).all()
+        for details in report.details.values()
+    )
+    return {
+        "path": path,
+        "frame_rows": rows,
+        "read_seconds": round(read, 2),
+        "read_and_calibrate_seconds": round(total, 2),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "bytes_sent_to_the_page": received,
+    }
+
+
+def _module_at(ref: str, path: str, name: str):
+    """The module ``path`` as it was at commit ``ref`` (``git show``), imported as ``name``."""
+    source = subprocess.run(
+        ["git", "show", f"{ref}:{path}"], capture_output=True, text=True, check=True
+    ).stdout
+    module = types.ModuleType(name)
+    exec(compile(source, f"{ref}:{path}", "exec"), module.__dict__)
+    return module
 
 
 if __name__ == "__main__":
