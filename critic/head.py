@@ -116,7 +116,7 @@ def prompt_features(
         for messages in conversations
     ]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))  # little padding
-    result = {layer: [None] * len(encoded) for layer in wanted}
+    result: dict[int, dict[int, np.ndarray]] = {layer: {} for layer in wanted}
     decoder.layers = blocks[: wanted[-1]]  # nothing above the deepest layer asked for runs
     try:
         for start in range(0, len(order), batch_size):
@@ -135,7 +135,9 @@ def prompt_features(
         decoder.layers = blocks
         for hook in hooks:
             hook.remove()
-    features = {layer: np.stack(rows) for layer, rows in result.items()}  # type: ignore[arg-type]
+    features = {
+        layer: np.stack([rows[i] for i in range(len(encoded))]) for layer, rows in result.items()
+    }
     return {layer: features[layer or len(blocks)] for layer in layers}
 
 

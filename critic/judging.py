@@ -97,7 +97,7 @@ def judgement_row(
         job,
         judge=judge,
         protocol=protocol,
-        score=parsed.value if protocol.is_pointwise else None,  # type: ignore[arg-type]
+        score=float(parsed.value) if protocol.is_pointwise and parsed.value is not None else None,
         preference=preference,
         expected_score=expected_score,
         rationale=parsed.rationale,

@@ -24,7 +24,15 @@ from typing import Any, Literal
 
 import torch
 from torch.utils.data import Dataset
-from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments, set_seed
+from transformers import (
+    PrinterCallback,
+    Trainer,
+    TrainerCallback,
+    TrainerControl,
+    TrainerState,
+    TrainingArguments,
+    set_seed,
+)
 
 from critic.collate import CriticCollator, EncodedConversation, encode_conversation
 from critic.evaluation import EvalSummary, evaluate_records
@@ -144,7 +152,14 @@ class _LogForwarder(TrainerCallback):
     def __init__(self, on_log: Callable[[dict[str, Any]], None]) -> None:
         self.forward_to = on_log
 
-    def on_log(self, args, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict[str, float] | None = None,
+        **kwargs: Any,
+    ) -> None:
         if logs and state.is_world_process_zero:
             self.forward_to({"step": state.global_step, **logs})
 
@@ -270,13 +285,12 @@ def _with_lora(model: Any, config: TrainConfig) -> Any:
 def _last_layer_modules(model: Any, config: TrainConfig) -> list[str]:
     """Full names of the linear modules (or of ``lora_target``) in the last N decoder layers."""
     layers = model.get_decoder().layers
-    if not 1 <= config.lora_last_layers <= len(layers):  # type: ignore[operator]
+    count = config.lora_last_layers
+    if count is None or not 1 <= count <= len(layers):
         raise TrainingSetupError(
             f"--lora-last-layers must be between 1 and {len(layers)}, the model's layers"
         )
-    chosen = {
-        id(module) for layer in layers[-config.lora_last_layers :] for module in layer.modules()
-    }
+    chosen = {id(module) for layer in layers[-count:] for module in layer.modules()}
     wanted = None if config.lora_target == "all-linear" else set(config.lora_target.split(","))
     return [
         name
