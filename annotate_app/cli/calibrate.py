@@ -114,9 +114,13 @@ def calibrate_command(
     )
     if consistency is not None and campaign is None and not judgments:
         outputs = consistency_only(
-            cli, audit_inputs, judges=judge or None, no_majority=no_majority,
-            bootstrap=bootstrap, seed=seed,
-        )  # fmt: skip
+            cli,
+            audit_inputs,
+            judges=judge or None,
+            no_majority=no_majority,
+            bootstrap=bootstrap,
+            seed=seed,
+        )
         _emit_audits_only(cli, outputs, json_out, html_out)
         return
     if (campaign is None) == (not judgments):
@@ -169,9 +173,14 @@ def calibrate_command(
     audits = AuditOutputs()
     if campaign is not None:  # the judge audit reads responses and usage: database mode only
         audits = campaign_audits(
-            cli, campaign, audit_inputs, judges=judge or None, no_majority=no_majority,
-            bootstrap=bootstrap, seed=seed,
-        )  # fmt: skip
+            cli,
+            campaign,
+            audit_inputs,
+            judges=judge or None,
+            no_majority=no_majority,
+            bootstrap=bootstrap,
+            seed=seed,
+        )
     result = report.result.with_extras(
         comparisons=comparisons or None,
         judge_audit=audits.judge_audit,
