@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from critic.prompts import PromptTemplate, TemplateError, format_value
+from schemas.benchmarks import MMIE_CATEGORIES
 from schemas.guidance import (
     ALIGNMMBENCH_TASK_GUIDANCE,
     ALIGNMMBENCH_TASK_GUIDANCE_ZH,
@@ -21,7 +22,7 @@ from schemas.guidance import (
     MMIE_JUDGE_SKIP_ABOVE_IMAGES,
 )
 from schemas.items import ItemContent, ResponseContent
-from schemas.protocols import MMIE_CATEGORIES, Protocol
+from schemas.protocols import Protocol
 
 
 @dataclass(frozen=True)

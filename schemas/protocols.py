@@ -225,52 +225,6 @@ def _clean(value: float) -> float:
     return float(f"{value:.12g}")
 
 
-ALIGNMMBENCH_TASKS: dict[str, str] = {
-    "Description": "Perception & Understanding",
-    "Recognition": "Perception & Understanding",
-    "Counting": "Perception & Understanding",
-    "OCR": "Perception & Understanding",
-    "Meme": "Perception & Understanding",
-    "Knowledge": "Perception & Understanding",
-    "Reasoning": "Reasoning & Analysis",
-    "Chart": "Reasoning & Analysis",
-    "Problem": "Reasoning & Analysis",
-    "Comparison": "Reasoning & Analysis",
-    "Writing": "Reasoning & Analysis",
-    "Coherence": "Dialogue Context",
-    "Incoherence": "Dialogue Context",
-}
-"""The 13 AlignMMBench tasks and their category (PROTOCOLS.md §1)."""
-
-ALIGNMMBENCH_CATEGORIES: tuple[str, ...] = (
-    "Perception & Understanding",
-    "Reasoning & Analysis",
-    "Dialogue Context",
-)
-
-MMIE_CATEGORIES: dict[str, str] = {
-    "SA": "Situational analysis",
-    "PBL": "Project-based learning",
-    "MSR": "Multi-step reasoning",
-}
-"""MMIE categories, keyed by the item id prefix."""
-
-MMIE_FIELDS: tuple[str, ...] = (
-    "mathematics",
-    "physics",
-    "coding",
-    "statistics",
-    "literature",
-    "philosophy",
-    "education",
-    "finance",
-    "health",
-    "sports",
-    "art",
-    "EECS",
-)
-
-
 ALIGNMMBENCH = Protocol(
     name="alignmmbench",
     kind="pointwise",

@@ -23,7 +23,7 @@ from data.sample.synthetic import (
     rng_for,
     variant_tier,
 )
-from schemas.protocols import ALIGNMMBENCH_TASKS
+from schemas.benchmarks import ALIGNMMBENCH_TASKS
 
 ALIGNMMBENCH_SEEDS: tuple[Seed, ...] = PERCEPTION_SEEDS + REASONING_SEEDS
 ALIGNMMBENCH_FILE = "demo-alignmmbench.jsonl"

@@ -13,7 +13,7 @@ from sqlmodel import select
 
 from data.io.importers import InvalidRecord, MissingImages, import_alignmmbench
 from data.storage.engine import session_scope
-from schemas.protocols import ALIGNMMBENCH_TASKS
+from schemas.benchmarks import ALIGNMMBENCH_TASKS
 from schemas.tables import Item, Response
 
 

@@ -27,7 +27,8 @@ from data.sample import (
 )
 from data.services.users import password_matches
 from data.storage.engine import make_engine, upgrade_database
-from schemas.protocols import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES, get_protocol, to_canonical
+from schemas.benchmarks import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES
+from schemas.protocols import get_protocol, to_canonical
 from schemas.tables import (
     Annotation,
     Assignment,

@@ -2,10 +2,10 @@ import math
 
 import pytest
 
+from schemas.benchmarks import ALIGNMMBENCH_TASKS
 from schemas.guidance import ALIGNMMBENCH_TASK_GUIDANCE, ALIGNMMBENCH_TASK_GUIDANCE_ZH
 from schemas.protocols import (
     ALIGNMMBENCH,
-    ALIGNMMBENCH_TASKS,
     MMIE,
     PAIRWISE,
     InvalidJudgement,

@@ -12,8 +12,8 @@ from typing import Any
 
 from data.io.content import ContentError, validate_content
 from data.io.importers.errors import InvalidRecord
+from schemas.benchmarks import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES
 from schemas.ids import check_id, check_response_id
-from schemas.protocols import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES
 
 BENCHMARKS: tuple[str, ...] = ("alignmmbench", "mmie", "generic")
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
