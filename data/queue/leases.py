@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import functools
 import random
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, exists, text, update
+from sqlalchemy import bindparam, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from data.queue.candidates import WAIT_SECONDS, candidate, wait_for_candidate
 from data.queue.common import (
     _ASSIGNMENTS,
     _DRAFTS,
@@ -182,119 +183,6 @@ def _retake(session: Session, assignment: Assignment) -> bool:
     return True
 
 
-_CORE_CANDIDATE = (
-    core_select(_UNITS.c.id, _UNITS.c.slots_taken)
-    .where(
-        _UNITS.c.campaign_id == bindparam("campaign_id"),
-        _UNITS.c.slots_taken < bindparam("overlap"),
-    )
-    .where(~_UNITS.c.flagged)
-    .where(
-        ~exists().where(
-            _ASSIGNMENTS.c.unit_id == _UNITS.c.id,
-            _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
-        )
-    )
-    .order_by(_UNITS.c.slots_taken, _UNITS.c.id)
-    .limit(1)
-    .with_for_update(skip_locked=True, of=_UNITS)
-)
-"""The least-annotated unit the annotator never had, locked (PostgreSQL) and skipped if locked."""
-
-
-def _candidate(session: Session, campaign: Any, annotator_id: int, tried: set[int]) -> Any:
-    """The next unit to try (``id``, ``slots_taken``), or None when none is left."""
-    if campaign.routing != "least-annotated":
-        return _routed_candidate(session, campaign, annotator_id, tried)
-    query = _CORE_CANDIDATE.where(_UNITS.c.id.not_in(tried)) if tried else _CORE_CANDIDATE
-    params = {"campaign_id": campaign.id, "overlap": campaign.overlap, "annotator_id": annotator_id}
-    return session.connection().execute(query, params).first()
-
-
-_ROUTED_WINDOW = 64
-"""Units a fill level above 0 looks at, best-ranked first, for one the annotator never had."""
-
-
-def _routed_level(slots_taken: int, tried: bool) -> Any:
-    """The best-ranked unit with ``slots_taken`` live slots that the annotator never had.
-
-    Above level 0 only the best :data:`_ROUTED_WINDOW` units of the level are looked at: an
-    annotator's own answered units wait there for others, and without a window a lone annotator
-    would step over all of them on every lease. Past the window they start a fresh unit instead
-    (still in rank order); with K or more annotators at work the levels empty quickly.
-    """
-    units = core_select(_UNITS.c.id, _UNITS.c.slots_taken, _UNITS.c.priority).where(
-        _UNITS.c.campaign_id == bindparam("campaign_id"),
-        _UNITS.c.slots_taken == slots_taken,
-        ~_UNITS.c.flagged,
-    )
-    if slots_taken > 0:
-        window = units.order_by(_UNITS.c.priority, _UNITS.c.id).limit(_ROUTED_WINDOW).subquery()
-        units = core_select(window.c.id, window.c.slots_taken, window.c.priority)
-        unit_id, priority = window.c.id, window.c.priority
-    else:
-        unit_id, priority = _UNITS.c.id, _UNITS.c.priority
-    query = units.where(
-        ~exists().where(
-            _ASSIGNMENTS.c.unit_id == unit_id,
-            _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
-        )
-    )
-    if tried:
-        query = query.where(unit_id.not_in(bindparam("tried", expanding=True)))
-    return query.order_by(priority, unit_id).limit(1).subquery()
-
-
-@functools.cache
-def _routed_statement(overlap: int, tried: bool) -> Any:
-    """The best-ranked free unit of a routed campaign: one index seek per fill level.
-
-    ``ix_unit_route`` (campaign, slots_taken, priority, id) gives each level's best unit
-    without a sort; the best of those K is the unit of lowest ``Unit.priority`` with a free slot,
-    however many units are already full. Ranks are all set or all null (:mod:`data.queue.
-    routing`); all null orders as least-annotated first. Built once per (K, tried?).
-    """
-    levels = [core_select(_routed_level(level, tried)) for level in range(overlap)]
-    union = levels[0].union_all(*levels[1:]).subquery()
-    return (
-        core_select(union.c.id, union.c.slots_taken)
-        .order_by(union.c.priority, union.c.slots_taken, union.c.id)
-        .limit(1)
-    )
-
-
-_LOCK_UNIT = (
-    core_select(_UNITS.c.id, _UNITS.c.slots_taken)
-    .where(_UNITS.c.id == bindparam("unit_id"), _UNITS.c.slots_taken < bindparam("overlap"))
-    .with_for_update(skip_locked=True)
-)
-"""Lock a routed candidate and read its live-slot count again: the pick was read without a
-lock, and a lease that committed since would make its count stale (a stale count would try a
-slot whose holder may be submitting right now, and wait on that holder while holding the
-unit: a deadlock)."""
-
-
-def _routed_candidate(session: Session, campaign: Any, annotator_id: int, tried: set[int]) -> Any:
-    """:func:`_candidate` for a judge-routed campaign: the free unit of best rank. On PostgreSQL
-    it is then locked with ``SKIP LOCKED`` as the least-annotated query locks its pick (a locked
-    unit is skipped for the next one), so concurrent annotators spread as they do there."""
-    connection = session.connection()
-    params: dict[str, Any] = {"campaign_id": campaign.id, "annotator_id": annotator_id}
-    skipped = set(tried)
-    while True:
-        if skipped:
-            params["tried"] = sorted(skipped)
-        statement = _routed_statement(campaign.overlap, bool(skipped))
-        candidate = connection.execute(statement, params).first()
-        if candidate is None or connection.dialect.name != "postgresql":
-            return candidate
-        lock = {"unit_id": candidate.id, "overlap": campaign.overlap}
-        locked = connection.execute(_LOCK_UNIT, lock).first()
-        if locked is not None:
-            return locked
-        skipped.add(candidate.id)
-
-
 _LEASE_COLUMNS = (
     "campaign_id", "unit_id", "annotator_id", "slot", "overlap", "status", "shown_order",
     "leased_at", "expires_at",
@@ -313,24 +201,30 @@ Written as text because SQLAlchemy does not cache the compiled form of its diale
 
 
 def _lease_new(session: Session, campaign: Any, annotator_id: int, now: datetime) -> _Leased | None:
-    """Lease the least-annotated unit this annotator never had; None when none is left.
+    """Lease the least-annotated (or best-routed) unit this annotator never had; None when none
+    is left.
 
     The unique constraints decide: a refused insert returns no id and the next candidate is
     tried. Slots fill from 0 up, so the unit's count of live slots is tried first; only when that
-    slot is taken (a lower one was given back) is the free one looked up.
+    slot is taken (a lower one was given back) is the free one looked up. On PostgreSQL, units
+    that other transactions hold are waited for before "none" is answered
+    (:func:`data.queue.candidates.wait_for_candidate`).
     """
     tried: set[int] = set()
     expires_at = now + timedelta(seconds=campaign.lease_seconds)
+    deadline = time.monotonic() + WAIT_SECONDS
     for _ in range(_MAX_TRIES):
-        candidate = _candidate(session, campaign, annotator_id, tried)
-        if candidate is None:
+        found = candidate(session, campaign, annotator_id, tried)
+        if found is None:  # PostgreSQL: units held by other transactions may remain
+            found = wait_for_candidate(session, campaign, annotator_id, tried, deadline)
+        if found is None:
             return None
-        unit_id = candidate.id
+        unit_id = found.id
         tried.add(unit_id)
         shown_order = _random_order(campaign)
         values = dict(
             campaign_id=campaign.id, unit_id=unit_id, annotator_id=annotator_id,
-            slot=candidate.slots_taken, overlap=campaign.overlap, status="leased",
+            slot=found.slots_taken, overlap=campaign.overlap, status="leased",
             shown_order=shown_order, leased_at=now, expires_at=expires_at,
         )  # fmt: skip
         assignment_id = session.connection().execute(_LEASE, values).scalar()
@@ -385,6 +279,7 @@ def _unit_view(
 ) -> UnitView:
     item = session.connection().execute(_CORE_UNIT_CONTENT, {"unit_id": assignment.unit_id}).one()
     unit_id = item.id
+    responses: tuple[ResponseView, ...]
     if item.single_id is None:
         assert item.a_id is not None and item.b_id is not None
         first, second = (item.a_id, item.a_content), (item.b_id, item.b_content)
@@ -393,7 +288,7 @@ def _unit_view(
     else:
         responses = (ResponseView(item.single_id, item.single_content, None),)
     return UnitView(
-        assignment_id=assignment.id, unit_id=unit_id, campaign_id=campaign.id,  # type: ignore[arg-type]
+        assignment_id=assignment.id, unit_id=unit_id, campaign_id=campaign.id,
         campaign_name=campaign.name, protocol=campaign_protocol(campaign),
         rationale_min=campaign.rationale_min, instructions=campaign.instructions,
         item_id=item.item_id, benchmark=item.benchmark, task=item.task, category=item.category,
