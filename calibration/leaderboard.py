@@ -71,13 +71,28 @@ def alignment_scores(units: pd.DataFrame, scores: np.ndarray) -> dict[str, float
         subset=["score", "model", "group"]
     )
     variants = frame.groupby(["model", "group", "item_id"], sort=True)["score"].mean()
+    if variants.empty:
+        return {}
+    # The index is sorted, so each (model, group) is one run of rows: slicing the runs out of one
+    # array instead of iterating a pandas groupby (a MultiIndex per group, 17 of 19 s at 100k
+    # units with one group per item) gives the same np.var of the same values in the same order.
+    model_code, group_code = variants.index.codes[0], variants.index.codes[1]
+    values = variants.to_numpy()
+    starts = np.flatnonzero(
+        np.r_[True, (model_code[1:] != model_code[:-1]) | (group_code[1:] != group_code[:-1])]
+    )
+    ends = np.r_[starts[1:], values.size]
+    per_model: dict[str, list[float]] = {}
+    models = variants.index.levels[0]
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        variances = per_model.setdefault(str(models[model_code[start]]), [])
+        if end - start >= 2:
+            variances.append(float(np.var(values[start:end])))
     result: dict[str, float] = {}
-    for model, per_model in variants.groupby(level="model"):
-        by_group = per_model.groupby(level="group")
-        variances = [float(np.var(v.to_numpy())) for _, v in by_group if len(v) >= 2]
+    for model, variances in per_model.items():
         if variances:
             mean_variance = float(np.mean(variances))
-            result[str(model)] = 1.0 / mean_variance if mean_variance > 0 else float("inf")
+            result[model] = 1.0 / mean_variance if mean_variance > 0 else float("inf")
     return result
 
 
