@@ -9,11 +9,12 @@ slow the queue by more than 20%.
 
 Both campaigns are measured in the same run, in ``--rounds`` rounds that alternate which goes
 first (A B, B A, A B, ...), so that a change in the machine's load during the run (it is shared)
-falls on both alike; each round is ``--submits`` steps per routing. The summary gives each
+falls on both alike; each round is ``--submits`` steps of 20 annotators and a quarter as many of
+one annotator, per routing. The summary gives each
 routing's median over all its steps and the ratio, beside every round's own ratio, and the load
 average at the start and the end.
 
-    python bench/routing_queue_bench.py --units 20000 --submits 1000 --rounds 4
+    python bench/routing_queue_bench.py --units 20000 --submits 1000 --rounds 6
 """
 
 from __future__ import annotations
