@@ -83,9 +83,10 @@ def alignment_scores(units: pd.DataFrame, scores: np.ndarray) -> dict[str, float
     )
     ends = np.r_[starts[1:], values.size]
     per_model: dict[str, list[float]] = {}
-    models = variants.index.levels[0]
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-        variances = per_model.setdefault(str(models[model_code[start]]), [])
+    models = [str(model) for model in variants.index.levels[0]]
+    run_models = model_code[starts].tolist()
+    for model, start, end in zip(run_models, starts.tolist(), ends.tolist(), strict=True):
+        variances = per_model.setdefault(models[model], [])
         if end - start >= 2:
             variances.append(float(np.var(values[start:end])))
     result: dict[str, float] = {}
