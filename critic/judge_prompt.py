@@ -40,6 +40,10 @@ class JudgePrompt:
     skipped: str | None = None
     """Why this unit is not judged (MMIE: too many images), else None."""
     meta: dict[str, Any] = field(default_factory=dict)
+    answer_spans: tuple[tuple[int, int], ...] = ()
+    """Where each response sits in the user message of a text-only prompt: ``(start, end)``
+    character offsets, in the shown order (empty for vision prompts). A head critic reads each
+    response's hidden states from these (:mod:`critic.head`)."""
 
 
 def render_instructions(template: PromptTemplate, protocol: Protocol, item: ItemContent) -> str:
@@ -100,12 +104,14 @@ def build_prompt(
             f"{protocol.name} judges {len(answer_headers)} response(s), got {len(responses)}"
         )
     skipped = None
+    answer_parts: list[tuple[int, int]] = []  # each answer's parts: [first, end)
     for name, response in zip(answer_headers, responses, strict=True):
         answer = _segments(response.content)
         if protocol.name == "mmie":
             answer, cut, skipped = _mmie_cut(answer)
             meta.update({"truncated": True} if cut else {})
         parts.append(("text", f"\n\n## {headers[name]}\n"))
+        answer_parts.append((len(parts), len(parts) + len(answer)))
         parts += answer
     messages, images = _to_messages(template, parts, vision=vision, resolve_image=resolve_image)
     return JudgePrompt(
@@ -115,6 +121,7 @@ def build_prompt(
         input_sha256=input_hash(messages, images),
         skipped=skipped,
         meta=meta,
+        answer_spans=() if vision else _text_spans(template, parts, answer_parts),
     )
 
 
@@ -221,13 +228,10 @@ def _to_messages(
     system = {"role": "system", "content": template.system}
     images: list[str] = []
     if not vision:
-        text, count = [], 0
-        for kind, value in parts:
-            if kind == "image":
-                count += 1
-                value = f"[{template.headers['image']} {count}]\n"
-            text.append(value)
-        return [system, {"role": "user", "content": "".join(text).strip()}], images
+        return [
+            system,
+            {"role": "user", "content": "".join(_texts(template, parts)).strip()},
+        ], images
     segments: list[dict[str, Any]] = []
     for kind, value in parts:
         if kind == "image":
@@ -241,3 +245,32 @@ def _to_messages(
         if segment["type"] == "text":
             segment["text"] = segment["text"].strip("\n") or " "
     return [system, {"role": "user", "content": segments}], images
+
+
+def _texts(template: PromptTemplate, parts: list[tuple[str, str]]) -> list[str]:
+    """The parts of a text-only prompt as text: images become numbered ``[image N]`` markers."""
+    texts, count = [], 0
+    for kind, value in parts:
+        if kind == "image":
+            count += 1
+            value = f"[{template.headers['image']} {count}]\n"
+        texts.append(value)
+    return texts
+
+
+def _text_spans(
+    template: PromptTemplate, parts: list[tuple[str, str]], ranges: list[tuple[int, int]]
+) -> tuple[tuple[int, int], ...]:
+    """Character spans of part ranges in the stripped user message that :func:`_to_messages`
+    writes for a text-only prompt."""
+    texts = _texts(template, parts)
+    joined = "".join(texts)
+    lead, length = len(joined) - len(joined.lstrip()), len(joined.strip())
+    starts = [0]
+    for text in texts:
+        starts.append(starts[-1] + len(text))
+
+    def clip(offset: int) -> int:
+        return min(max(offset - lead, 0), length)
+
+    return tuple((clip(starts[first]), clip(starts[end])) for first, end in ranges)

@@ -260,7 +260,7 @@ def _head_rows(
     """A head critic: class probabilities of each prompt; the verdict (or score) is the argmax,
     written in the template's answer format so that it parses like a generated one."""
     from critic.collate import render_prompt
-    from critic.head import prompt_features
+    from critic.head_features import prompt_features
 
     head = critic.head
     started = time.perf_counter()
@@ -269,6 +269,9 @@ def _head_rows(
         [job.prompt.messages for job in chunk],
         options.generation.batch_size,
         layers=(head.layer,),
+        answer_spans=(
+            [job.prompt.answer_spans for job in chunk] if head.kind == "pair-difference" else None
+        ),
     )[head.layer]
     probabilities = head.probabilities(features)
     latency = (time.perf_counter() - started) / len(chunk)

@@ -290,6 +290,8 @@ def _record(
     else:
         unit_meta["pair"] = [response.response_id for response in unit.responses]
         unit_meta["shown"] = [response.response_id for response in shown]
+        if prompt.answer_spans:  # where a head critic reads each response (critic.head)
+            unit_meta["answer_spans"] = [list(span) for span in prompt.answer_spans]
     return SftRecord([*prompt.messages, answer], prompt.images, {**unit_meta, **meta})
 
 

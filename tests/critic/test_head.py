@@ -16,7 +16,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from calibration.cost import judge_costs
-from critic.head import _group_folds, fit_head, load_head, prompt_features
+from critic.head import _group_folds, fit_head, load_head
+from critic.head_features import prompt_features
 from critic.judging import plan_jobs
 from critic.local import GenerationOptions, encode_prompt, verdict_probabilities
 from critic.modeling import load_base_model, load_critic
@@ -134,6 +135,7 @@ def test_head_training_lowers_the_loss_changes_weights_and_judges(
     assert head.weight.abs().sum() > 0  # the fit starts from zero weights
     info = json.loads((result.final_dir / "critic.json").read_text())
     assert info["objective"] == "head" and info["classes"] == ["A", "B", "tie"]
+    assert info["head_kind"] == head.kind == "pair-difference"
     assert {(row["layer"], row["l2"]) for row in info["cv"]} == {
         (layer, l2) for layer in (1, 0) for l2 in (1e-3, 1e-2, 1e-1, 1.0, 10.0)
     }
@@ -155,7 +157,9 @@ def test_head_training_lowers_the_loss_changes_weights_and_judges(
     prompt = next(
         p for p in _pair_prompts(engine, both_orders=True) if p.input_sha256 == stored.input_sha256
     )
-    features = prompt_features(base, [prompt.messages], layers=(head.layer,))[head.layer]
+    features = prompt_features(
+        base, [prompt.messages], layers=(head.layer,), answer_spans=[prompt.answer_spans]
+    )[head.layer]
     probs = dict(zip(head.classes, head.probabilities(features)[0], strict=True))
     swapped = stored.shown_order == "BA"
     expected = {"A": probs["B" if swapped else "A"], "B": probs["A" if swapped else "B"]}
@@ -177,6 +181,31 @@ def test_head_cross_validation_is_grouped_by_item_and_picks_the_best_l2() -> Non
     predicted = np.array(["A", "B", "tie"])[fit.head.probabilities(x).argmax(1)]
     assert (predicted == np.array(y)).mean() > 0.9
     assert math.isclose(fit.out_of_fold.sum(1).mean(), 1.0, rel_tol=1e-6)
+
+
+def test_pair_difference_head_learns_from_the_responses_and_ignores_their_order() -> None:
+    # Response features [a | b]: A is better when a's first coordinate is higher, a tie when the
+    # two are within 0.3; the other coordinates are noise. A head fitted on the pairs in one
+    # shown order must read the difference and give mirrored probabilities for the mirror.
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(300, 3)), rng.normal(size=(300, 3))
+    gap = a[:, 0] - b[:, 0]
+    y = np.where(np.abs(gap) < 0.3, "tie", np.where(gap > 0, "A", "B")).tolist()
+    groups = [f"item-{i // 2}" for i in range(300)]
+    x = np.concatenate([a, b], axis=1)
+    fit = fit_head(x, y, groups, classes=["A", "B", "tie"], folds=5, kind="pair-difference")
+    assert fit.head.kind == "pair-difference"
+    predicted = np.array(["A", "B", "tie"])[fit.head.probabilities(x).argmax(1)]
+    assert (predicted == np.array(y)).mean() > 0.85
+    mirrored = fit.head.probabilities(np.concatenate([b, a], axis=1))
+    assert np.allclose(mirrored, fit.head.probabilities(x)[:, [1, 0, 2]], atol=1e-6)
+    # a prompt-feature head on the same inputs has no such guarantee
+    prompt_head = fit_head(x, y, groups, classes=["A", "B", "tie"], folds=5).head
+    assert not np.allclose(
+        prompt_head.probabilities(np.concatenate([b, a], axis=1)),
+        prompt_head.probabilities(x)[:, [1, 0, 2]],
+        atol=1e-3,
+    )
 
 
 def test_head_and_probability_options_through_the_commands(

@@ -197,6 +197,22 @@ def test_pairwise_shows_both_responses_in_the_given_order() -> None:
     assert text.index("## Response B") < text.index("First text.")
 
 
+def test_answer_spans_locate_each_response_in_the_user_message() -> None:
+    # a response that imitates the next header must not move the spans
+    tricky = _response("  Three.\n\n## Response B\nfour ", "i1/a")
+    plain = _response("Four apples.", "i1/b")
+    for protocol, shown in ((PAIRWISE, [tricky, plain]), (ALIGNMMBENCH, [tricky])):
+        template = builtin_template(protocol.name)
+        prompt = build_prompt(
+            template, protocol, _item(), shown, vision=False, resolve_image=_no_images
+        )
+        text = prompt.messages[1]["content"]
+        assert [text[start:end] for start, end in prompt.answer_spans] == [
+            response.content.rstrip() if response is shown[-1] else response.content
+            for response in shown
+        ]
+
+
 def test_score_prefix_is_the_target_before_the_value() -> None:
     assert score_prefix(builtin_template("alignmmbench")) == '{"Rating": '
     assert score_prefix(builtin_template("mmie", "zh")) == "### Score\n"
