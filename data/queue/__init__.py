@@ -6,8 +6,12 @@ the unit's ``overlap`` slots; the database guarantees the rules under concurrenc
 :mod:`schemas.tables`): ``uq_assignment_unit_annotator`` (never twice to one annotator),
 ``uq_assignment_live_slot`` + ``ck_assignment_slot_in_overlap`` (never more than K live). A
 lease is ``INSERT ... ON CONFLICT DO NOTHING``: one the constraints refuse inserts nothing, and
-the next unit is tried. On PostgreSQL candidate units are locked with ``FOR UPDATE SKIP LOCKED``
-so concurrent annotators spread over different units; on SQLite every transaction is
+the next unit is tried. On PostgreSQL candidate units are locked with
+``FOR NO KEY UPDATE SKIP LOCKED`` so concurrent annotators spread over different units; when every
+unit left is held by another transaction, the lease waits for one (in a savepoint, bounded by
+``lock_timeout``: :mod:`~data.queue.candidates`) instead of answering "nothing", and
+:func:`submit_and_next` orders its waits so that they form no cycle
+(:func:`data.queue.leases._lease_then_count`). On SQLite every transaction is
 ``BEGIN IMMEDIATE`` and so already serial.
 
 Leases expire after ``Campaign.lease_seconds``; expired slots go back to the pool. What an

@@ -27,7 +27,7 @@ from data.queue.common import (
     _own_assignment,
     _shown,
 )
-from data.queue.leases import _next_unit, _retake, next_unit
+from data.queue.leases import Counting, _next_unit, _retake, next_unit
 from data.queue.records import (
     AnswerInvalid,
     AssignmentNotFound,
@@ -95,8 +95,9 @@ def submit_and_next(
     now = now or utcnow()
     session.flush()  # what the ORM statements used to autoflush (a no-op when clean)
     stored = _submit_leased(
-        session, assignment_id, annotator_id, score, preference, rationale, seconds, now
-    )
+        session, assignment_id, annotator_id, score, preference, rationale, seconds, now,
+        count=False,
+    )  # fmt: skip
     if stored is None:
         annotation = _submit_otherwise(
             session, assignment_id, annotator_id, score, preference, rationale, seconds, now
@@ -107,8 +108,10 @@ def submit_and_next(
             annotation.id, annotation.unit_id, annotation.campaign_id, following,
             annotation.revision,
         )  # fmt: skip
-    following = _next_unit(session, stored.campaign, annotator_id, now)
     values = stored.values
+    # The answer is counted on its unit's row after the next lease: see _lease_then_count.
+    counting = Counting(values["unit_id"], lambda: _count_answer(session, values["unit_id"]))
+    following = _next_unit(session, stored.campaign, annotator_id, now, counting)
     return SubmitStep(stored.annotation_id, values["unit_id"], values["campaign_id"], following)
 
 
@@ -206,9 +209,16 @@ def _annotation_values(
 
 def _count_submission(session: Session, unit_id: int, annotator_id: int) -> None:
     """A submitted answer: count it on the unit and drop the draft it replaces."""
-    params = {"b_unit": unit_id, "b_annotator": annotator_id}
-    session.connection().execute(_COUNT_SUBMIT, params)
-    session.connection().execute(_DELETE_DRAFT, params)
+    _count_answer(session, unit_id)
+    _drop_draft(session, unit_id, annotator_id)
+
+
+def _count_answer(session: Session, unit_id: int) -> None:
+    session.connection().execute(_COUNT_SUBMIT, {"b_unit": unit_id})
+
+
+def _drop_draft(session: Session, unit_id: int, annotator_id: int) -> None:
+    session.connection().execute(_DELETE_DRAFT, {"b_unit": unit_id, "b_annotator": annotator_id})
 
 
 _OWN_LEASE = (
@@ -262,11 +272,14 @@ def _submit_leased(
     rationale: str,
     seconds: float,
     now: datetime,
+    count: bool = True,
 ) -> _Stored | None:
     """:func:`submit` of a live lease with Core statements; None leaves it to the ORM path.
 
-    Every other case (already submitted, given back, expired, absent, or the assignment already
-    loaded as an object in this session, which a Core update would leave stale) returns None.
+    ``count=False`` leaves the answer to be counted on the unit's row by the caller
+    (:func:`data.queue.leases._lease_then_count`). Every other case (already submitted, given
+    back, expired, absent, or the assignment already loaded as an object in this session, which
+    a Core update would leave stale) returns None.
     """
     if (Assignment, (assignment_id,), None) in session.identity_map:
         return None
@@ -286,7 +299,9 @@ def _submit_leased(
         score, canonical, rationale, seconds, now,
     )  # fmt: skip
     annotation_id = session.connection().execute(_INSERT_ANNOTATION, values).scalar_one()
-    _count_submission(session, row.unit_id, annotator_id)
+    if count:
+        _count_answer(session, row.unit_id)
+    _drop_draft(session, row.unit_id, annotator_id)
     return _Stored(annotation_id, values, campaign)
 
 

@@ -11,19 +11,24 @@ reads the candidates without locking and waits for the lock of the best one, the
 "Nothing" then means that no unit with a free slot this annotator never had is left, or that the
 wait (:data:`WAIT_SECONDS` for the whole lease) ran out.
 
-The wait runs in a savepoint with a ``lock_timeout``. Waiting can form a cycle (two annotators,
-each submitting the unit that is the other's last one); PostgreSQL then cancels one wait
+The wait runs in a savepoint with a ``lock_timeout``. Waiting can form a cycle when a
+transaction holds a unit while it waits (two annotators, each having submitted, in a transaction
+still open, the unit that is the other's last one); PostgreSQL then cancels one wait
 (``deadlock_detected``) after its ``deadlock_timeout``, and that lease passes over the unit for
-the next one. If there is none it answers "nothing now" although the other's unit may come free:
-the one case left, since that unit cannot come free before this transaction (holding the unit
-the other waits for) ends. Only the savepoint is rolled back: the
-caller's submit, made before the savepoint, stays in the transaction and commits with it. A whole
-transaction must never be rolled back here, since its submit would then vanish while the caller
-reports it stored. Units are locked ``FOR NO KEY UPDATE`` (a lease never changes a unit's key),
-which a submit's foreign-key check on the unit (``FOR KEY SHARE``) does not wait for: with
-``FOR UPDATE``, a submit queued behind a waiting lease could close a cycle outside any savepoint
-and fail. SQLite runs one write transaction at a time (``BEGIN IMMEDIATE``): nothing is
-ever locked by another transaction there, so it has no second pass.
+the next one. If there is none it answers "nothing now" although the other's unit may come free,
+since that unit cannot come free before this transaction (holding the unit the other waits for)
+ends. The annotation page's step, :func:`data.queue.answers.submit_and_next`, avoids this: it
+counts its answer on the unit's row after the lease and orders its waits by unit id
+(:func:`data.queue.leases._lease_then_count`), so its waits form no cycle.
+
+Only the savepoint is rolled back: the caller's submit, made before the savepoint, stays in the
+transaction and commits with it. A whole transaction must never be rolled back here, since its
+submit would then vanish while the caller reports it stored. Units are locked
+``FOR NO KEY UPDATE`` (a lease never changes a unit's key), which a submit's foreign-key check on
+the unit (``FOR KEY SHARE``) does not wait for: with ``FOR UPDATE``, a submit queued behind a
+waiting lease could close a cycle outside any savepoint and fail. SQLite runs one write
+transaction at a time (``BEGIN IMMEDIATE``): nothing is ever locked by another transaction there,
+so it has no second pass.
 """
 
 from __future__ import annotations

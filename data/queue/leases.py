@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,7 +14,14 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from data.queue.candidates import WAIT_SECONDS, candidate, wait_for_candidate
+from data.queue.candidates import (
+    WAIT_SECONDS,
+    _lock_waiting,
+    _unlocked_pick,
+    _WaitFailed,
+    candidate,
+    wait_for_candidate,
+)
 from data.queue.common import (
     _ASSIGNMENTS,
     _DRAFTS,
@@ -64,10 +72,24 @@ def next_unit(
     return _next_unit(session, _campaign_row(session, campaign_id), annotator_id, now)
 
 
+@dataclass(frozen=True)
+class Counting:
+    """An answer to count on its unit's row (``unit_id``) after the lease, in the same
+    transaction (:func:`data.queue.answers.submit_and_next`); ``count`` runs the update."""
+
+    unit_id: int
+    count: Callable[[], None]
+
+
 def _next_unit(
-    session: Session, campaign: Any, annotator_id: int, now: datetime
+    session: Session,
+    campaign: Any,
+    annotator_id: int,
+    now: datetime,
+    counting: Counting | None = None,
 ) -> UnitView | None:
-    """:func:`next_unit` for a campaign already read (an ORM object or a Core row)."""
+    """:func:`next_unit` for a campaign already read (an ORM object or a Core row); with
+    ``counting``, the answer is counted too (see :func:`_lease_then_count`)."""
     if campaign.status != "active":
         return None
     campaign_id = campaign.id
@@ -83,8 +105,13 @@ def _next_unit(
         if chosen is not None:
             chosen.expires_at = now + timedelta(seconds=campaign.lease_seconds)
             session.add(chosen)
+            if counting is not None:
+                counting.count()
             return _unit_view(session, campaign, _Leased.of(chosen), draft)
-    fresh = _lease_new(session, campaign, annotator_id, now)
+    if counting is not None:
+        fresh = _lease_then_count(session, campaign, annotator_id, now, counting)
+    else:
+        fresh = _lease_new(session, campaign, annotator_id, now)
     return None if fresh is None else _unit_view(session, campaign, fresh, None)
 
 
@@ -205,10 +232,8 @@ def _lease_new(session: Session, campaign: Any, annotator_id: int, now: datetime
     is left.
 
     The unique constraints decide: a refused insert returns no id and the next candidate is
-    tried. Slots fill from 0 up, so the unit's count of live slots is tried first; only when that
-    slot is taken (a lower one was given back) is the free one looked up. On PostgreSQL, units
-    that other transactions hold are waited for before "none" is answered
-    (:func:`data.queue.candidates.wait_for_candidate`).
+    tried (:func:`_insert_lease`). On PostgreSQL, units that other transactions hold are waited
+    for before "none" is answered (:func:`data.queue.candidates.wait_for_candidate`).
     """
     tried: set[int] = set()
     expires_at = now + timedelta(seconds=campaign.lease_seconds)
@@ -219,24 +244,145 @@ def _lease_new(session: Session, campaign: Any, annotator_id: int, now: datetime
             found = wait_for_candidate(session, campaign, annotator_id, tried, deadline)
         if found is None:
             return None
-        unit_id = found.id
-        tried.add(unit_id)
-        shown_order = _random_order(campaign)
-        values = dict(
-            campaign_id=campaign.id, unit_id=unit_id, annotator_id=annotator_id,
-            slot=found.slots_taken, overlap=campaign.overlap, status="leased",
-            shown_order=shown_order, leased_at=now, expires_at=expires_at,
-        )  # fmt: skip
+        tried.add(found.id)
+        leased = _insert_lease(session, campaign, annotator_id, found, now, expires_at)
+        if leased is not None:
+            return leased
+    return None
+
+
+def _insert_lease(
+    session: Session,
+    campaign: Any,
+    annotator_id: int,
+    found: Any,
+    now: datetime,
+    expires_at: datetime,
+) -> _Leased | None:
+    """Lease ``found`` (``id``, ``slots_taken``), locked; None if the constraints refuse it.
+
+    Slots fill from 0 up, so the unit's count of live slots is tried first; only when that slot
+    is taken (a lower one was given back) is the free one looked up.
+    """
+    unit_id = found.id
+    shown_order = _random_order(campaign)
+    values = dict(
+        campaign_id=campaign.id, unit_id=unit_id, annotator_id=annotator_id,
+        slot=found.slots_taken, overlap=campaign.overlap, status="leased",
+        shown_order=shown_order, leased_at=now, expires_at=expires_at,
+    )  # fmt: skip
+    assignment_id = session.connection().execute(_LEASE, values).scalar()
+    if assignment_id is None:
+        values["slot"] = _free_slot(session, unit_id, campaign.overlap)
+        if values["slot"] is None:
+            return None
         assignment_id = session.connection().execute(_LEASE, values).scalar()
-        if assignment_id is None:
-            values["slot"] = _free_slot(session, unit_id, campaign.overlap)
-            if values["slot"] is None:
-                continue
-            assignment_id = session.connection().execute(_LEASE, values).scalar()
-        if assignment_id is None:  # a concurrent lease took the slot, or this annotator has it
+    if assignment_id is None:  # a concurrent lease took the slot, or this annotator has it
+        return None
+    _change_slots(session, unit_id, +1)
+    return _Leased(assignment_id, unit_id, shown_order, expires_at)
+
+
+_LOCK_IF_FREE = (
+    core_select(_UNITS.c.id)
+    .where(_UNITS.c.id == bindparam("unit_id"))
+    .with_for_update(skip_locked=True, key_share=True)
+)
+
+
+def _lease_then_count(
+    session: Session, campaign: Any, annotator_id: int, now: datetime, counting: Counting
+) -> _Leased | None:
+    """:func:`_lease_new`, and the answer counted on its unit's row, with cycle-free waits.
+
+    On PostgreSQL the count locks the submitted unit's row and a lease may wait for a unit that
+    another transaction holds. Counting first and then waiting let two annotators, each
+    submitting the other's next unit, wait for each other until the deadlock detector cancelled
+    one wait, whose annotator heard "nothing now" while the unit remained. Here a transaction
+    waits for a unit only while every unit it holds has a smaller id, so no wait closes a cycle
+    (along one the ids would have to grow and come back):
+
+    1. without waiting, in a savepoint: a unit free of locks (``SKIP LOCKED``), kept if the
+       submitted unit is free too (then counted at once). Otherwise the savepoint is rolled back.
+       That also gives back the rows the ``SKIP LOCKED`` query may have locked without returning
+       them (rows another transaction changed since the query's snapshot): their ids are unknown,
+       so nothing may be waited for while they are held;
+    2. the best unit, waited for if it is below the submitted one; the submitted unit counted
+       (waited for) before any unit above it is. A unit locked by waiting stays held for the
+       other transactions that wait for it until this one ends (PostgreSQL has them wait for the
+       whole transaction once the wait's savepoint is released), so only units above all of
+       those are waited for next; one that is not above is passed over (rare: a unit filled
+       while it was waited for).
+
+    SQLite runs one writer at a time: the lease, then the count.
+    """
+    if session.connection().dialect.name != "postgresql":
+        leased = _lease_new(session, campaign, annotator_id, now)
+        counting.count()
+        return leased
+    expires_at = now + timedelta(seconds=campaign.lease_seconds)
+    submitted = counting.unit_id
+    refused: set[int] = set()  # refused by the constraints: not offered again
+    first = session.begin_nested()
+    for _ in range(_MAX_TRIES):
+        found = candidate(session, campaign, annotator_id, refused)
+        if found is None:
+            break
+        leased = _insert_lease(session, campaign, annotator_id, found, now, expires_at)
+        if leased is not None:
+            lock = {"unit_id": submitted}
+            if session.connection().execute(_LOCK_IF_FREE, lock).first() is None:
+                break  # held by another transaction, which may wait for the unit just leased
+            counting.count()
+            first.commit()
+            return leased
+        refused.add(found.id)
+    first.rollback()
+    return _wait_in_order(session, campaign, annotator_id, now, counting, refused)
+
+
+def _wait_in_order(
+    session: Session,
+    campaign: Any,
+    annotator_id: int,
+    now: datetime,
+    counting: Counting,
+    passed_over: set[int],
+) -> _Leased | None:
+    """Step 2 of :func:`_lease_then_count`, holding no unit yet."""
+    expires_at = now + timedelta(seconds=campaign.lease_seconds)
+    deadline = time.monotonic() + WAIT_SECONDS
+    submitted, counted = counting.unit_id, False
+    held: set[int] = set()  # units locked by waiting
+    while (remaining := deadline - time.monotonic()) > 0:
+        pick = _unlocked_pick(session, campaign, annotator_id, passed_over)
+        if not counted and (pick is None or pick.id > submitted):
+            counting.count()  # every unit held is below it
+            counted = True
             continue
-        _change_slots(session, unit_id, +1)
-        return _Leased(assignment_id, unit_id, shown_order, expires_at)
+        if pick is None:
+            break
+        passed_over.add(pick.id)
+        if pick.id <= max(held | ({submitted} if counted else set()), default=-1):
+            continue  # waiting for it could close a cycle
+        try:
+            locked = _lock_waiting(session, pick.id, campaign.overlap, remaining)
+        except _WaitFailed as failure:
+            if failure.sqlstate != "40P01":  # timed out: the deadline is spent
+                break
+            continue
+        held.add(pick.id)  # locked even if found full after the wait (then not returned)
+        leased = (
+            None
+            if locked is None
+            else _insert_lease(session, campaign, annotator_id, locked, now, expires_at)
+        )
+        if leased is not None:
+            if not counted:
+                counting.count()  # above every unit held (the leased one among them)
+            return leased
+    if not counted:
+        counting.count()  # every unit held is below it (only those were waited for)
     return None
 
 

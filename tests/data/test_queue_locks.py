@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
@@ -185,3 +185,61 @@ def test_a_wait_that_times_out_keeps_the_submit_before_it(
         _check_counters(session, campaign_id)
     again = _lease(pg_engine, campaign_id, bob)  # no longer held: leased at once
     assert again is not None and again.unit_id == alices.unit_id
+
+
+def test_two_annotators_submitting_each_others_next_unit_both_get_it(pg_engine: Engine) -> None:
+    """``submit_and_next`` of two annotators, each submitting the unit that is the other's last
+    one, both in flight before either looks for its next unit (each thread stops at its first
+    ``SKIP LOCKED`` until the other is there too). When a submit locked its unit's row (counting
+    the answer) before the lease, each lease waited for the other's unit: a cycle that
+    PostgreSQL broke after deadlock_timeout by cancelling one wait, whose annotator heard
+    "nothing now" while the unit remained. Now no wait closes a cycle: no deadlock is detected
+    and both get the other's unit in the same step."""
+    campaign_id, (alice, bob) = _campaign(pg_engine, units=2)
+    views = {alice: _lease(pg_engine, campaign_id, alice), bob: _lease(pg_engine, campaign_id, bob)}
+    other = {alice: views[bob].unit_id, bob: views[alice].unit_id}
+    assert other[alice] != other[bob]
+    both_there = threading.Barrier(2, timeout=_PATIENCE)
+    stopped: set[int] = set()  # threads that passed the barrier (once each)
+    lock_failures: list[str] = []
+
+    def stop_at_first_skip_locked(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        if "SKIP LOCKED" in statement and threading.get_ident() not in stopped:
+            stopped.add(threading.get_ident())
+            both_there.wait()
+
+    def record_lock_failure(context: Any) -> None:
+        sqlstate = getattr(context.original_exception, "sqlstate", None)
+        if sqlstate in ("40P01", "55P03"):
+            lock_failures.append(sqlstate)
+
+    event.listen(pg_engine, "before_cursor_execute", stop_at_first_skip_locked)
+    event.listen(pg_engine, "handle_error", record_lock_failure)
+    results: dict[str, Any] = {}
+
+    def submit_and_next(who: int) -> queue.SubmitStep:
+        with session_scope(pg_engine) as session:
+            return queue.submit_and_next(
+                session, views[who].assignment_id, who, preference="A", rationale=RATIONALE
+            )
+
+    try:
+        threads = [
+            _in_thread(lambda w=w: submit_and_next(w), results, str(w)) for w in (alice, bob)
+        ]
+        for thread in threads:
+            thread.join(timeout=_PATIENCE)
+            assert not thread.is_alive(), "a submit_and_next did not finish"
+    finally:
+        event.remove(pg_engine, "before_cursor_execute", stop_at_first_skip_locked)
+        event.remove(pg_engine, "handle_error", record_lock_failure)
+    steps = {who: results[str(who)] for who in (alice, bob)}
+    assert not [s for s in steps.values() if isinstance(s, BaseException)], steps
+    assert lock_failures == []  # no wait was cancelled as a deadlock (nor timed out)
+    for who, step in steps.items():
+        assert step.unit_id == views[who].unit_id
+        assert step.next_unit is not None and step.next_unit.unit_id == other[who]
+    with Session(pg_engine) as session:
+        stored = session.exec(select(Annotation.unit_id, Annotation.annotator_id)).all()
+        assert sorted(stored) == sorted((views[who].unit_id, who) for who in (alice, bob))
+        _check_counters(session, campaign_id)
