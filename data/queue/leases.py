@@ -1,4 +1,5 @@
-"""Leases: which unit an annotator gets next, expiry, retaking an expired lease, the unit view."""
+"""Leases: which unit an annotator gets next, expiry, retaking an expired lease (what the lease
+shows: :mod:`data.queue.unit_view`)."""
 
 from __future__ import annotations
 
@@ -25,15 +26,12 @@ from data.queue.candidates import (
 from data.queue.common import (
     _ASSIGNMENTS,
     _DRAFTS,
-    _ITEMS,
-    _PAIRS,
-    _RESPONSES,
     _UNITS,
     _campaign_row,
     _change_slots,
-    campaign_protocol,
 )
-from data.queue.records import DraftView, ResponseView, UnitView
+from data.queue.records import UnitView
+from data.queue.unit_view import _Leased, _unit_view
 from data.services.campaigns import get_campaign
 from schemas.tables import LIVE_ASSIGNMENT_STATUSES, Assignment, Campaign, Draft, Unit, utcnow
 
@@ -133,25 +131,6 @@ _HAS_OWN_OPEN = (
     .limit(1)
 )
 """Whether :data:`_OWN_OPEN_ASSIGNMENTS` has a row (Core: no ORM loading in the common case)."""
-
-
-@dataclass(frozen=True)
-class _Leased:
-    """What the unit view needs of a lease."""
-
-    id: int
-    unit_id: int
-    shown_order: str
-    expires_at: datetime
-
-    @classmethod
-    def of(cls, assignment: Assignment) -> _Leased:
-        return cls(
-            assignment.id,  # type: ignore[arg-type]
-            assignment.unit_id,
-            assignment.shown_order,
-            assignment.expires_at,
-        )
 
 
 _EXPIRE = (
@@ -388,62 +367,3 @@ def _wait_in_order(
 
 def _random_order(campaign: Campaign) -> str:
     return random.choice(("AB", "BA")) if campaign.protocol == "pairwise" else "AB"
-
-
-_R_FIRST, _R_SECOND, _R_SINGLE = _RESPONSES.alias(), _RESPONSES.alias(), _RESPONSES.alias()
-
-_CORE_UNIT_CONTENT = (
-    core_select(
-        _UNITS.c.id,
-        _ITEMS.c.item_id,
-        _ITEMS.c.benchmark,
-        _ITEMS.c.task,
-        _ITEMS.c.category,
-        _ITEMS.c.history,
-        _ITEMS.c.question,
-        _ITEMS.c.reference,
-        _R_FIRST.c.response_id.label("a_id"),
-        _R_FIRST.c.content.label("a_content"),
-        _R_SECOND.c.response_id.label("b_id"),
-        _R_SECOND.c.content.label("b_content"),
-        _R_SINGLE.c.response_id.label("single_id"),
-        _R_SINGLE.c.content.label("single_content"),
-    )
-    .select_from(_UNITS)
-    .join(_ITEMS, _ITEMS.c.id == _UNITS.c.item_pk)
-    .outerjoin(_PAIRS, _PAIRS.c.id == _UNITS.c.pair_pk)
-    .outerjoin(_R_FIRST, _R_FIRST.c.id == _PAIRS.c.response_a_pk)
-    .outerjoin(_R_SECOND, _R_SECOND.c.id == _PAIRS.c.response_b_pk)
-    .outerjoin(_R_SINGLE, _R_SINGLE.c.id == _UNITS.c.response_pk)
-    .where(_UNITS.c.id == bindparam("unit_id"))
-)
-"""Item and response(s) of one unit in one Core query (no ORM objects to build)."""
-
-
-def _unit_view(
-    session: Session, campaign: Any, assignment: _Leased, draft: Draft | None
-) -> UnitView:
-    item = session.connection().execute(_CORE_UNIT_CONTENT, {"unit_id": assignment.unit_id}).one()
-    unit_id = item.id
-    responses: tuple[ResponseView, ...]
-    if item.single_id is None:
-        assert item.a_id is not None and item.b_id is not None
-        first, second = (item.a_id, item.a_content), (item.b_id, item.b_content)
-        shown = (first, second) if assignment.shown_order == "AB" else (second, first)
-        responses = (ResponseView(*shown[0], "A"), ResponseView(*shown[1], "B"))
-    else:
-        responses = (ResponseView(item.single_id, item.single_content, None),)
-    return UnitView(
-        assignment_id=assignment.id, unit_id=unit_id, campaign_id=campaign.id,
-        campaign_name=campaign.name, protocol=campaign_protocol(campaign),
-        rationale_min=campaign.rationale_min, instructions=campaign.instructions,
-        item_id=item.item_id, benchmark=item.benchmark, task=item.task, category=item.category,
-        history=list(item.history or []), question=item.question,
-        reference=item.reference if campaign.show_reference else None,
-        responses=responses, shown_order=assignment.shown_order,
-        expires_at=assignment.expires_at,
-        draft=None if draft is None else DraftView(
-            draft.score, draft.preference, draft.rationale, draft.active_seconds,
-            draft.updated_at,
-        ),
-    )  # fmt: skip

@@ -10,7 +10,6 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from data.queue.common import _draft, _live_annotation, _own_assignment, _shown
-from data.queue.leases import _Leased, _unit_view
 from data.queue.records import (
     AnnotatorProgress,
     AssignmentNotFound,
@@ -18,6 +17,7 @@ from data.queue.records import (
     OtherAnswer,
     UnitView,
 )
+from data.queue.unit_view import _Leased, _unit_view
 from data.services.campaigns import get_campaign
 from schemas.protocols import to_shown
 from schemas.tables import Annotation, Assignment, Campaign, Item, Unit
