@@ -195,7 +195,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=8)
     parser.add_argument("--bootstrap", type=int, default=1000)
-    parser.add_argument("--head-layers", default="8,16,24", help="layers the head's CV tries")
+    parser.add_argument("--head-layers", default="12,15,18", help="layers the head's CV tries")
     parser.add_argument("--zero-shot-limit", type=int, default=None, help="test units, zero-shot")
     return parser.parse_args()
 
