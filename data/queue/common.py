@@ -10,18 +10,19 @@ from sqlmodel import Session, col, select
 
 from data.queue.records import AnswerInvalid, AssignmentNotFound
 from data.services.campaigns import campaign_protocol, get_campaign
+from schemas.core import core_table
 from schemas.protocols import to_canonical, to_shown
 from schemas.tables import Annotation, Assignment, Campaign, Draft, Item, Pair, Response, Unit
 
 # The tables, for Core statements on the hot path (no ORM compile or object loading).
-_ANNOTATIONS = Annotation.__table__  # type: ignore[attr-defined]
-_ASSIGNMENTS = Assignment.__table__  # type: ignore[attr-defined]
-_CAMPAIGNS = Campaign.__table__  # type: ignore[attr-defined]
-_DRAFTS = Draft.__table__  # type: ignore[attr-defined]
-_ITEMS = Item.__table__  # type: ignore[attr-defined]
-_PAIRS = Pair.__table__  # type: ignore[attr-defined]
-_RESPONSES = Response.__table__  # type: ignore[attr-defined]
-_UNITS = Unit.__table__  # type: ignore[attr-defined]
+_ANNOTATIONS = core_table(Annotation)
+_ASSIGNMENTS = core_table(Assignment)
+_CAMPAIGNS = core_table(Campaign)
+_DRAFTS = core_table(Draft)
+_ITEMS = core_table(Item)
+_PAIRS = core_table(Pair)
+_RESPONSES = core_table(Response)
+_UNITS = core_table(Unit)
 
 
 _CAMPAIGN_ROW = core_select(_CAMPAIGNS).where(_CAMPAIGNS.c.id == bindparam("campaign_id"))

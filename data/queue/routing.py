@@ -35,9 +35,10 @@ from data.queue.priority import (
 )
 from data.services.campaigns import CampaignError, campaign_protocol, get_campaign
 from data.storage.audit import record_event
+from schemas.core import core_table, stored_id
 from schemas.tables import Campaign, Judgement, Unit
 
-_UNITS = Unit.__table__  # type: ignore[attr-defined]
+_UNITS = core_table(Unit)
 _SET_PRIORITY = (
     update(_UNITS).where(_UNITS.c.id == bindparam("b_id")).values(priority=bindparam("b_rank"))
 )
@@ -99,7 +100,7 @@ def set_routing(
     plan = apply_routing(session, found)
     record_event(
         session, actor_id=actor_id, action="campaign.routing", entity="campaign",
-        entity_id=found.id,  # type: ignore[arg-type]
+        entity_id=stored_id(found),
         detail={"before": before, "after": {"routing": routing, "judges": names, "share": share},
                 "note": plan.note},
     )  # fmt: skip
@@ -109,13 +110,17 @@ def set_routing(
 def routing_plan(session: Session, campaign: Campaign) -> RoutingPlan:
     """The serving order of the campaign's units under its routing setting (nothing written)."""
     session.flush()
-    units = list(session.exec(select(Unit.id).where(Unit.campaign_id == campaign.id)))
+    units = list(session.exec(select(col(Unit.id)).where(Unit.campaign_id == campaign.id)))
     judges = list(campaign.routing_judges or ())
     readings = judge_readings(session, campaign, judges) if judges else {}
     return plan_routing(
-        campaign.routing, units, readings,  # type: ignore[arg-type]
-        judges=judges, share=campaign.routing_share, seed=campaign.id,  # type: ignore[arg-type]
-    )  # fmt: skip
+        campaign.routing,
+        [unit for unit in units if unit is not None],  # stored rows: every id is set
+        readings,
+        judges=judges,
+        share=campaign.routing_share,
+        seed=stored_id(campaign),
+    )
 
 
 def apply_routing(session: Session, campaign: Campaign) -> RoutingPlan:
@@ -167,7 +172,7 @@ def refresh_routing_for_judgements(session: Session, rows: Sequence[Judgement]) 
         if campaign.routing == "stratified" or unranked is not None:
             apply_routing(session, campaign)
         else:
-            _rekey(session, campaign, list(units), touched)
+            _rekey(session, campaign, [unit for unit in units if unit is not None], touched)
 
 
 def _rekey(session: Session, campaign: Campaign, units: list[int], touched: set[int]) -> None:
@@ -175,11 +180,16 @@ def _rekey(session: Session, campaign: Campaign, units: list[int], touched: set[
     guide = routing_guide(campaign.routing, judges)
     judged = Judgement.pair_pk if campaign.protocol == "pairwise" else Judgement.response_pk
     readings = judge_readings(session, campaign, judges, col(judged).in_(touched))
+    campaign_id = stored_id(campaign)
     keys = [
-        {"b_id": unit, "b_rank": serving_key(unit_signal(guide, readings.get(unit, {}), judges),
-                                             campaign.id, unit)}  # type: ignore[arg-type]
+        {
+            "b_id": unit,
+            "b_rank": serving_key(
+                unit_signal(guide, readings.get(unit, {}), judges), campaign_id, unit
+            ),
+        }
         for unit in units
-    ]  # fmt: skip
+    ]
     session.connection().execute(_SET_PRIORITY, keys)
 
 
@@ -191,7 +201,7 @@ def judge_readings(
     judgements read (conditions on :class:`Judgement` columns)."""
     protocol = campaign_protocol(campaign)
     pairwise = not protocol.is_pointwise
-    scale = (0.0, 1.0) if pairwise else (float(protocol.scale_min), float(protocol.scale_max))  # type: ignore[arg-type]
+    scale = (0.0, 1.0) if pairwise else protocol.bounds
     query = campaign_judgements(
         campaign, Judgement.judge, Judgement.score, Judgement.preference,
         Judgement.expected_score, Judgement.meta, unit_id=True,
@@ -246,5 +256,6 @@ def campaign_estimation_sample(session: Session, campaign: str | int) -> list[in
     rows = session.exec(
         select(Unit.id, Unit.n_submitted).where(Unit.campaign_id == found.id, ~col(Unit.flagged))
     ).all()
-    complete = {unit for unit, submitted in rows if submitted >= found.overlap}
-    return estimation_sample([unit for unit, _ in rows], complete, found.id)  # type: ignore[arg-type]
+    units = [(unit, submitted) for unit, submitted in rows if unit is not None]  # stored: all set
+    complete = {unit for unit, submitted in units if submitted >= found.overlap}
+    return estimation_sample([unit for unit, _ in units], complete, stored_id(found))
