@@ -28,6 +28,7 @@ from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
 from data.storage.engine import DatabaseProblem, session_scope
+from schemas.core import stored_id
 
 user = require_role("annotator", "reviewer", "admin")
 engine = get_engine()
@@ -218,6 +219,7 @@ with st.sidebar:
     # no-op. A choice changes the widget's identity with the next run's default, so it holds.
     chosen = st.selectbox("Campaign", names, index=names.index(served))
 campaign = campaigns[names.index(chosen)]
+campaign_id = stored_id(campaign)
 state["annotate_served"] = campaign.name
 st.query_params["campaign"] = campaign.name
 
@@ -232,13 +234,13 @@ with session_scope(engine) as session:
     if prepared is not None and prepared[0] == campaign.id:
         view = prepared[1]  # the unit the submit leased: no second write for this run
     else:
-        view = queue.next_unit(session, campaign.id, user.id)  # type: ignore[arg-type]
+        view = queue.next_unit(session, campaign_id, user.id)
         current = None if view is None else view.assignment_id
         if held_campaign == campaign.id and held != current and campaign.status == "active":
             view = _held_view(session, held) or view  # e.g. answered in another tab
     if view is None:
         progress = None
-        done = queue.submitted_count(session, campaign.id, user.id)  # type: ignore[arg-type]
+        done = queue.submitted_count(session, campaign_id, user.id)
     elif cached is not None and cached[0] == (view.assignment_id, view.answered_revision):
         progress = cached[1]  # drafts rerun the page: read once per unit (again once answered)
     else:
@@ -317,7 +319,7 @@ with answer_column, st.container(key="cl-answer-column"):
         on_submit=partial(_submit, key, view.assignment_id),
         attempt=attempt,
         error=error,
-        store=store_key(user.id, campaign.id, view.assignment_id),  # type: ignore[arg-type]
+        store=store_key(user.id, campaign_id, view.assignment_id),
     )
     # One popover per unit: a new unit's opens closed (the old one stayed open over it). An
     # answered unit has nothing to give back: the line above the unit offers the way on.

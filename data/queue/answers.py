@@ -37,6 +37,7 @@ from data.queue.records import (
 )
 from data.services.campaigns import get_campaign
 from data.storage.audit import record_event
+from schemas.core import stored_id
 from schemas.tables import Annotation, Assignment, Flag, Unit, utcnow
 
 
@@ -145,7 +146,7 @@ def _submit_otherwise(
         )
     annotation = Annotation(
         **_annotation_values(
-            campaign.id, assignment.unit_id, annotator_id, assignment.id,  # type: ignore[arg-type]
+            stored_id(campaign), assignment.unit_id, annotator_id, stored_id(assignment),
             assignment.shown_order, score, canonical, rationale, seconds, now,
         )
     )  # fmt: skip

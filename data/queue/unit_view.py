@@ -13,6 +13,7 @@ from sqlmodel import Session
 
 from data.queue.common import _ITEMS, _PAIRS, _RESPONSES, _UNITS, campaign_protocol
 from data.queue.records import DraftView, ResponseView, UnitView
+from schemas.core import stored_id
 from schemas.tables import Assignment, Draft
 
 
@@ -28,7 +29,7 @@ class _Leased:
     @classmethod
     def of(cls, assignment: Assignment) -> _Leased:
         return cls(
-            assignment.id,  # type: ignore[arg-type]
+            stored_id(assignment),
             assignment.unit_id,
             assignment.shown_order,
             assignment.expires_at,

@@ -19,6 +19,7 @@ from data.queue.records import (
 )
 from data.queue.unit_view import _Leased, _unit_view
 from data.services.campaigns import get_campaign
+from schemas.core import stored_id
 from schemas.protocols import to_shown
 from schemas.tables import Annotation, Assignment, Campaign, Item, Unit
 
@@ -144,7 +145,7 @@ def my_annotation_view(
     if assignment is None:
         raise AssignmentNotFound(f"answer {annotation_id} has no assignment")
     campaign = get_campaign(session, annotation.campaign_id)
-    [mine] = _my_records(session, campaign.id, [annotation])  # type: ignore[arg-type]
+    [mine] = _my_records(session, stored_id(campaign), [annotation])
     return _unit_view(session, campaign, _Leased.of(assignment), None), mine
 
 
