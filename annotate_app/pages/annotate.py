@@ -67,9 +67,11 @@ def _saved_line(where: DeltaGenerator, saved: _Saved) -> None:
     confirm, back = where.columns([3, 2], vertical_alignment="center")
     confirm.markdown(f":green[:material/check_circle: **Saved**: {escape_markdown(saved.what)}.]")
     back.page_link(
-        "pages/my_work.py", label="Revise the answer just saved", icon=":material/edit:",
+        "pages/my_work.py",
+        label="Revise the answer just saved",
+        icon=":material/edit:",
         query_params={"annotation": str(saved.annotation_id)},
-    )  # fmt: skip
+    )
 
 
 def _answered_line(where: DeltaGenerator, revision: int) -> None:
@@ -90,10 +92,15 @@ def _save_draft(key: str, assignment_id: int) -> None:
     try:
         with session_scope(engine) as session:
             queue.save_draft(
-                session, assignment_id, user.id, score=payload.score,
-                preference=payload.preference, rationale=payload.rationale,
-                active_seconds=payload.seconds, edited_at=payload.edited_at,
-            )  # fmt: skip
+                session,
+                assignment_id,
+                user.id,
+                score=payload.score,
+                preference=payload.preference,
+                rationale=payload.rationale,
+                active_seconds=payload.seconds,
+                edited_at=payload.edited_at,
+            )
     except (queue.QueueError, DatabaseProblem) as error:
         state["annotate_notice"] = f"Draft not saved: {error}"
     # This tab's own copy: if another tab answers the unit, the server drops the draft and takes
@@ -125,10 +132,14 @@ def _submit(key: str, assignment_id: int) -> None:
     try:
         with session_scope(engine) as session:
             step = queue.submit_and_next(
-                session, assignment_id, user.id, score=payload.score,
-                preference=payload.preference, rationale=payload.rationale,
+                session,
+                assignment_id,
+                user.id,
+                score=payload.score,
+                preference=payload.preference,
+                rationale=payload.rationale,
                 seconds=payload.seconds,
-            )  # fmt: skip
+            )
             others = queue.others_answers(session, step.unit_id, user.id)
     except queue.LeaseLost as error:
         _save_draft_after_refusal(assignment_id, payload)
@@ -159,10 +170,15 @@ def _save_draft_after_refusal(assignment_id: int, payload: AnswerPayload) -> Non
     try:
         with session_scope(engine) as session:
             queue.save_draft(
-                session, assignment_id, user.id, score=payload.score,
-                preference=payload.preference, rationale=payload.rationale,
-                active_seconds=payload.seconds, edited_at=payload.edited_at,
-            )  # fmt: skip
+                session,
+                assignment_id,
+                user.id,
+                score=payload.score,
+                preference=payload.preference,
+                rationale=payload.rationale,
+                active_seconds=payload.seconds,
+                edited_at=payload.edited_at,
+            )
     except (queue.QueueError, DatabaseProblem):
         pass  # the refusal message already says what happened
 
@@ -325,9 +341,11 @@ with answer_column, st.container(key="cl-answer-column"):
     # answered unit has nothing to give back: the line above the unit offers the way on.
     if view.answered_revision is None:
         with st.popover(
-            "Skip or report a problem", icon=":material/flag:",
-            key=f"give-back-{view.assignment_id}", on_change="rerun",
-        ):  # fmt: skip
+            "Skip or report a problem",
+            icon=":material/flag:",
+            key=f"give-back-{view.assignment_id}",
+            on_change="rerun",
+        ):
             reason_key = f"reason-{view.assignment_id}"
             st.text_input("Reason", key=reason_key, placeholder="e.g. outside my expertise")
             skip_column, flag_column = st.columns(2)

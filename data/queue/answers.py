@@ -96,9 +96,16 @@ def submit_and_next(
     now = now or utcnow()
     session.flush()  # what the ORM statements used to autoflush (a no-op when clean)
     stored = _submit_leased(
-        session, assignment_id, annotator_id, score, preference, rationale, seconds, now,
+        session,
+        assignment_id,
+        annotator_id,
+        score,
+        preference,
+        rationale,
+        seconds,
+        now,
         count=False,
-    )  # fmt: skip
+    )
     if stored is None:
         annotation = _submit_otherwise(
             session, assignment_id, annotator_id, score, preference, rationale, seconds, now
@@ -106,9 +113,12 @@ def submit_and_next(
         following = next_unit(session, annotation.campaign_id, annotator_id, now)
         assert annotation.id is not None  # flushed
         return SubmitStep(
-            annotation.id, annotation.unit_id, annotation.campaign_id, following,
+            annotation.id,
+            annotation.unit_id,
+            annotation.campaign_id,
+            following,
             annotation.revision,
-        )  # fmt: skip
+        )
     values = stored.values
     # The answer is counted on its unit's row after the next lease: see _lease_then_count.
     counting = Counting(values["unit_id"], lambda: _count_answer(session, values["unit_id"]))
@@ -146,10 +156,18 @@ def _submit_otherwise(
         )
     annotation = Annotation(
         **_annotation_values(
-            stored_id(campaign), assignment.unit_id, annotator_id, stored_id(assignment),
-            assignment.shown_order, score, canonical, rationale, seconds, now,
+            stored_id(campaign),
+            assignment.unit_id,
+            annotator_id,
+            stored_id(assignment),
+            assignment.shown_order,
+            score,
+            canonical,
+            rationale,
+            seconds,
+            now,
         )
-    )  # fmt: skip
+    )
     session.add(annotation)
     assignment.status, assignment.closed_at = "submitted", now
     session.add(assignment)
@@ -181,9 +199,14 @@ def _submit_again(
     shown = _shown(canonical, assignment.shown_order)
     assert live.id is not None  # loaded from the database
     return revise(
-        session, live.id, annotator_id, score=score, preference=shown, rationale=rationale,
+        session,
+        live.id,
+        annotator_id,
+        score=score,
+        preference=shown,
+        rationale=rationale,
         extra_seconds=seconds,
-    )  # fmt: skip
+    )
 
 
 def _annotation_values(
@@ -200,12 +223,21 @@ def _annotation_values(
 ) -> dict[str, Any]:
     """Every column of the first revision of an answer (preference already canonical)."""
     return dict(
-        campaign_id=campaign_id, unit_id=unit_id, annotator_id=annotator_id,
-        assignment_id=assignment_id, revision=1, is_live=True, score=score,
-        preference=canonical, shown_order=shown_order if canonical is not None else None,
-        rationale=rationale, seconds=max(float(seconds), 0.0), synthetic=False,
-        created_at=now, meta={},
-    )  # fmt: skip
+        campaign_id=campaign_id,
+        unit_id=unit_id,
+        annotator_id=annotator_id,
+        assignment_id=assignment_id,
+        revision=1,
+        is_live=True,
+        score=score,
+        preference=canonical,
+        shown_order=shown_order if canonical is not None else None,
+        rationale=rationale,
+        seconds=max(float(seconds), 0.0),
+        synthetic=False,
+        created_at=now,
+        meta={},
+    )
 
 
 def _count_submission(session: Session, unit_id: int, annotator_id: int) -> None:
@@ -296,9 +328,17 @@ def _submit_leased(
     if closed.rowcount != 1:  # pragma: no cover - the row is locked / the writer is serial
         return None
     values = _annotation_values(
-        row.campaign_id, row.unit_id, annotator_id, assignment_id, row.shown_order,
-        score, canonical, rationale, seconds, now,
-    )  # fmt: skip
+        row.campaign_id,
+        row.unit_id,
+        annotator_id,
+        assignment_id,
+        row.shown_order,
+        score,
+        canonical,
+        rationale,
+        seconds,
+        now,
+    )
     annotation_id = session.connection().execute(_INSERT_ANNOTATION, values).scalar_one()
     if count:
         _count_answer(session, row.unit_id)
@@ -321,16 +361,22 @@ def flag(session: Session, assignment_id: int, annotator_id: int, reason: str) -
     assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
     _release(session, assignment, "released", f"flagged: {reason.strip()}")
     flag_row = Flag(
-        campaign_id=assignment.campaign_id, unit_id=assignment.unit_id,
-        user_id=annotator_id, reason=reason.strip(),
-    )  # fmt: skip
+        campaign_id=assignment.campaign_id,
+        unit_id=assignment.unit_id,
+        user_id=annotator_id,
+        reason=reason.strip(),
+    )
     session.add(flag_row)
     session.execute(update(Unit).where(Unit.id == assignment.unit_id).values(flagged=True))
     session.flush()
     record_event(
-        session, actor_id=annotator_id, action="unit.flag", entity="unit",
-        entity_id=assignment.unit_id, detail={"reason": reason.strip(), "flag_id": flag_row.id},
-    )  # fmt: skip
+        session,
+        actor_id=annotator_id,
+        action="unit.flag",
+        entity="unit",
+        entity_id=assignment.unit_id,
+        detail={"reason": reason.strip(), "flag_id": flag_row.id},
+    )
     return flag_row
 
 
@@ -362,22 +408,38 @@ def revise(
     session.add(old)
     session.flush()
     new = Annotation(
-        campaign_id=old.campaign_id, unit_id=old.unit_id, annotator_id=annotator_id,
-        assignment_id=old.assignment_id, revision=old.revision + 1, score=score,
-        preference=canonical, shown_order=old.shown_order, rationale=rationale,
-        seconds=old.seconds + max(float(extra_seconds), 0.0), meta={"revises": old.id},
-    )  # fmt: skip
+        campaign_id=old.campaign_id,
+        unit_id=old.unit_id,
+        annotator_id=annotator_id,
+        assignment_id=old.assignment_id,
+        revision=old.revision + 1,
+        score=score,
+        preference=canonical,
+        shown_order=old.shown_order,
+        rationale=rationale,
+        seconds=old.seconds + max(float(extra_seconds), 0.0),
+        meta={"revises": old.id},
+    )
     session.add(new)
     session.flush()
     record_event(
-        session, actor_id=annotator_id, action="annotation.revise", entity="annotation",
-        entity_id=new.id, detail={
-            "unit_id": old.unit_id, "revision": new.revision, "previous_id": old.id,
-            "before": {"score": old.score, "preference": old.preference,
-                       "rationale": old.rationale},
+        session,
+        actor_id=annotator_id,
+        action="annotation.revise",
+        entity="annotation",
+        entity_id=new.id,
+        detail={
+            "unit_id": old.unit_id,
+            "revision": new.revision,
+            "previous_id": old.id,
+            "before": {
+                "score": old.score,
+                "preference": old.preference,
+                "rationale": old.rationale,
+            },
             "after": {"score": score, "preference": canonical, "rationale": rationale},
         },
-    )  # fmt: skip
+    )
     return new
 
 

@@ -66,7 +66,7 @@ def _live_annotation(session: Session, unit_id: int, annotator_id: int) -> Annot
             Annotation.unit_id == unit_id,
             Annotation.annotator_id == annotator_id,
             col(Annotation.is_live),
-        )  # fmt: skip
+        )
     ).one()
 
 

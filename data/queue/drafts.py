@@ -64,9 +64,12 @@ def save_draft(
     if draft is not None:
         if edited_at is not None and _as_utc(draft.updated_at) > _as_utc(edited_at):
             return DraftView(
-                draft.score, draft.preference, draft.rationale, draft.active_seconds,
+                draft.score,
+                draft.preference,
+                draft.rationale,
+                draft.active_seconds,
                 draft.updated_at,
-            )  # fmt: skip
+            )
         for name, value in values.items():
             setattr(draft, name, value)
         session.add(draft)

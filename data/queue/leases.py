@@ -190,9 +190,16 @@ def _retake(session: Session, assignment: Assignment) -> bool:
 
 
 _LEASE_COLUMNS = (
-    "campaign_id", "unit_id", "annotator_id", "slot", "overlap", "status", "shown_order",
-    "leased_at", "expires_at",
-)  # fmt: skip
+    "campaign_id",
+    "unit_id",
+    "annotator_id",
+    "slot",
+    "overlap",
+    "status",
+    "shown_order",
+    "leased_at",
+    "expires_at",
+)
 _LEASE = text(
     f"INSERT INTO {_ASSIGNMENTS.name} ({', '.join(_LEASE_COLUMNS)}) "
     f"VALUES ({', '.join(':' + name for name in _LEASE_COLUMNS)}) "
@@ -246,10 +253,16 @@ def _insert_lease(
     unit_id = found.id
     shown_order = _random_order(campaign)
     values = dict(
-        campaign_id=campaign.id, unit_id=unit_id, annotator_id=annotator_id,
-        slot=found.slots_taken, overlap=campaign.overlap, status="leased",
-        shown_order=shown_order, leased_at=now, expires_at=expires_at,
-    )  # fmt: skip
+        campaign_id=campaign.id,
+        unit_id=unit_id,
+        annotator_id=annotator_id,
+        slot=found.slots_taken,
+        overlap=campaign.overlap,
+        status="leased",
+        shown_order=shown_order,
+        leased_at=now,
+        expires_at=expires_at,
+    )
     assignment_id = session.connection().execute(_LEASE, values).scalar()
     if assignment_id is None:
         values["slot"] = _free_slot(session, unit_id, campaign.overlap)

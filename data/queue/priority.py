@@ -36,8 +36,11 @@ from schemas.disagreements import DEFAULT_THRESHOLD_SHARE
 
 Routing = Literal["least-annotated", "judge-disagreement", "judge-uncertainty", "stratified"]
 ROUTING_MODES: tuple[str, ...] = (
-    "least-annotated", "judge-disagreement", "judge-uncertainty", "stratified",
-)  # fmt: skip
+    "least-annotated",
+    "judge-disagreement",
+    "judge-uncertainty",
+    "stratified",
+)
 DEFAULT_STRATIFIED_SHARE = 0.2
 PREFERENCE_AXIS: dict[str, float] = {"A": 1.0, "tie": 0.5, "B": 0.0}
 """A canonical pairwise preference on the 0–1 verdict axis."""

@@ -99,11 +99,17 @@ def set_routing(
     session.add(found)
     plan = apply_routing(session, found)
     record_event(
-        session, actor_id=actor_id, action="campaign.routing", entity="campaign",
+        session,
+        actor_id=actor_id,
+        action="campaign.routing",
+        entity="campaign",
         entity_id=stored_id(found),
-        detail={"before": before, "after": {"routing": routing, "judges": names, "share": share},
-                "note": plan.note},
-    )  # fmt: skip
+        detail={
+            "before": before,
+            "after": {"routing": routing, "judges": names, "share": share},
+            "note": plan.note,
+        },
+    )
     return plan
 
 
@@ -203,9 +209,14 @@ def judge_readings(
     pairwise = not protocol.is_pointwise
     scale = (0.0, 1.0) if pairwise else protocol.bounds
     query = campaign_judgements(
-        campaign, Judgement.judge, Judgement.score, Judgement.preference,
-        Judgement.expected_score, Judgement.meta, unit_id=True,
-    ).where(col(Judgement.judge).in_(judges), *where)  # fmt: skip
+        campaign,
+        Judgement.judge,
+        Judgement.score,
+        Judgement.preference,
+        Judgement.expected_score,
+        Judgement.meta,
+        unit_id=True,
+    ).where(col(Judgement.judge).in_(judges), *where)
     verdicts: dict[tuple[int, str], list[float]] = defaultdict(list)
     spreads: dict[tuple[int, str], list[float]] = defaultdict(list)
     for unit_id, judge, score, preference, expected, meta in session.execute(query):

@@ -80,16 +80,30 @@ def _unit_view(
     else:
         responses = (ResponseView(item.single_id, item.single_content, None),)
     return UnitView(
-        assignment_id=assignment.id, unit_id=unit_id, campaign_id=campaign.id,
-        campaign_name=campaign.name, protocol=campaign_protocol(campaign),
-        rationale_min=campaign.rationale_min, instructions=campaign.instructions,
-        item_id=item.item_id, benchmark=item.benchmark, task=item.task, category=item.category,
-        history=list(item.history or []), question=item.question,
+        assignment_id=assignment.id,
+        unit_id=unit_id,
+        campaign_id=campaign.id,
+        campaign_name=campaign.name,
+        protocol=campaign_protocol(campaign),
+        rationale_min=campaign.rationale_min,
+        instructions=campaign.instructions,
+        item_id=item.item_id,
+        benchmark=item.benchmark,
+        task=item.task,
+        category=item.category,
+        history=list(item.history or []),
+        question=item.question,
         reference=item.reference if campaign.show_reference else None,
-        responses=responses, shown_order=assignment.shown_order,
+        responses=responses,
+        shown_order=assignment.shown_order,
         expires_at=assignment.expires_at,
-        draft=None if draft is None else DraftView(
-            draft.score, draft.preference, draft.rationale, draft.active_seconds,
+        draft=None
+        if draft is None
+        else DraftView(
+            draft.score,
+            draft.preference,
+            draft.rationale,
+            draft.active_seconds,
             draft.updated_at,
         ),
-    )  # fmt: skip
+    )

@@ -192,7 +192,7 @@ def others_answers(session: Session, unit_id: int, annotator_id: int) -> list[Ot
             Annotation.unit_id == unit_id,
             Annotation.annotator_id == annotator_id,
             col(Annotation.is_live),
-        )  # fmt: skip
+        )
     ).first()
     if own is None:
         return []

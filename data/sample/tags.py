@@ -43,8 +43,12 @@ TAGS_PER_JUDGE = 6
 _DIRECTED_SHARE = 0.6
 """How often the cause is the one the judge's direction suggests (too lenient / too harsh /
 position bias); the rest are drawn from the content causes."""
-_CONTENT_CAUSES = ("hallucinated content", "missed visual detail", "ignored the rubric",
-                   "human error")  # fmt: skip
+_CONTENT_CAUSES = (
+    "hallucinated content",
+    "missed visual detail",
+    "ignored the rubric",
+    "human error",
+)
 
 
 def add_disagreement_tags(session: Session, reviewer_id: int, references: ReferenceReader) -> int:
