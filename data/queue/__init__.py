@@ -24,9 +24,10 @@ The modules: :mod:`~data.queue.leases` (the next unit), :mod:`~data.queue.drafts
 :mod:`~data.queue.records` (what they return and raise) and :mod:`~data.queue.common`.
 """
 
-from data.queue.answers import flag, revise, skip, submit, submit_and_next
+from data.queue.answers import submit, submit_and_next
 from data.queue.common import campaign_protocol
 from data.queue.drafts import save_draft
+from data.queue.give_back import flag, skip
 from data.queue.leases import expire_leases, next_unit
 from data.queue.progress import unit_progress
 from data.queue.records import (
@@ -44,6 +45,7 @@ from data.queue.records import (
     UnitProgress,
     UnitView,
 )
+from data.queue.revisions import revise
 from data.queue.views import (
     annotator_progress,
     assignment_view,

@@ -1,6 +1,7 @@
-"""Answers: submit (alone or with the next unit), skip, flag, revisions.
+"""Answers: submit, alone or with the next unit in one transaction.
 
-Drafts, saved while typing, are in :mod:`~data.queue.drafts`.
+Drafts, saved while typing, are in :mod:`~data.queue.drafts`; giving a unit back (skip, flag) in
+:mod:`~data.queue.give_back`; editing a submitted answer in :mod:`~data.queue.revisions`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, insert, update
 from sqlalchemy import select as core_select
 from sqlalchemy.orm import make_transient_to_detached
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from data.queue.common import (
     _ANNOTATIONS,
@@ -20,25 +21,22 @@ from data.queue.common import (
     _DRAFTS,
     _UNITS,
     _campaign_row,
-    _change_slots,
     _check_answer,
-    _draft,
     _live_annotation,
     _own_assignment,
     _shown,
 )
 from data.queue.leases import Counting, _next_unit, _retake, next_unit
 from data.queue.records import (
-    AnswerInvalid,
     AssignmentNotFound,
     CampaignNotOpen,
     LeaseLost,
     SubmitStep,
 )
+from data.queue.revisions import revise
 from data.services.campaigns import get_campaign
-from data.storage.audit import record_event
 from schemas.core import stored_id
-from schemas.tables import Annotation, Assignment, Flag, Unit, utcnow
+from schemas.tables import Annotation, Assignment, utcnow
 
 
 def submit(
@@ -344,114 +342,3 @@ def _submit_leased(
         _count_answer(session, row.unit_id)
     _drop_draft(session, row.unit_id, annotator_id)
     return _Stored(annotation_id, values, campaign)
-
-
-def skip(session: Session, assignment_id: int, annotator_id: int, reason: str) -> None:
-    """Give the unit back for others, with a reason; this annotator will not get it again."""
-    if not reason.strip():
-        raise AnswerInvalid("say why you skip this unit (e.g. 'outside my expertise')")
-    assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
-    _release(session, assignment, "skipped", reason.strip())
-
-
-def flag(session: Session, assignment_id: int, annotator_id: int, reason: str) -> Flag:
-    """Report the unit as broken: it leaves the queue and goes to the reviewers."""
-    if not reason.strip():
-        raise AnswerInvalid("say what is broken (e.g. 'image does not load')")
-    assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
-    _release(session, assignment, "released", f"flagged: {reason.strip()}")
-    flag_row = Flag(
-        campaign_id=assignment.campaign_id,
-        unit_id=assignment.unit_id,
-        user_id=annotator_id,
-        reason=reason.strip(),
-    )
-    session.add(flag_row)
-    session.execute(update(Unit).where(Unit.id == assignment.unit_id).values(flagged=True))
-    session.flush()
-    record_event(
-        session,
-        actor_id=annotator_id,
-        action="unit.flag",
-        entity="unit",
-        entity_id=assignment.unit_id,
-        detail={"reason": reason.strip(), "flag_id": flag_row.id},
-    )
-    return flag_row
-
-
-def revise(
-    session: Session,
-    annotation_id: int,
-    annotator_id: int,
-    *,
-    score: float | None = None,
-    preference: str | None = None,
-    rationale: str,
-    extra_seconds: float = 0.0,
-) -> Annotation:
-    """Edit one's own answer: a new revision becomes live, the old one is kept (audited)."""
-    old = session.exec(
-        select(Annotation)
-        .where(Annotation.id == annotation_id, Annotation.annotator_id == annotator_id)
-        .where(col(Annotation.is_live))
-        .with_for_update()
-    ).first()
-    if old is None:
-        raise AssignmentNotFound(f"you have no current answer with id {annotation_id}")
-    campaign = get_campaign(session, old.campaign_id)
-    if campaign.status == "closed":
-        raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers cannot be edited")
-    shown_order = old.shown_order or "AB"
-    score, canonical = _check_answer(campaign, shown_order, score, preference, rationale)
-    old.is_live = False
-    session.add(old)
-    session.flush()
-    new = Annotation(
-        campaign_id=old.campaign_id,
-        unit_id=old.unit_id,
-        annotator_id=annotator_id,
-        assignment_id=old.assignment_id,
-        revision=old.revision + 1,
-        score=score,
-        preference=canonical,
-        shown_order=old.shown_order,
-        rationale=rationale,
-        seconds=old.seconds + max(float(extra_seconds), 0.0),
-        meta={"revises": old.id},
-    )
-    session.add(new)
-    session.flush()
-    record_event(
-        session,
-        actor_id=annotator_id,
-        action="annotation.revise",
-        entity="annotation",
-        entity_id=new.id,
-        detail={
-            "unit_id": old.unit_id,
-            "revision": new.revision,
-            "previous_id": old.id,
-            "before": {
-                "score": old.score,
-                "preference": old.preference,
-                "rationale": old.rationale,
-            },
-            "after": {"score": score, "preference": canonical, "rationale": rationale},
-        },
-    )
-    return new
-
-
-def _release(session: Session, assignment: Assignment, status: str, reason: str) -> None:
-    if assignment.status == "submitted":
-        raise AnswerInvalid("this unit is already answered; edit it from 'My work' instead")
-    was_live = assignment.status == "leased"
-    assignment.status, assignment.skip_reason, assignment.closed_at = status, reason, utcnow()
-    session.add(assignment)
-    if was_live:
-        _change_slots(session, assignment.unit_id, -1)
-    draft = _draft(session, assignment.unit_id, assignment.annotator_id)
-    if draft is not None:
-        session.delete(draft)
-    session.flush()

@@ -238,7 +238,7 @@ def _audit_revision(
     annotation_id: int,
     revision: int,
 ) -> None:
-    """The event an edit in *My work* writes (:func:`data.queue.answers.revise`)."""
+    """The event an edit in *My work* writes (:func:`data.queue.revisions.revise`)."""
     unit_id, _slot, annotator_id, _labels = placed
     old_id, old = previous
     record_event(
