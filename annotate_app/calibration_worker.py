@@ -166,7 +166,8 @@ class _Worker:
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
-            self.process.stdin.close()  # type: ignore[union-attr]
+            if self.process.stdin is not None:  # always a pipe: started with stdin=PIPE
+                self.process.stdin.close()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -102,8 +102,8 @@ def _headline(report: CalibrationReport, protocol: Protocol, grouping: str | Non
                 if cells is None:
                     chart = confusion_heatmap(details.confusion, judge=judge)
                 else:
-                    low, high = protocol.scale_min, protocol.scale_max
-                    chart = agreement_scatter(cells, low=low, high=high, judge=judge)  # type: ignore[arg-type]
+                    low, high = protocol.bounds
+                    chart = agreement_scatter(cells, low=low, high=high, judge=judge)
                 st.altair_chart(chart, width="stretch")
     st.caption(
         "Each judge against the reference: dot area = units; on the dashed diagonal the judge "

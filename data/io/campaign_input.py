@@ -19,6 +19,7 @@ from sqlmodel import Session
 from data.io.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
 from data.queue.routing import campaign_estimation_sample
 from data.services.campaigns import campaign_protocol, get_campaign, unit_key_map
+from schemas.core import core_table
 from schemas.protocols import Protocol
 from schemas.tables import Adjudication, Annotation, AuditEvent, Judgement
 
@@ -88,7 +89,7 @@ def campaign_version(session: Session, campaign: str | int) -> tuple[int, ...]:
     """
     found = get_campaign(session, campaign)
     largest = [
-        session.execute(select(func.max(table.id))).scalar() or 0  # type: ignore[attr-defined]
+        session.execute(select(func.max(core_table(table).c.id))).scalar() or 0
         for table in (Annotation, Adjudication, Judgement, AuditEvent)
     ]
     return (int(found.id or 0), *map(int, largest))
