@@ -161,6 +161,8 @@ def calibrate_command(
         "aggregate": aggregate,
         "judges": tuple(judge) if judge else None,
     }
+    # The options' closed sets arrive as the user's text; CalibrationOptions.validate() checks
+    # each one and names the valid values, so the Literal types hold once it has run.
     options = CalibrationOptions(protocol=chosen, **fields)  # type: ignore[arg-type]
     comparisons = []  # first, so that a misspelt judge is named before the long calibration
     if compare is not None:
