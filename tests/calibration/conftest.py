@@ -4,10 +4,42 @@ from __future__ import annotations
 
 import collections
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
+
+
+@dataclass(frozen=True)
+class SampleDatabase:
+    """The bundled sample project in a fresh SQLite database."""
+
+    url: str
+    engine: Any
+    summary: Any
+    """What :func:`data.sample.build.build_sample_project` reports."""
+    folder: Path
+
+
+@contextmanager
+def sample_database(folder: Path) -> Iterator[SampleDatabase]:
+    """Build the sample project (finished campaigns with humans and judges) in ``folder``."""
+    from data.sample.build import build_sample_project
+    from data.storage.engine import make_engine, upgrade_database
+
+    url = f"sqlite:///{folder / 'critiquelab.db'}"
+    engine = make_engine(url)
+    try:
+        upgrade_database(engine)
+        summary = build_sample_project(engine, data_dir=folder / "data")
+        yield SampleDatabase(url, engine, summary, folder)
+    finally:
+        engine.dispose()
+
 
 PANDALM_LABELS = {0: "tie", 1: "A", 2: "B"}
 GPT_LABELS = {"1": "A", "2": "B", "Tie": "tie", "garbage": None}

@@ -12,22 +12,16 @@ from annotate_app.cli.main import app
 from data.io.frames import campaign_judgement_frame
 from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts, contains_list
 from data.storage.engine import session_scope
+from tests.calibration.conftest import sample_database
 
 POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
 
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
-    from data.sample.build import build_sample_project
-    from data.storage.engine import make_engine, upgrade_database
-
-    folder = tmp_path_factory.mktemp("sample")
-    url = f"sqlite:///{folder / 'critiquelab.db'}"
-    engine = make_engine(url)
-    upgrade_database(engine)
-    build_sample_project(engine, data_dir=folder / "data")
-    yield url, engine
-    engine.dispose()
+    with sample_database(tmp_path_factory.mktemp("sample")) as built:
+        url, engine = built.url, built.engine
+        yield url, engine
 
 
 def _run(url, *args):

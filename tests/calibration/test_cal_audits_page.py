@@ -20,6 +20,7 @@ from data.queue import campaign_protocol
 from data.services.campaigns import get_campaign
 from data.services.users import create_user
 from data.storage.engine import session_scope
+from tests.calibration.conftest import sample_database
 
 TIMEOUT = 180
 POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
@@ -27,18 +28,11 @@ POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
-    from data.sample.build import build_sample_project
-    from data.storage.engine import make_engine, upgrade_database
-
-    folder = tmp_path_factory.mktemp("sample")
-    url = f"sqlite:///{folder / 'critiquelab.db'}"
-    engine = make_engine(url)
-    upgrade_database(engine)
-    build_sample_project(engine, data_dir=folder / "data")
-    with session_scope(engine) as session:
-        reviewer = create_user(session, "audit-reviewer", "a long password 123", "reviewer")
-    yield url, engine, reviewer
-    engine.dispose()
+    with sample_database(tmp_path_factory.mktemp("sample")) as built:
+        url, engine = built.url, built.engine
+        with session_scope(engine) as session:
+            reviewer = create_user(session, "audit-reviewer", "a long password 123", "reviewer")
+        yield url, engine, reviewer
 
 
 def _library(engine, bootstrap, prices=None, families=None):

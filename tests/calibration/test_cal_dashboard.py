@@ -13,6 +13,7 @@ from data.io.frames import campaign_judgement_frame, unit_content
 from data.services.campaigns import get_campaign
 from data.services.users import create_user
 from data.storage.engine import session_scope
+from tests.calibration.conftest import sample_database
 
 TIMEOUT = 120
 
@@ -20,21 +21,15 @@ TIMEOUT = 120
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     """The sample project in a fresh database, plus an admin, a reviewer and an annotator."""
-    from data.sample.build import build_sample_project
-    from data.storage.engine import make_engine, upgrade_database
-
-    folder = tmp_path_factory.mktemp("sample")
-    url = f"sqlite:///{folder / 'critiquelab.db'}"
-    engine = make_engine(url)
-    upgrade_database(engine)
-    summary = build_sample_project(engine, data_dir=folder / "data")
-    with session_scope(engine) as session:
-        users = {
-            role: create_user(session, f"cal-{role}", "a long password 123", role)
-            for role in ("admin", "reviewer", "annotator")
-        }
-    yield url, engine, summary, users, folder
-    engine.dispose()
+    with sample_database(tmp_path_factory.mktemp("sample")) as built:
+        url, engine, folder = built.url, built.engine, built.folder
+        summary = built.summary
+        with session_scope(engine) as session:
+            users = {
+                role: create_user(session, f"cal-{role}", "a long password 123", role)
+                for role in ("admin", "reviewer", "annotator")
+            }
+        yield url, engine, summary, users, folder
 
 
 def _page(url, user, monkeypatch) -> AppTest:

@@ -28,6 +28,7 @@ from data.io.campaign_input import read_calibration_input
 from data.services.campaigns import get_campaign
 from data.services.monitor import human_rating_matrices
 from data.storage.engine import session_scope
+from tests.calibration.conftest import sample_database
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs/spec/calibration-result.schema.json"
 POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
@@ -37,16 +38,9 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     """The bundled sample project (finished campaigns with humans and judges) in a database."""
-    from data.sample.build import build_sample_project
-    from data.storage.engine import make_engine, upgrade_database
-
-    folder = tmp_path_factory.mktemp("sample")
-    url = f"sqlite:///{folder / 'critiquelab.db'}"
-    engine = make_engine(url)
-    upgrade_database(engine)
-    build_sample_project(engine, data_dir=folder / "data")
-    yield url, engine
-    engine.dispose()
+    with sample_database(tmp_path_factory.mktemp("sample")) as built:
+        url, engine = built.url, built.engine
+        yield url, engine
 
 
 def _validator() -> jsonschema.Draft202012Validator:

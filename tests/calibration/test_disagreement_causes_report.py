@@ -17,6 +17,7 @@ from data.services.campaigns import campaign_protocol, get_campaign, list_campai
 from data.services.disagreements import tag_disagreement
 from data.services.users import create_user
 from data.storage.engine import session_scope
+from tests.calibration.conftest import sample_database
 
 TIMEOUT = 120
 
@@ -24,27 +25,20 @@ TIMEOUT = 120
 @pytest.fixture(scope="module")
 def tagged(tmp_path_factory):
     """The sample project with three causes tagged on its first campaign's first judge."""
-    from data.sample.build import build_sample_project
-    from data.storage.engine import make_engine, upgrade_database
-
-    folder = tmp_path_factory.mktemp("sample")
-    url = f"sqlite:///{folder / 'critiquelab.db'}"
-    engine = make_engine(url)
-    upgrade_database(engine)
-    build_sample_project(engine, data_dir=folder / "data")
-    with session_scope(engine) as session:
-        reviewer = create_user(session, "cause-rita", "a long password 123", "reviewer")
-        campaign = list_campaigns(session)[0]
-        judge = campaign_judges(session, campaign.id)[0]
-    queue = open_disagreements(engine, reviewer.id, campaign.id, judge, include_tagged=False)
-    assert len(queue.entries) >= 3, "the sample's judges disagree with the humans somewhere"
-    with session_scope(engine) as session:
-        for entry, cause in zip(
-            queue.entries, ("too lenient", "too lenient", "other"), strict=False
-        ):
-            tag_disagreement(session, reviewer.id, entry, cause=cause, note=f"<i>{cause}</i>")
-    yield url, engine, reviewer, campaign, judge, folder
-    engine.dispose()
+    with sample_database(tmp_path_factory.mktemp("sample")) as built:
+        url, engine, folder = built.url, built.engine, built.folder
+        with session_scope(engine) as session:
+            reviewer = create_user(session, "cause-rita", "a long password 123", "reviewer")
+            campaign = list_campaigns(session)[0]
+            judge = campaign_judges(session, campaign.id)[0]
+        queue = open_disagreements(engine, reviewer.id, campaign.id, judge, include_tagged=False)
+        assert len(queue.entries) >= 3, "the sample's judges disagree with the humans somewhere"
+        with session_scope(engine) as session:
+            for entry, cause in zip(
+                queue.entries, ("too lenient", "too lenient", "other"), strict=False
+            ):
+                tag_disagreement(session, reviewer.id, entry, cause=cause, note=f"<i>{cause}</i>")
+        yield url, engine, reviewer, campaign, judge, folder
 
 
 def test_the_dashboard_shows_the_causes_per_judge(tagged, monkeypatch):
