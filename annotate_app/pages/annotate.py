@@ -85,10 +85,8 @@ def _answered_line(where: DeltaGenerator, revision: int) -> None:
     leave.button("Go to my next unit", key="leave-answered", on_click=_leave_answered)
 
 
-def _save_draft(key: str, assignment_id: int) -> None:
-    payload = read_payload(key, "draft")
-    if payload is None or payload.unit != assignment_id:
-        return
+def _store_draft(assignment_id: int, payload: AnswerPayload) -> str | None:
+    """Save what was typed as the unit's draft; the error's text when it was not saved."""
     try:
         with session_scope(engine) as session:
             queue.save_draft(
@@ -102,6 +100,16 @@ def _save_draft(key: str, assignment_id: int) -> None:
                 edited_at=payload.edited_at,
             )
     except (queue.QueueError, DatabaseProblem) as error:
+        return str(error)
+    return None
+
+
+def _save_draft(key: str, assignment_id: int) -> None:
+    payload = read_payload(key, "draft")
+    if payload is None or payload.unit != assignment_id:
+        return
+    error = _store_draft(assignment_id, payload)
+    if error is not None:
         state["annotate_notice"] = f"Draft not saved: {error}"
     # This tab's own copy: if another tab answers the unit, the server drops the draft and takes
     # no new one (None above), and this is what the tab still shows (:func:`_kept_draft`).
@@ -167,20 +175,7 @@ def _submit(key: str, assignment_id: int) -> None:
 
 def _save_draft_after_refusal(assignment_id: int, payload: AnswerPayload) -> None:
     """Keep what was typed when a submit is refused, so nothing is lost."""
-    try:
-        with session_scope(engine) as session:
-            queue.save_draft(
-                session,
-                assignment_id,
-                user.id,
-                score=payload.score,
-                preference=payload.preference,
-                rationale=payload.rationale,
-                active_seconds=payload.seconds,
-                edited_at=payload.edited_at,
-            )
-    except (queue.QueueError, DatabaseProblem):
-        pass  # the refusal message already says what happened
+    _store_draft(assignment_id, payload)  # the refusal message already says what happened
 
 
 def _give_back(action: str, assignment_id: int, reason_key: str) -> None:
