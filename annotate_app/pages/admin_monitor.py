@@ -10,8 +10,8 @@ import streamlit as st
 from annotate_app.auth import require_role
 from annotate_app.campaign_calibration import task_agreement
 from annotate_app.db import get_engine
+from annotate_app.pickers import pick_campaign
 from data.services.campaign_progress import campaign_progress
-from data.services.campaigns import list_campaigns
 from data.services.monitor import low_effort_flags, unit_issues
 from data.storage.engine import session_scope
 
@@ -19,12 +19,7 @@ user = require_role("admin")
 engine = get_engine()
 
 st.title("Monitor")
-with session_scope(engine) as session:
-    campaigns = list_campaigns(session)
-if not campaigns:
-    st.info("No campaigns yet.")
-    st.stop()
-campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: c.name, key="mon_campaign")
+campaign = pick_campaign(engine, key="mon_campaign")
 with session_scope(engine) as session:
     progress = campaign_progress(session, campaign.id)
     effort = low_effort_flags(session, campaign.id)

@@ -7,6 +7,7 @@ import streamlit as st
 
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
+from annotate_app.pickers import pick_campaign
 from annotate_app.render import render_bands, render_content, render_history, safe_markdown
 from annotate_app.text import escape_markdown
 from data.services.adjudication import (
@@ -17,7 +18,6 @@ from data.services.adjudication import (
     unit_review,
 )
 from data.services.admin import PermissionDenied
-from data.services.campaigns import list_campaigns
 from data.storage.engine import session_scope
 from schemas.protocols import InvalidJudgement, Protocol
 
@@ -57,12 +57,7 @@ st.title("Adjudicate")
 if FLASH in st.session_state:
     st.success(escape_markdown(st.session_state.pop(FLASH)))
 
-with session_scope(engine) as session:
-    campaigns = list_campaigns(session)
-if not campaigns:
-    st.info("No campaigns yet.")
-    st.stop()
-campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: c.name, key="adj_campaign")
+campaign = pick_campaign(engine, key="adj_campaign")
 include_done = st.checkbox("Include units already adjudicated", key="adj_include_done")
 with session_scope(engine) as session:
     queue = adjudication_queue(session, campaign.id, include_adjudicated=include_done)

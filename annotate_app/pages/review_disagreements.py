@@ -11,12 +11,12 @@ import streamlit as st
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.disagreement_review import open_disagreements
+from annotate_app.pickers import pick_campaign
 from annotate_app.render import render_content, render_history
 from annotate_app.text import escape_markdown, safe_markdown
 from data.io.frames import campaign_judges
 from data.services.adjudication import UnitReview, unit_review
 from data.services.admin import PermissionDenied
-from data.services.campaigns import list_campaigns
 from data.services.disagreements import Disagreement, DisagreementError, tag_disagreement
 from data.storage.engine import session_scope
 
@@ -81,13 +81,8 @@ if FLASH in st.session_state:
 if ERROR in st.session_state:
     st.error(escape_markdown(st.session_state.pop(ERROR)))
 
-with session_scope(engine) as session:
-    campaigns = list_campaigns(session)
-if not campaigns:
-    st.info("No campaigns yet.")
-    st.stop()
 picker, judge_picker, done_box = st.columns([2, 2, 1], vertical_alignment="bottom")
-campaign = picker.selectbox("Campaign", campaigns, format_func=lambda c: c.name, key="dis_campaign")
+campaign = pick_campaign(engine, key="dis_campaign", where=picker)
 with session_scope(engine) as session:
     judges = campaign_judges(session, campaign.id)
 if not judges:

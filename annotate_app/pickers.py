@@ -1,0 +1,24 @@
+"""The campaign picker that the review and admin pages open with."""
+
+from __future__ import annotations
+
+import streamlit as st
+from sqlalchemy.engine import Engine
+from streamlit.delta_generator import DeltaGenerator
+
+from data.services.campaigns import list_campaigns
+from data.storage.engine import session_scope
+from schemas.tables import Campaign
+
+
+def pick_campaign(engine: Engine, key: str, where: DeltaGenerator | None = None) -> Campaign:
+    """The campaign chosen in a "Campaign" select box (in ``where``, default the page); with no
+    campaign at all, says so and stops the page."""
+    with session_scope(engine) as session:
+        campaigns = list_campaigns(session)
+    if not campaigns:
+        st.info("No campaigns yet.")
+        st.stop()
+    box = where if where is not None else st
+    chosen: Campaign = box.selectbox("Campaign", campaigns, format_func=lambda c: c.name, key=key)
+    return chosen
