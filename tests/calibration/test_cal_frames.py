@@ -330,3 +330,10 @@ def test_a_campaign_calibration_reads_the_rationales_of_the_listed_units_only(en
         assert [text for _, _, text in row["human_rationales"]] == [f"r{index}0", f"r{index}1"]
         expected = ["j"] if name == "gpt-4" else [""]
         assert [text for _, _, text in row["judge_rationales"]] == expected
+    assert listed == sorted(  # both judges' one largest disagreement, each unit once
+        {
+            row["unit"]
+            for judge in details.values()
+            for row in judge.disagreements.to_dict("records")
+        }
+    )
