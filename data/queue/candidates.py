@@ -101,12 +101,12 @@ def wait_for_candidate(
         return None
     passed_over = set(tried)
     while (remaining := deadline - time.monotonic()) > 0:
-        pick = _unlocked_pick(session, campaign, annotator_id, passed_over)
+        pick = unlocked_pick(session, campaign, annotator_id, passed_over)
         if pick is None:
             return None
         try:
-            locked = _lock_waiting(session, pick.id, campaign.overlap, remaining)
-        except _WaitFailed as failure:
+            locked = lock_waiting(session, pick.id, campaign.overlap, remaining)
+        except WaitFailed as failure:
             if failure.sqlstate != "40P01":  # timed out: the deadline is spent
                 return None
             locked = None
@@ -116,9 +116,7 @@ def wait_for_candidate(
     return None
 
 
-def _unlocked_pick(
-    session: Session, campaign: Any, annotator_id: int, passed_over: set[int]
-) -> Any:
+def unlocked_pick(session: Session, campaign: Any, annotator_id: int, passed_over: set[int]) -> Any:
     """The unit :func:`candidate` would give if nothing were locked (a plain read)."""
     params: dict[str, Any] = {"campaign_id": campaign.id, "annotator_id": annotator_id}
     if campaign.routing != "least-annotated":
@@ -133,7 +131,7 @@ def _unlocked_pick(
     return session.connection().execute(statement, params).first()
 
 
-class _WaitFailed(Exception):
+class WaitFailed(Exception):
     """A lock wait that PostgreSQL ended (``sqlstate``); its savepoint is rolled back."""
 
     def __init__(self, sqlstate: str) -> None:
@@ -152,12 +150,12 @@ _LOCK_WAITING = (
 """Lock one unit, waiting for the transactions that hold it, and read its count again."""
 
 
-def _lock_waiting(session: Session, unit_id: int, overlap: int, seconds: float) -> Any:
+def lock_waiting(session: Session, unit_id: int, overlap: int, seconds: float) -> Any:
     """:data:`_LOCK_WAITING` in a savepoint, waiting at most ``seconds``.
 
     The lock timeout is set for the savepoint only and put back before it is released, so that
     nothing after this wait in the caller's transaction runs under it. A failed wait rolls back
-    the savepoint alone (raised as :class:`_WaitFailed`); any other error propagates.
+    the savepoint alone (raised as :class:`WaitFailed`); any other error propagates.
     """
     previous = session.connection().execute(_LOCK_TIMEOUT).scalar_one()
     timeout = f"{max(1, round(seconds * 1000))}ms"
@@ -179,7 +177,7 @@ def _lock_waiting(session: Session, unit_id: int, overlap: int, seconds: float) 
         # The transaction must be usable again (only the savepoint rolled back); if it were not,
         # this raises here instead of letting the caller commit nothing while it reports success.
         session.connection().execute(_LOCK_TIMEOUT).scalar_one()
-        raise _WaitFailed(sqlstate) from None
+        raise WaitFailed(sqlstate) from None
     return locked
 
 

@@ -17,10 +17,10 @@ from sqlmodel import Session, col, select
 
 from data.queue.candidates import (
     WAIT_SECONDS,
-    _lock_waiting,
-    _unlocked_pick,
-    _WaitFailed,
+    WaitFailed,
     candidate,
+    lock_waiting,
+    unlocked_pick,
     wait_for_candidate,
 )
 from data.queue.common import (
@@ -347,7 +347,7 @@ def _wait_in_order(
     submitted, counted = counting.unit_id, False
     held: set[int] = set()  # units locked by waiting
     while (remaining := deadline - time.monotonic()) > 0:
-        pick = _unlocked_pick(session, campaign, annotator_id, passed_over)
+        pick = unlocked_pick(session, campaign, annotator_id, passed_over)
         if not counted and (pick is None or pick.id > submitted):
             counting.count()  # every unit held is below it
             counted = True
@@ -358,8 +358,8 @@ def _wait_in_order(
         if pick.id <= max(held | ({submitted} if counted else set()), default=-1):
             continue  # waiting for it could close a cycle
         try:
-            locked = _lock_waiting(session, pick.id, campaign.overlap, remaining)
-        except _WaitFailed as failure:
+            locked = lock_waiting(session, pick.id, campaign.overlap, remaining)
+        except WaitFailed as failure:
             if failure.sqlstate != "40P01":  # timed out: the deadline is spent
                 break
             continue
