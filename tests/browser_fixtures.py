@@ -210,6 +210,20 @@ def login_in_browser(page: Any, base_url: str, name: str, password: str) -> None
     assert any(c["name"] == SESSION_COOKIE for c in page.context.cookies()), "no session cookie"
 
 
+def choose_option(page: Any, label: str, option: str) -> None:
+    """Choose ``option`` in the select box named ``label``: typing filters the list (the option
+    may be off screen), a click on the option chooses it. Not Enter: pressed before the list has
+    filtered (under load) it chooses nothing, while the box still shows the typed text."""
+    from playwright.sync_api import expect
+
+    box = page.get_by_role("combobox", name=label)
+    box.click()
+    page.keyboard.type(option)
+    page.get_by_role("option", name=option, exact=True).click()
+    expect(page.get_by_role("option")).to_have_count(0)  # closed: the box shows the choice
+    expect(box).to_have_value(option)
+
+
 @pytest.fixture
 def login() -> LoginHelper:
     """``login(page, base_url, name, password)``: log in through the form."""

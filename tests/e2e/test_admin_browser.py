@@ -15,7 +15,7 @@ from data.io.frames import campaign_reference_overrides
 from data.services.users import get_user
 from data.storage.audit import list_events
 from schemas.tables import Campaign, Dataset, Item
-from tests.browser_fixtures import ARTIFACTS
+from tests.browser_fixtures import ARTIFACTS, choose_option
 
 pytestmark = pytest.mark.e2e
 
@@ -34,14 +34,6 @@ def seeded(app_server: Any) -> Any:
         answer(session, second, people["ann"], score=5, rationale="Half of it is right.")
         answer(session, second, people["bob"], score=6, rationale="Most of it is right.")
     return app_server
-
-
-def _choose(page: Any, label: str, option: str) -> None:
-    """Pick ``option`` of a select box by typing it (the option list may be off screen)."""
-    page.get_by_role("combobox", name=label).click()
-    page.keyboard.type(option)
-    page.keyboard.press("Enter")
-    expect(page.get_by_role("combobox", name=label)).to_have_value(option)
 
 
 def _items(server: Any) -> int:
@@ -109,7 +101,7 @@ def test_an_adjudication_in_the_browser_becomes_the_calibration_reference(
     page.get_by_role("link", name="Adjudicate").click()
     expect(page.get_by_text("Reads the sign wrong.")).to_be_visible()
     expect(page.get_by_text("Reads the sign right.")).to_be_visible()
-    _choose(page, "Score", "7")
+    choose_option(page, "Score", "7")
     page.get_by_label("Note: why this is the final label").fill("The sign is legible: 7.")
     page.get_by_role("button", name="Record final label").click()
     expect(page.get_by_text("Final label recorded for")).to_be_visible()
@@ -132,8 +124,8 @@ def test_an_adjudication_in_the_browser_becomes_the_calibration_reference(
 def test_a_role_change_in_the_browser_is_audited(seeded: Any, page: Any, login: Any) -> None:
     login(page, seeded.url, "root", PASSWORD)
     page.get_by_role("link", name="Users").click()
-    _choose(page, "Account", "bob")
-    _choose(page, "New role", "reviewer")
+    choose_option(page, "Account", "bob")
+    choose_option(page, "New role", "reviewer")
     page.get_by_role("button", name="Change role").click()
     expect(page.get_by_text("bob is now reviewer.")).to_be_visible()
     with seeded.session() as session:

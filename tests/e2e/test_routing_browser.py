@@ -11,7 +11,7 @@ from sqlmodel import select
 
 from data.io.judgements import insert_judgements
 from schemas.tables import Campaign, Judgement, Response
-from tests.browser_fixtures import ARTIFACTS
+from tests.browser_fixtures import ARTIFACTS, choose_option
 
 pytestmark = pytest.mark.e2e
 
@@ -37,21 +37,16 @@ def seeded(app_server: Any) -> Any:
     return app_server
 
 
-def _pick(page: Any, label: str, option: str) -> None:
-    page.get_by_role("combobox", name=label).click()
-    page.keyboard.type(option)
-    page.keyboard.press("Enter")
-
-
 def test_routing_set_in_the_browser_serves_the_disputed_unit_first(
     seeded: Any, page: Any, login: Any
 ) -> None:
     login(page, seeded.url, "root", PASSWORD)
     page.get_by_role("link", name="Campaigns").click()
-    _pick(page, "Routing", "judge-disagreement")
-    expect(page.get_by_role("combobox", name="Routing")).to_have_value("judge-disagreement")
+    choose_option(page, "Routing", "judge-disagreement")
+    judges = page.get_by_role("combobox", name="Judges that order the queue")
     for judge in ("j1", "j2"):
-        _pick(page, "Judges that order the queue", judge)
+        judges.click()
+        page.get_by_role("option", name=judge, exact=True).click()
     page.keyboard.press("Escape")
     page.get_by_role("button", name="Apply routing").click()
     expect(page.get_by_text("Routing judge-disagreement: 4 of 4 units ordered")).to_be_visible()
