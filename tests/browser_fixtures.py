@@ -210,17 +210,51 @@ def login_in_browser(page: Any, base_url: str, name: str, password: str) -> None
     assert any(c["name"] == SESSION_COOKIE for c in page.context.cookies()), "no session cookie"
 
 
+def wait_for_run_to_end(page: Any) -> None:
+    """Wait until the app's script run has ended (Streamlit's own ``data-test-script-state``)."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
+
+
+def drawn_by_this_run(page: Any) -> Any:
+    """The elements the app's latest script run has drawn. While a rerun is under way Streamlit
+    keeps the previous run's elements on screen, marked ``data-stale``, until the run ends: a
+    widget keyed per unit then briefly exists twice, and a plain locator for it sees both."""
+    return page.locator('[data-testid="stElementContainer"][data-stale="false"]')
+
+
+def click_option(page: Any, box: Any, option: str) -> None:
+    """Open the list of the select box ``box``, type ``option`` (the list filters, so an option
+    below the fold is reachable) and click it.
+
+    The list is a react-aria popover, which closes when the page scrolls; the scroll that brings
+    the box into view can land just after the list opened. Then the list is opened again, at most
+    three times in all: what is typed replaces the text typed before."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    wait_for_run_to_end(page)  # a run that ends while the list is open draws the box again
+    choice = page.get_by_role("option", name=option, exact=True)
+    for attempt in range(3):
+        box.click()
+        page.keyboard.press("ControlOrMeta+A")
+        page.keyboard.type(option)
+        try:
+            choice.click(timeout=3_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+
+
 def choose_option(page: Any, label: str, option: str) -> None:
-    """Choose ``option`` in the select box named ``label``: typing filters the list (the option
-    may be off screen), a click on the option chooses it. Not Enter: pressed before the list has
-    filtered (under load) it chooses nothing, while the box still shows the typed text."""
+    """Choose ``option`` in the single-choice select box named ``label``, and check that the box
+    shows it with its list closed (while the list is open the box shows the typed text)."""
     from playwright.sync_api import expect
 
     box = page.get_by_role("combobox", name=label)
-    box.click()
-    page.keyboard.type(option)
-    page.get_by_role("option", name=option, exact=True).click()
-    expect(page.get_by_role("option")).to_have_count(0)  # closed: the box shows the choice
+    click_option(page, box, option)
+    expect(page.get_by_role("option")).to_have_count(0)
     expect(box).to_have_value(option)
 
 

@@ -15,7 +15,7 @@ from data.io.frames import campaign_reference_overrides
 from data.services.users import get_user
 from data.storage.audit import list_events
 from schemas.tables import Campaign, Dataset, Item
-from tests.browser_fixtures import ARTIFACTS, choose_option
+from tests.browser_fixtures import ARTIFACTS, choose_option, drawn_by_this_run
 
 pytestmark = pytest.mark.e2e
 
@@ -112,9 +112,10 @@ def test_an_adjudication_in_the_browser_becomes_the_calibration_reference(
     # the next unit opens with an empty form: not the 7 and the note of the unit before
     expect(page.get_by_text("Half of it is right.")).to_be_visible()
     expect(page.get_by_text("2 answers · mean 5.50 · median 5.5")).to_be_visible()
-    expect(page.get_by_role("combobox", name="Score")).to_have_value("")
-    expect(page.get_by_label("Note: why this is the final label")).to_have_value("")
-    page.get_by_label("Note: why this is the final label").fill("No score chosen yet.")
+    form = drawn_by_this_run(page)
+    expect(form.get_by_role("combobox", name="Score")).to_have_value("")
+    expect(form.get_by_label("Note: why this is the final label")).to_have_value("")
+    form.get_by_label("Note: why this is the final label").fill("No score chosen yet.")
     page.get_by_role("button", name="Record final label").click()
     expect(page.get_by_text("choose a score (integers 1–10)")).to_be_visible()
     with seeded.session() as session:

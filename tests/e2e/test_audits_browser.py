@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from data.sample.build import build_sample_project
-from tests.browser_fixtures import ARTIFACTS
+from tests.browser_fixtures import ARTIFACTS, choose_option, drawn_by_this_run
 
 pytestmark = pytest.mark.e2e
 POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
@@ -35,8 +35,7 @@ def _screenshot_at(page: Any, heading: str, name: str) -> None:
 def test_the_page_shows_both_audits_of_the_sample(sample: Any, page: Any, login: Any) -> None:
     login(page, sample.url, "demo-reviewer", "demo-reviewer-pass")
     page.get_by_role("link", name="Calibration").click()
-    page.get_by_role("combobox", name="Campaign").click()
-    page.get_by_role("option", name=f"{PAIRWISE} (pairwise)").click()
+    choose_option(page, "Campaign", f"{PAIRWISE} (pairwise)")
     resamples = page.get_by_label("Bootstrap resamples")
     resamples.fill("100")
     resamples.press("Enter")
@@ -46,14 +45,13 @@ def test_the_page_shows_both_audits_of_the_sample(sample: Any, page: Any, login:
     expect(
         page.get_by_text(f"pairs of {PAIRWISE} whose two responses are scored in")
     ).to_be_visible()
-    page.get_by_label("Model families (JSON)", exact=True).fill(
-        '{"synthetic-gpt4-like": "k", "synthetic-kestrel-vl": "k"}'
-    )
-    page.get_by_label("Model families (JSON)", exact=True).press("Enter")
-    page.get_by_label("Price / M input tokens").fill("2.5")
-    page.get_by_label("Price / M input tokens").press("Enter")
-    page.get_by_label("Price / M output tokens").fill("10")
-    page.get_by_label("Price / M output tokens").press("Enter")
+    drawn = drawn_by_this_run(page)  # the boxes are keyed per campaign: not the stale ones
+    families = drawn.get_by_label("Model families (JSON)", exact=True)
+    families.fill('{"synthetic-gpt4-like": "k", "synthetic-kestrel-vl": "k"}')
+    families.press("Enter")
+    for label, price in (("Price / M input tokens", "2.5"), ("Price / M output tokens", "10")):
+        drawn.get_by_label(label).fill(price)
+        drawn.get_by_label(label).press("Enter")
     expect(page.get_by_text("Download the judge audit (HTML)")).to_be_visible(timeout=90_000)
     expect(page.get_by_text("Self-preference needs a model-family mapping")).to_have_count(0)
     _screenshot_at(page, "Judge bias and cost", "audits-page-bias-1280x720.png")

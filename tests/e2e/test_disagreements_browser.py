@@ -13,7 +13,7 @@ from sqlmodel import select
 from data.sample.build import build_sample_project
 from schemas.disagreements import DEFAULT_TAXONOMY
 from schemas.tables import DisagreementTag
-from tests.browser_fixtures import ARTIFACTS
+from tests.browser_fixtures import ARTIFACTS, drawn_by_this_run
 
 pytestmark = pytest.mark.e2e
 
@@ -62,6 +62,7 @@ def test_keys_tag_the_cause_and_open_the_next_disagreement(sample: Any, page: An
         (DEFAULT_TAXONOMY[3], "Counts 4 cats; the image has 3.")
     ]
     expect(page.get_by_role("combobox", name="Unit (largest gap first)")).not_to_have_value(first)
-    expect(note).to_have_value("")  # the next unit opens with an empty note
+    # the next unit opens with an empty note (its own box: the old one stays until the run ends)
+    expect(drawn_by_this_run(page).get_by_label("Note (needed for 'other')")).to_have_value("")
     page.get_by_role("heading", name="Disagreements").first.evaluate("e => e.scrollIntoView()")
     page.screenshot(path=str(ARTIFACTS / "disagreements-page-after-key-1280x720.png"))

@@ -11,7 +11,7 @@ from sqlmodel import select
 
 from data.io.judgements import insert_judgements
 from schemas.tables import Campaign, Judgement, Response
-from tests.browser_fixtures import ARTIFACTS, choose_option
+from tests.browser_fixtures import ARTIFACTS, choose_option, click_option
 
 pytestmark = pytest.mark.e2e
 
@@ -45,8 +45,7 @@ def test_routing_set_in_the_browser_serves_the_disputed_unit_first(
     choose_option(page, "Routing", "judge-disagreement")
     judges = page.get_by_role("combobox", name="Judges that order the queue")
     for judge in ("j1", "j2"):
-        judges.click()
-        page.get_by_role("option", name=judge, exact=True).click()
+        click_option(page, judges, judge)
     page.keyboard.press("Escape")
     page.get_by_role("button", name="Apply routing").click()
     expect(page.get_by_text("Routing judge-disagreement: 4 of 4 units ordered")).to_be_visible()
