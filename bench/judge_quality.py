@@ -18,9 +18,12 @@ predictions enter the database as judges through ``critiquelab judgments import`
    ``critic score`` of the head critic on the test split, both orders;
 6. a calibration map (multinomial logistic regression from the head's canonical log-probabilities
    to the human label) fitted on the head's **out-of-fold** train predictions, applied to the
-   test split's debiased probabilities (``head+map``);
+   test split's debiased probabilities (``head+map``); and the same fit with the no-LM
+   baseline's features added (``head+no-lm``: does the language model add anything to the
+   shortcuts?);
 7. ``calibrate`` on the test split's judgements (humans + every judge, file mode) and
-   ``calibrate --compare`` of the head critic against each baseline and against GPT-3.5.
+   ``calibrate --compare`` of the head critic against each baseline and against GPT-3.5, and of
+   GPT-3.5 and PandaLM-7B against the no-LM baseline.
 
 Nothing is tuned on the test split. Run (prints JSON, writes everything under ``--work``)::
 
@@ -126,6 +129,9 @@ def main() -> dict:
               str(exported))  # fmt: skip
     mapped = steps.timed("map (fit on train out-of-fold)", _head_map, head_dir, exported, work)
     steps.cli("judgments import head+map", "judgments", "import", str(mapped))
+    stacked = steps.timed("head+no-lm (fit on train out-of-fold)", _head_with_shortcuts, units,
+                          head_dir, exported, work, args.seed)  # fmt: skip
+    steps.cli("judgments import head+no-lm", "judgments", "import", str(stacked))
     steps.cli("critic score zero-shot", *score, "--model", str(base), "--judge-name", "zero-shot",
               "--preference-probs", "--max-new-tokens", str(args.max_new_tokens),
               *(["--limit", str(args.zero_shot_limit)] * bool(args.zero_shot_limit)))  # fmt: skip
@@ -159,7 +165,10 @@ def main() -> dict:
               "--html", str(work / "report.html"))  # fmt: skip
     comparisons = {}
     pairs = [("head", other) for other in ("baseline-majority", "baseline-no-lm", "gpt-3.5-turbo")]
-    pairs += [("head-debiased", "baseline-no-lm"), ("human", "head")]
+    pairs += [("head-debiased", "baseline-no-lm"), ("head+no-lm", "baseline-no-lm")]
+    # how high the no-LM bar is: do the published judges clear it on these instructions?
+    pairs += [("gpt-3.5-turbo", "baseline-no-lm"), ("pandalm-7b", "baseline-no-lm")]
+    pairs += [("human", "head")]
     for a, b in pairs:
         out = work / f"compare-{a}-{b}.json"
         steps.cli(f"calibrate --compare {a} {b}", *calibrate, "--compare", a, b, "--json",
@@ -244,21 +253,15 @@ def _features(unit: dict[str, Any], models: list[str]) -> list[float]:
     return values
 
 
-def _baselines(units: dict[str, dict[str, Any]], work: Path, seed: int) -> dict[str, Path]:
-    """Majority class and no-LM logistic regression, fitted on train, written for test units."""
+def _no_lm_search(x: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int) -> Any:
+    """Standardised multinomial logistic regression, its C chosen by the log-loss of a 5-fold
+    cross-validation grouped by item (train split only)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import log_loss, make_scorer
     from sklearn.model_selection import GridSearchCV, GroupKFold
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    train = [u for u in units.values() if u["split"] == "train"]
-    test = [u for u in units.values() if u["split"] == "eval"]
-    majority = Counter(u["label"] for u in train).most_common(1)[0][0]
-    models = sorted({r["model"] for u in train for r in u["responses"]})
-    x = np.array([_features(u, models) for u in train])
-    y = np.array([u["label"] for u in train])
-    groups = np.array([u["item_id"] for u in train])
     search = GridSearchCV(
         make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)),
         {"logisticregression__C": [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]},
@@ -267,7 +270,27 @@ def _baselines(units: dict[str, dict[str, Any]], work: Path, seed: int) -> dict[
             log_loss, greater_is_better=False, response_method="predict_proba", labels=LABELS
         ),
     )
-    search.fit(x, y, groups=groups)
+    return search.fit(x, y, groups=groups)
+
+
+def _train_arrays(
+    units: dict[str, dict[str, Any]],
+) -> tuple[list[str], list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The train split's unit keys, the models seen in it, and its features, labels, items."""
+    keys = [key for key, unit in units.items() if unit["split"] == "train"]
+    models = sorted({r["model"] for key in keys for r in units[key]["responses"]})
+    x = np.array([_features(units[key], models) for key in keys])
+    y = np.array([units[key]["label"] for key in keys])
+    groups = np.array([units[key]["item_id"] for key in keys])
+    return keys, models, x, y, groups
+
+
+def _baselines(units: dict[str, dict[str, Any]], work: Path, seed: int) -> dict[str, Path]:
+    """Majority class and no-LM logistic regression, fitted on train, written for test units."""
+    _, models, x, y, groups = _train_arrays(units)
+    test = [u for u in units.values() if u["split"] == "eval"]
+    majority = Counter(y.tolist()).most_common(1)[0][0]
+    search = _no_lm_search(x, y, groups, seed)
     predicted = search.predict(np.array([_features(u, models) for u in test]))
     rows = {
         "baseline-majority": [_row("baseline-majority", u["pair"], majority, {}) for u in test],
@@ -309,6 +332,34 @@ def _head_map(head_dir: Path, exported: Path, work: Path) -> Path:
                  {"probs": {k: float(v) for k, v in mapped.items()}})
         )  # fmt: skip
     return write_jsonl(records, work / "head+map.jsonl")
+
+
+def _head_with_shortcuts(
+    units: dict[str, dict[str, Any]], head_dir: Path, exported: Path, work: Path, seed: int
+) -> Path:
+    """``head+no-lm``: the no-LM baseline's features plus the head's canonical log-probabilities,
+    one logistic regression (C by grouped CV), fitted on the head's **out-of-fold** train
+    predictions and applied to the test split's debiased probabilities. It asks whether the
+    language model adds anything the shortcut features do not already carry."""
+    keys, models, x, y, groups = _train_arrays(units)
+    oof = {
+        row["unit_key"]: _log_probs(_to_canonical(row["probs"], _is_swapped(row)))
+        for row in json.loads((head_dir / "final" / "head_cv.json").read_text())
+    }
+    search = _no_lm_search(np.hstack([x, [oof[key] for key in keys]]), y, groups, seed)
+    by_pair = {tuple(unit["pair"]): unit for unit in units.values()}
+    records = []
+    for line in exported.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["judge"] != "head-debiased":
+            continue
+        unit = by_pair[tuple(record["pair"])]
+        features = _features(unit, models) + _log_probs(record["meta"]["probs"])
+        best = search.predict([features])[0]
+        records.append(
+            _row("head+no-lm", record["pair"], str(best), {"C": search.best_params_})
+        )  # fmt: skip
+    return write_jsonl(records, work / "head+no-lm.jsonl")
 
 
 def _is_swapped(row: dict[str, Any]) -> bool:
