@@ -233,7 +233,7 @@ def click_option(page: Any, box: Any, option: str) -> None:
     three times in all: what is typed replaces the text typed before."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    wait_for_run_to_end(page)  # a run that ends while the list is open draws the box again
+    wait_for_run_to_end(page)  # open the list on the page the last run drew, not mid-run
     choice = page.get_by_role("option", name=option, exact=True)
     for attempt in range(3):
         box.click()
