@@ -59,14 +59,20 @@ def db_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'critiquelab.db'}"
 
 
-@pytest.fixture
-def engine(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
-    """A fresh, migrated SQLite database in a temp folder (data dir beside it)."""
+def _migrated_engine(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+    """The engine of a freshly migrated database at ``url``, its data folder in ``tmp_path``;
+    disposed afterwards. The body of the engine fixtures below."""
     monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "data"))
-    engine = make_engine(db_url)
+    engine = make_engine(url)
     upgrade_database(engine)
     yield engine
     engine.dispose()
+
+
+@pytest.fixture
+def engine(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+    """A fresh, migrated SQLite database in a temp folder (data dir beside it)."""
+    yield from _migrated_engine(db_url, tmp_path, monkeypatch)
 
 
 def _free_port() -> int:
@@ -130,12 +136,14 @@ def any_engine(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Engine]:
     """The same test on a fresh migrated SQLite and a fresh migrated PostgreSQL database."""
-    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "data"))
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'critiquelab.db'}"
     else:
         url = request.getfixturevalue("pg_url")
-    engine = make_engine(url)
-    upgrade_database(engine)
-    yield engine
-    engine.dispose()
+    yield from _migrated_engine(url, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def pg_engine(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+    """A fresh migrated PostgreSQL database (for tests that need PostgreSQL's row locks)."""
+    yield from _migrated_engine(pg_url, tmp_path, monkeypatch)

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,23 +23,13 @@ from sqlmodel import Session, select
 from data import queue
 from data.queue import leases
 from data.queue.routing import set_routing
-from data.storage.engine import make_engine, session_scope, upgrade_database
+from data.storage.engine import session_scope
 from schemas.tables import Annotation
 from tests.data.test_queue import RATIONALE, _check_counters, _lease, build_campaign
 from tests.data.test_queue_routing import _judge_pairs
 
 _PATIENCE = 60.0
 """Seconds a test waits for a thread to reach its lock wait before it fails (never slept)."""
-
-
-@pytest.fixture
-def pg_engine(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
-    """A fresh migrated PostgreSQL database (the tests need a second transaction to hold rows)."""
-    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "data"))
-    engine = make_engine(pg_url)
-    upgrade_database(engine)
-    yield engine
-    engine.dispose()
 
 
 def _campaign(
