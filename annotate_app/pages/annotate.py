@@ -242,12 +242,12 @@ prepared = state.pop("annotate_next", None)
 cached = state.get("annotate_progress")
 held_campaign, held = state.get("annotate_shown", (None, None))
 with session_scope(engine) as session:
-    if prepared is not None and prepared[0] == campaign.id:
+    if prepared is not None and prepared[0] == campaign_id:
         view = prepared[1]  # the unit the submit leased: no second write for this run
     else:
         view = queue.next_unit(session, campaign_id, user.id)
         current = None if view is None else view.assignment_id
-        if held_campaign == campaign.id and held != current and campaign.status == "active":
+        if held_campaign == campaign_id and held != current and campaign.status == "active":
             view = _held_view(session, held) or view  # e.g. answered in another tab
     if view is None:
         progress = None
@@ -258,10 +258,10 @@ with session_scope(engine) as session:
         progress = queue.unit_progress(session, view.assignment_id, user.id)
         state["annotate_progress"] = ((view.assignment_id, view.answered_revision), progress)
 others_campaign, others = state.get("annotate_others", (None, []))
-if others_campaign != campaign.id:  # they rated a unit of another campaign
+if others_campaign != campaign_id:  # they rated a unit of another campaign
     others = []
 saved = state.get("annotate_saved")
-if saved is not None and saved.campaign_id != campaign.id:
+if saved is not None and saved.campaign_id != campaign_id:
     saved = None
 
 st.html(_LAYOUT)
@@ -292,7 +292,7 @@ if view is None:
 assert progress is not None
 which = _which(view, progress)
 state["annotate_which"] = (view.assignment_id, which)
-state["annotate_shown"] = (campaign.id, view.assignment_id)
+state["annotate_shown"] = (campaign_id, view.assignment_id)
 with head:
     title, bar = st.columns([3, 2], vertical_alignment="bottom")
     title.markdown(f"#### {escape_markdown(campaign.name)}")
