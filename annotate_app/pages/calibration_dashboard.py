@@ -34,6 +34,7 @@ from annotate_app.compare_view import render_comparison
 from annotate_app.db import get_engine
 from annotate_app.disagreement_review import report_html
 from annotate_app.disagreement_views import render_disagreement_causes
+from annotate_app.pickers import pick_campaign
 from annotate_app.render import render_content, render_history
 from annotate_app.text import escape_markdown
 from calibration import CalibrationReport
@@ -47,7 +48,6 @@ from calibration.headline import (
 from calibration.tables import ceiling_table, group_table, judge_table, model_table
 from data.io.campaign_input import campaign_version
 from data.io.frames import unit_content
-from data.services.campaigns import list_campaigns
 from data.storage.engine import read_scope, session_scope
 from schemas.protocols import Protocol
 
@@ -123,12 +123,12 @@ def _dashboard() -> None:
     require_role("admin", "reviewer")
     engine = get_engine()
     st.title("Calibration")
-    with session_scope(engine) as session:
-        campaigns = list_campaigns(session)
-    if not campaigns:
-        st.info("There is no campaign yet. Create one on the Campaigns page.")
-        st.stop()
-    campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: f"{c.name} ({c.protocol})")
+    campaign = pick_campaign(
+        engine,
+        key="cal_campaign",
+        describe=lambda c: f"{c.name} ({c.protocol})",
+        none_yet="There is no campaign yet. Create one on the Campaigns page.",
+    )
     with read_scope(engine) as session:
         version = campaign_version(session, campaign.id)
     scope = CampaignScope(engine.url.render_as_string(hide_password=False), campaign.id, version)
