@@ -16,6 +16,10 @@ predictions enter the database as judges through ``critiquelab judgments import`
    verdict probabilities (``-probs``) and their mean over both orders (``-debiased``);
 5. ``critic train --objective head`` on the train split (L2 by grouped cross-validation), then
    ``critic score`` of the head critic on the test split, both orders;
+   and the generative critic (the product's default): ``critic train --lora
+   --lora-last-layers 8`` for one epoch (settings fixed beforehand, not searched: one epoch takes
+   about as long as the rest of the run), scored on the test split in both orders with its
+   verdict probabilities (``generative``, ``generative-probs``, ``generative-debiased``);
 6. a calibration map (multinomial logistic regression from the head's canonical log-probabilities
    to the human label) fitted on the head's **out-of-fold** train predictions, applied to the
    test split's debiased probabilities (``head+map``); and the same fit with the no-LM
@@ -132,6 +136,16 @@ def main() -> dict:
     stacked = steps.timed("head+no-lm (fit on train out-of-fold)", _head_with_shortcuts, units,
                           head_dir, exported, work, args.seed)  # fmt: skip
     steps.cli("judgments import head+no-lm", "judgments", "import", str(stacked))
+    if args.generative_epochs > 0:
+        generative_dir = work / "generative"
+        steps.cli("critic train (generative, LoRA)", "critic", "train", "--data", str(sft),
+                  "--base-model", str(base), "-o", str(generative_dir), "--lora",
+                  "--lora-last-layers", str(args.generative_last_layers),
+                  "--epochs", str(args.generative_epochs), "--seed", str(args.seed),
+                  "--no-eval")  # fmt: skip
+        steps.cli("critic score generative", *score, "--model", str(generative_dir / "final"),
+                  "--judge-name", "generative", "--preference-probs", "--max-new-tokens",
+                  str(args.max_new_tokens))  # fmt: skip
     steps.cli("critic score zero-shot", *score, "--model", str(base), "--judge-name", "zero-shot",
               "--preference-probs", "--max-new-tokens", str(args.max_new_tokens),
               *(["--limit", str(args.zero_shot_limit)] * bool(args.zero_shot_limit)))  # fmt: skip
@@ -168,6 +182,10 @@ def main() -> dict:
     pairs += [("head-debiased", "baseline-no-lm"), ("head+no-lm", "baseline-no-lm")]
     # how high the no-LM bar is: do the published judges clear it on these instructions?
     pairs += [("gpt-3.5-turbo", "baseline-no-lm"), ("pandalm-7b", "baseline-no-lm")]
+    if args.generative_epochs > 0:
+        pairs += [("generative", other) for other in ("baseline-majority", "baseline-no-lm")]
+        pairs += [("generative-debiased", "baseline-no-lm"), ("generative", "gpt-3.5-turbo")]
+        pairs += [("generative-debiased", "head-debiased")]
     pairs += [("human", "head")]
     for a, b in pairs:
         out = work / f"compare-{a}-{b}.json"
@@ -183,12 +201,18 @@ def main() -> dict:
         "human": summary.get("human", {}).get("loo"),
         "baselines": {name: str(path) for name, path in baselines.items()},
         "head": json.loads((head_dir / "final" / "critic.json").read_text()),
+        "generative": _critic_info(work / "generative" / "final"),
         "comparisons": comparisons,
         "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
         "outputs": steps.outputs,
     }
     (work / "result.json").write_text(json.dumps(result, indent=2, default=str))
     return result
+
+
+def _critic_info(folder: Path) -> dict[str, Any] | None:
+    info = folder / "critic.json"
+    return json.loads(info.read_text()) if info.exists() else None
 
 
 def _arguments() -> argparse.Namespace:
@@ -205,6 +229,18 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=int, default=8)
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--head-layers", default="12,15,18", help="layers the head's CV tries")
+    parser.add_argument(
+        "--generative-epochs",
+        type=float,
+        default=1.0,
+        help="epochs of the generative LoRA critic (0: skip it)",
+    )
+    parser.add_argument(
+        "--generative-last-layers",
+        type=int,
+        default=8,
+        help="the generative critic's LoRA adapts only the last N layers",
+    )
     parser.add_argument("--zero-shot-limit", type=int, default=None, help="test units, zero-shot")
     return parser.parse_args()
 

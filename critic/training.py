@@ -36,7 +36,7 @@ from transformers import (
 
 from critic.collate import CriticCollator, EncodedConversation, encode_conversation
 from critic.evaluation import EvalSummary, evaluate_records
-from critic.modeling import CRITIC_INFO_FILE, LoadedModel, load_base_model
+from critic.modeling import CRITIC_INFO_FILE, LoadedModel, cpu_has_bf16, load_base_model
 from critic.sft import SftRecord, read_sft
 
 FINAL_FOLDER = "final"
@@ -83,7 +83,8 @@ class TrainConfig:
     save_total_limit: int = 2
     logging_steps: int = 10
     bf16: bool = True
-    """bf16 mixed precision on CUDA devices that support it (ignored on CPU)."""
+    """bf16 mixed precision where the device supports it: a CUDA device with bf16, or a CPU with
+    bf16 instructions (:func:`critic.modeling.cpu_has_bf16`; weights stay float32 there)."""
     gradient_checkpointing: bool = True
     """On CUDA only: trade compute for memory."""
     resume: bool = False
@@ -192,8 +193,11 @@ def _train(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None)
     _check_output_dir(config)
     set_seed(config.seed)
     on_cuda = torch.cuda.is_available()
-    use_bf16 = config.bf16 and on_cuda and torch.cuda.is_bf16_supported()
-    loaded = load_base_model(config.base_model, dtype=torch.bfloat16 if use_bf16 else torch.float32)
+    use_bf16 = config.bf16 and (torch.cuda.is_bf16_supported() if on_cuda else cpu_has_bf16())
+    # on a CPU the Trainer's bf16 is autocast over float32 weights, about 2.5× faster than float32
+    loaded = load_base_model(
+        config.base_model, dtype=torch.bfloat16 if use_bf16 and on_cuda else torch.float32
+    )
     if config.lora:
         loaded.model = _with_lora(loaded.model, config)
     dataset = ConversationDataset(train_records, loaded, config.max_length)
@@ -219,7 +223,7 @@ def _train(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None)
         trainer.save_model(str(final_dir))  # every process takes part (sharded weights)
     summary = calibration_file = None
     if trainer.is_world_process_zero():
-        loaded.model = _finish(trainer, loaded, config, final_dir, records[0].meta)
+        loaded.model = _finish(trainer, loaded, config, final_dir, records[0].meta, use_bf16)
         if config.evaluate and eval_records:
             summary = evaluate_records(
                 loaded,
@@ -320,6 +324,7 @@ def _training_arguments(config: TrainConfig, *, use_bf16: bool, on_cuda: bool) -
         seed=config.seed,
         data_seed=config.seed,
         bf16=use_bf16,
+        use_cpu=use_bf16 and not on_cuda,  # the Trainer's bf16 on a CPU needs it said
         activation_checkpointing=checkpointing,
         activation_checkpointing_kwargs={"use_reentrant": False} if checkpointing else None,
         report_to="none",
@@ -330,7 +335,12 @@ def _training_arguments(config: TrainConfig, *, use_bf16: bool, on_cuda: bool) -
 
 
 def _finish(
-    trainer: Trainer, loaded: LoadedModel, config: TrainConfig, final_dir: Path, meta: dict
+    trainer: Trainer,
+    loaded: LoadedModel,
+    config: TrainConfig,
+    final_dir: Path,
+    meta: dict,
+    used_bf16: bool,
 ) -> Any:
     """Save the merged weights (``--merge``) and ``critic.json``; return the model to evaluate.
 
@@ -349,6 +359,7 @@ def _finish(
         "prompt_id": meta.get("prompt_id"),
         "scale": meta.get("scale"),
         "adapter": config.lora and not config.merge,
+        "bf16": used_bf16,
         "train_config": {
             key: str(value) if isinstance(value, Path) else value
             for key, value in asdict(config).items()

@@ -47,7 +47,9 @@ def train(
     seed: int = typer.Option(0, "--seed", help="Seed of initialisation and data order."),
     save_steps: int = typer.Option(200, "--save-steps", help="Checkpoint every N steps."),
     logging_steps: int = typer.Option(10, "--logging-steps", help="Log the loss every N steps."),
-    bf16: bool = typer.Option(True, "--bf16/--no-bf16", help="bf16 on CUDA (ignored on CPU)."),
+    bf16: bool = typer.Option(
+        True, "--bf16/--no-bf16", help="bf16 mixed precision (CUDA, or a CPU with bf16)."
+    ),
     gradient_checkpointing: bool = typer.Option(
         True, "--gradient-checkpointing/--no-gradient-checkpointing", help="On CUDA only."
     ),

@@ -134,6 +134,39 @@ def test_lora_adapter_saves_loads_and_merges(
     assert torch.allclose(_logits(load_critic(full.final_dir).model, ids), with_adapter, atol=1e-5)
 
 
+def test_bf16_on_a_cpu_is_mixed_precision_over_float32_weights(
+    engine: Engine,
+    campaigns: dict,
+    tiny_llama: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a CPU, ``bf16`` follows the CPU's bf16 instructions: where they are missing, the run is
+    exactly the float32 run; where they are present, the same seeded run computes in bf16
+    (other weights, close to the float32 ones) and still saves float32 weights."""
+    if torch.cuda.is_available():
+        pytest.skip("CUDA present: bf16 follows the GPU there, not the CPU flags")
+    data = _export(engine, tmp_path)
+
+    def trained(name: str, *, bf16: bool, cpu_bf16: bool) -> tuple[dict, dict]:
+        monkeypatch.setattr("critic.training.cpu_has_bf16", lambda: cpu_bf16)
+        config = _config(data, tiny_llama, tmp_path / name, bf16=bf16, max_steps=3, evaluate=False)
+        final = train_critic(config).final_dir
+        info = json.loads((final / "critic.json").read_text())
+        return load_file(final / "model.safetensors"), info
+
+    float32, info32 = trained("float32", bf16=False, cpu_bf16=True)
+    no_flags, info_no_flags = trained("no-flags", bf16=True, cpu_bf16=False)
+    mixed, info_mixed = trained("bf16", bf16=True, cpu_bf16=True)
+    assert info32["bf16"] is False and info_no_flags["bf16"] is False and info_mixed["bf16"] is True
+    assert float32.keys() == no_flags.keys() == mixed.keys()
+    assert all(torch.equal(float32[name], no_flags[name]) for name in float32)
+    assert all(tensor.dtype == torch.float32 for tensor in mixed.values())
+    moved = [name for name in float32 if not torch.equal(float32[name], mixed[name])]
+    assert moved
+    assert all(torch.allclose(float32[name], mixed[name], atol=0.05) for name in float32)
+
+
 def test_vision_language_model_trains_on_images(
     engine: Engine, campaigns: dict, tiny_llava: Path, tmp_path: Path
 ) -> None:
