@@ -26,8 +26,30 @@ function el(tag, attrs, text) {
 }
 
 // --- the browser copy -------------------------------------------------------------------------
-// One entry per user + campaign + unit: {choice, rationale, seconds, edited_at}; edited_at is in
-// the server's clock (browser clock + offset), like the server draft's saved_at.
+// One entry per user + campaign + unit + tab: {choice, rationale, seconds, edited_at}; edited_at
+// is in the server's clock (browser clock + offset), like the server draft's saved_at. The key is
+// the page's store key, "@" and this tab's id, which sessionStorage keeps across a reload of the
+// tab: a tab clears only its own copies, so a second tab of the same annotator on the same unit
+// keeps what it typed when the first tab answers the unit and moves on.
+
+const TAB_KEY = "critiquelab-tab";
+
+function tabId() {
+  try {
+    let id = window.sessionStorage.getItem(TAB_KEY);
+    if (!id) {
+      id = Date.now().toString(36) + Math.random().toString(36).slice(2, 10);
+      window.sessionStorage.setItem(TAB_KEY, id);
+    }
+    return id;
+  } catch (error) {
+    return "page"; // storage disabled: no browser copy is written anyway
+  }
+}
+
+function ownKey(data) {
+  return data.store ? data.store + "@" + tabId() : null;
+}
 
 function readLocal(key) {
   if (!key) return null;
@@ -39,30 +61,55 @@ function readLocal(key) {
   }
 }
 
+function newestLocal(data) {
+  // This unit's newest copy in any tab: after a crash or a closed tab, a new tab has a new id.
+  if (!data.store) return null;
+  let newest = null;
+  try {
+    const storage = window.localStorage;
+    for (let index = 0; index < storage.length; index++) {
+      const key = storage.key(index);
+      if (key !== data.store && !(key && key.startsWith(data.store + "@"))) continue;
+      const entry = readLocal(key);
+      if (entry && (!newest || entry.edited_at > newest.edited_at)) newest = entry;
+    }
+  } catch (error) {
+    return null;
+  }
+  return newest;
+}
+
 function writeLocal(state) {
-  if (!state.data.store) return;
+  const key = ownKey(state.data);
+  if (!key) return;
   const entry = {
     choice: state.choice, rationale: state.rationale, seconds: state.seconds,
     edited_at: state.editedAt,
   };
   try {
-    window.localStorage.setItem(state.data.store, JSON.stringify(entry));
+    window.localStorage.setItem(key, JSON.stringify(entry));
   } catch (error) {
     // quota or privacy mode: the debounced server draft is the only copy, as before
   }
 }
 
 function pruneLocal(data, now) {
-  // Entries of the same annotator and campaign for other units are answered, skipped or lost:
-  // the page shows one unit at a time. Anything very old goes too.
+  // This tab's copies of other units of the same annotator and campaign are answered, skipped or
+  // lost: a tab shows one unit at a time. Another tab's copies stay (it may still show its unit,
+  // answered elsewhere, whose text only that tab and its copy hold), until they are very old.
   if (!data.store) return;
+  const mine = "@" + tabId();
+  const own = ownKey(data);
   try {
     const storage = window.localStorage;
     for (let index = storage.length - 1; index >= 0; index--) {
       const key = storage.key(index);
-      if (!key || !key.startsWith(STORE_PREFIX) || key === data.store) continue;
+      if (!key || !key.startsWith(STORE_PREFIX) || key === own) continue;
       const entry = readLocal(key);
-      if (key.startsWith(data.store_scope) || !entry || now - entry.edited_at > STORE_MAX_AGE_MS) {
+      const unitKey = key.includes("@") ? key.slice(0, key.indexOf("@")) : key;
+      const ours = key.endsWith(mine) || !key.includes("@");
+      const otherUnit = key.startsWith(data.store_scope) && unitKey !== data.store;
+      if ((ours && otherUnit) || !entry || now - entry.edited_at > STORE_MAX_AGE_MS) {
         storage.removeItem(key);
       }
     }
@@ -74,7 +121,7 @@ function pruneLocal(data, now) {
 function reconcile(data, offset) {
   // Newest wins: the browser copy when it was typed after the server draft was (server clock).
   const server = data.draft;
-  const local = readLocal(data.store);
+  const local = newestLocal(data);
   const serverChoice = server ? (data.kind === "pairwise" ? server.preference : server.score) : null;
   const fromServer = {
     choice: serverChoice ?? null,

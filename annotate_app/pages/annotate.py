@@ -10,6 +10,9 @@ Each tab (Streamlit session) holds the assignment it shows and shows it again on
 same annotator answers that unit first, this tab keeps its unit and its text, says so, and its
 submit becomes a revision. The server takes no draft for an answered unit, so the tab's session
 keeps the last text it sent, and the panel gets it back even if the browser mounts it afresh.
+The URL names the unit shown (``?unit=``, an assignment id checked against the user and the
+campaign), so a reload of the tab comes back to it, and the panel's browser copy (kept per tab)
+brings back its text.
 """
 
 from __future__ import annotations
@@ -131,6 +134,13 @@ def _leave_answered() -> None:
     """The annotator leaves a unit answered elsewhere without sending this tab's text."""
     state.pop("annotate_shown", None)
     state.pop("annotate_kept", None)
+    st.query_params.pop("unit", None)
+
+
+def _unit_in_url() -> int | None:
+    """The unit (assignment id) the URL names: the one this tab showed before it was reloaded."""
+    value = st.query_params.get("unit")
+    return int(value) if value is not None and value.isdigit() else None
 
 
 def _submit(key: str, assignment_id: int) -> None:
@@ -195,13 +205,15 @@ def _give_back(action: str, assignment_id: int, reason_key: str) -> None:
     )
 
 
-def _held_view(session: Session, assignment_id: int) -> queue.UnitView | None:
+def _held_view(session: Session, assignment_id: int, campaign_id: int) -> queue.UnitView | None:
     """The unit this tab showed, if it is still this annotator's to answer here (leased, or
     answered elsewhere); None, with a word why, when it was given back or lost meanwhile."""
     try:
         view = queue.assignment_view(session, assignment_id, user.id)
     except queue.AssignmentNotFound:
-        return None  # not this user's (a stale session): nothing to say about it
+        return None  # not this user's (a stale session or URL): nothing to say about it
+    if view is not None and view.campaign_id != campaign_id:
+        return None  # a URL that names one campaign and a unit of another
     if view is None:
         st.toast(
             "The unit this tab showed was given back or its lease was lost (in another tab?): "
@@ -240,6 +252,10 @@ if notice:
 
 prepared = state.pop("annotate_next", None)
 cached = state.get("annotate_progress")
+if not state.get("annotate_began"):  # a new session: a new tab, or this one reloaded
+    state["annotate_began"] = True
+    if _unit_in_url() is not None:
+        state["annotate_shown"] = (campaign_id, _unit_in_url())
 held_campaign, held = state.get("annotate_shown", (None, None))
 with session_scope(engine) as session:
     if prepared is not None and prepared[0] == campaign_id:
@@ -248,7 +264,7 @@ with session_scope(engine) as session:
         view = queue.next_unit(session, campaign_id, user.id)
         current = None if view is None else view.assignment_id
         if held_campaign == campaign_id and held != current and campaign.status == "active":
-            view = _held_view(session, held) or view  # e.g. answered in another tab
+            view = _held_view(session, held, campaign_id) or view  # e.g. answered in another tab
     if view is None:
         progress = None
         done = queue.submitted_count(session, campaign_id, user.id)
@@ -287,12 +303,14 @@ if view is None:
     else:
         st.success(f"Nothing left for you in this campaign. You answered {done} units. Thank you!")
     st.page_link("pages/my_work.py", label="Review my answers", icon=":material/history:")
+    st.query_params.pop("unit", None)
     st.stop()
 
 assert progress is not None
 which = _which(view, progress)
 state["annotate_which"] = (view.assignment_id, which)
 state["annotate_shown"] = (campaign_id, view.assignment_id)
+st.query_params["unit"] = str(view.assignment_id)  # a reload of this tab comes back to it
 with head:
     title, bar = st.columns([3, 2], vertical_alignment="bottom")
     title.markdown(f"#### {escape_markdown(campaign.name)}")

@@ -356,3 +356,32 @@ def test_a_tab_keeps_its_unit_after_another_tab_answered_it(seeded: dict) -> Non
     second.button(key="leave-answered").click().run()
     assert _panel(second)["unit"] == step.next_unit.assignment_id
     assert not second.warning
+    assert second.query_params["unit"] == str(step.next_unit.assignment_id)
+
+
+def test_a_reloaded_tab_comes_back_to_the_unit_its_url_names(seeded: dict) -> None:
+    """The URL names the unit shown (``?unit=``). A new session on it (the tab reloaded) shows
+    that unit again, also when another tab has answered it meanwhile; a unit of another
+    annotator or of another campaign named there shows nothing of it."""
+    ann, bo, engine = seeded["users"]["ann"], seeded["users"]["bo"], seeded["engine"]
+    first = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    unit = _panel(first)["unit"]
+    assert first.query_params["unit"] == str(unit)
+    with session_scope(engine) as session:  # another tab's Ctrl+Enter
+        step = queue.submit_and_next(session, unit, ann.id, score=4, rationale=RATIONALE)
+    following = step.next_unit.assignment_id
+    reloaded = _open("pages/annotate.py", ann, campaign="c-alignmmbench", unit=str(unit))
+    assert _panel(reloaded)["unit"] == unit  # not the lease the other tab holds now
+    assert _panel(reloaded)["draft"] is None  # the text comes back from the browser's copy
+    (warning,) = reloaded.warning
+    assert "already answered this unit" in warning.value
+    reloaded.button(key="leave-answered").click().run()
+    assert _panel(reloaded)["unit"] == following
+    assert reloaded.query_params["unit"] == str(following)
+
+    others = _open("pages/annotate.py", bo, campaign="c-alignmmbench", unit=str(following))
+    assert _panel(others)["unit"] != following  # not bo's: bo gets a lease of his own
+    assert others.query_params["unit"] == str(_panel(others)["unit"])
+    elsewhere = _open("pages/annotate.py", ann, campaign="c-pairwise", unit=str(following))
+    assert _panel(elsewhere)["unit"] != following  # a unit of another campaign
+    assert not elsewhere.warning and not elsewhere.toast

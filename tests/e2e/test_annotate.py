@@ -362,10 +362,12 @@ def test_a_second_tab_answering_the_same_unit_is_stored_as_a_revision(
     seeded: Any, page: Any, login: Any
 ) -> None:
     """Two tabs of one annotator on one unit; the first submits, then the second types (each
-    pause reruns it) and submits a different answer: the second tab keeps its unit and its
-    text, says so, and its answer becomes revision 2 beside the first.
+    pause reruns it), both tabs are reloaded, and the second submits a different answer: the
+    second tab keeps its unit and its text, says so, and its answer becomes revision 2 beside
+    the first.
 
-    The second tab's rerun used to show the next lease, and its text was dropped."""
+    The second tab's rerun used to show the next lease, and its text was dropped; later a reload
+    of it showed the next lease too, and the first tab's reload deleted its browser copy."""
     seeded.add_user("tab-user", PASSWORD, "annotator")
     with seeded.session() as session:
         campaign = create_campaign(
@@ -397,6 +399,15 @@ def test_a_second_tab_answering_the_same_unit_is_stored_as_a_revision(
     expect(second.get_by_test_id("cl-rationale")).to_have_value("SECOND-TAB " + RATIONALE)
     expect(second.get_by_test_id("cl-choice-9")).to_have_attribute("aria-checked", "true")
     second.screenshot(path=str(seeded.log_path.parent / "annotate-second-tab-answered.png"))
+    page.reload()  # the first tab mounts its unit again and clears its own browser copies
+    expect(page.get_by_test_id("cl-rationale")).to_be_visible()
+    assert _unit(page) == following
+    second.reload()  # the server holds no draft of an answered unit: the browser copy does
+    expect(second.get_by_text("You already answered this unit")).to_be_visible()
+    assert _unit(second) == unit
+    expect(second.get_by_test_id("cl-rationale")).to_have_value("SECOND-TAB " + RATIONALE)
+    expect(second.get_by_test_id("cl-choice-9")).to_have_attribute("aria-checked", "true")
+    second.get_by_test_id("cl-rationale").click()
     second.keyboard.press("Control+Enter")
     expect(second.get_by_text("This answer is saved as revision 2")).to_be_visible()
     assert _wait_next_unit(second, unit) == following  # the lease the first tab holds

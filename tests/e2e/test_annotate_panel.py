@@ -38,6 +38,12 @@ ORIGIN = "http://panel.test/"  # a real origin (about:blank has no localStorage)
 @pytest.fixture
 def panel(browser: Any) -> Any:
     context = browser.new_context()
+    yield _blank_page(context)
+    context.close()
+
+
+def _blank_page(context: Any) -> Any:
+    """A new tab of the browser context on the blank origin, with a fake clock."""
     page = context.new_page()
     page.route(
         ORIGIN + "**",
@@ -47,8 +53,7 @@ def panel(browser: Any) -> Any:
     )
     page.clock.install()
     page.goto(ORIGIN)
-    yield page
-    context.close()
+    return page
 
 
 def _mount(page: Any, **settings: Any) -> dict[str, Any]:
@@ -163,14 +168,29 @@ def _stored(page: Any, key: str) -> Any:
     return page.evaluate("(key) => JSON.parse(localStorage.getItem(key))", key)
 
 
+def _put(page: Any, key: str, entry: dict[str, Any]) -> None:
+    page.evaluate("([k, entry]) => localStorage.setItem(k, JSON.stringify(entry))", [key, entry])
+
+
 def test_every_keystroke_is_kept_in_the_browser_and_the_newer_copy_wins(panel: Any) -> None:
-    key = store_key(3, 9, 42)
+    """Each tab keeps its own copy (the store key, "@", the tab's id in sessionStorage) and clears
+    only its own copies of other units, plus anything very old."""
+    unit_key, before = store_key(3, 9, 42), store_key(3, 9, 41)
+    key = unit_key + "@tab-1"
     now = datetime.now(UTC)
+    millis = now.timestamp() * 1000
     panel.clock.set_fixed_time(now)
-    panel.evaluate("localStorage.setItem('critiquelab-draft:3:9:41', '{\"edited_at\": 1}')")
+    panel.evaluate("sessionStorage.setItem('critiquelab-tab', 'tab-1')")
+    _put(panel, before, {"edited_at": 1})  # a copy kept before copies were per tab
+    _put(panel, before + "@tab-1", {"edited_at": millis})  # this tab's unit before: done
+    _put(panel, before + "@tab-2", {"rationale": "tab 2 text", "edited_at": millis})
+    _put(panel, before + "@tab-3", {"edited_at": millis - 15 * 24 * 3600 * 1000})  # too old
     older = DraftView(None, None, "server text", 5.0, now - timedelta(seconds=30))
-    _mount(panel, protocol=ALIGNMMBENCH, draft=older, store=key, now=now)
-    assert _stored(panel, "critiquelab-draft:3:9:41") is None  # the unit before: done
+    _mount(panel, protocol=ALIGNMMBENCH, draft=older, store=unit_key, now=now)
+    assert _stored(panel, before) is None
+    assert _stored(panel, before + "@tab-1") is None
+    assert _stored(panel, before + "@tab-2")["rationale"] == "tab 2 text"  # its tab may show it
+    assert _stored(panel, before + "@tab-3") is None
     assert panel.get_by_test_id("cl-rationale").input_value() == "server text"
     panel.get_by_test_id("cl-rationale").press("End")
     panel.keyboard.type(", then more")  # no time passes: the debounced draft is not sent yet
@@ -180,7 +200,7 @@ def test_every_keystroke_is_kept_in_the_browser_and_the_newer_copy_wins(panel: A
     assert abs(local["edited_at"] - now.timestamp() * 1000) < 1000  # server clock
 
     panel.reload()  # F5 before the server got it: the browser copy is newer and wins
-    _mount(panel, protocol=ALIGNMMBENCH, draft=older, store=key, now=now)
+    _mount(panel, protocol=ALIGNMMBENCH, draft=older, store=unit_key, now=now)
     assert panel.get_by_test_id("cl-rationale").input_value() == "server text, then more"
     (sent,) = _reports(panel, "draft")  # and the server is brought up to date at once
     assert sent["rationale"] == "server text, then more" and sent["seconds"] >= 5.0
@@ -188,10 +208,21 @@ def test_every_keystroke_is_kept_in_the_browser_and_the_newer_copy_wins(panel: A
 
     newer = DraftView(8.0, None, "typed in another tab", 9.0, now + timedelta(seconds=30))
     panel.reload()  # a draft typed later elsewhere wins over this browser's copy
-    _mount(panel, protocol=ALIGNMMBENCH, draft=newer, store=key, now=now)
+    _mount(panel, protocol=ALIGNMMBENCH, draft=newer, store=unit_key, now=now)
     assert panel.get_by_test_id("cl-rationale").input_value() == "typed in another tab"
     assert panel.get_by_test_id("cl-choice-8").get_attribute("aria-checked") == "true"
     assert _reports(panel, "draft") == []
+
+    fresh = _blank_page(panel.context)  # a new tab (after a crash, say): a new tab id
+    fresh.clock.set_fixed_time(now)
+    _mount(fresh, protocol=ALIGNMMBENCH, draft=older, store=unit_key, now=now)
+    assert fresh.get_by_test_id("cl-rationale").input_value() == "server text, then more"
+    own = unit_key + "@" + fresh.evaluate("sessionStorage.getItem('critiquelab-tab')")
+    assert own != key
+    fresh.get_by_test_id("cl-rationale").press("End")
+    fresh.keyboard.type(" and in the new tab")
+    assert _stored(fresh, own)["rationale"] == "server text, then more and in the new tab"
+    assert _stored(fresh, key)["rationale"] == "server text, then more"
 
 
 def test_a_panel_mounted_afresh_while_its_submit_runs_stays_saving(panel: Any) -> None:
