@@ -254,8 +254,9 @@ prepared = state.pop("annotate_next", None)
 cached = state.get("annotate_progress")
 if not state.get("annotate_began"):  # a new session: a new tab, or this one reloaded
     state["annotate_began"] = True
-    if _unit_in_url() is not None:
-        state["annotate_shown"] = (campaign_id, _unit_in_url())
+    shown_before = _unit_in_url()
+    if shown_before is not None:
+        state["annotate_shown"] = (campaign_id, shown_before)
 held_campaign, held = state.get("annotate_shown", (None, None))
 with session_scope(engine) as session:
     if prepared is not None and prepared[0] == campaign_id:
