@@ -407,6 +407,7 @@ def test_a_second_tab_answering_the_same_unit_is_stored_as_a_revision(
     assert _unit(second) == unit
     expect(second.get_by_test_id("cl-rationale")).to_have_value("SECOND-TAB " + RATIONALE)
     expect(second.get_by_test_id("cl-choice-9")).to_have_attribute("aria-checked", "true")
+    second.screenshot(path=str(seeded.log_path.parent / "annotate-second-tab-reloaded.png"))
     second.get_by_test_id("cl-rationale").click()
     second.keyboard.press("Control+Enter")
     expect(second.get_by_text("This answer is saved as revision 2")).to_be_visible()
