@@ -137,6 +137,13 @@ def _leave_answered() -> None:
     st.query_params.pop("unit", None)
 
 
+def _keep_in_url(name: str, value: str) -> None:
+    """Set a URL parameter; only when it changes, since each set sends the browser a message and
+    every pause in typing reruns this page."""
+    if st.query_params.get(name) != value:
+        st.query_params[name] = value
+
+
 def _unit_in_url() -> int | None:
     """The unit (assignment id) the URL names: the one this tab showed before it was reloaded."""
     value = st.query_params.get("unit")
@@ -244,7 +251,7 @@ with st.sidebar:
 campaign = campaigns[names.index(chosen)]
 campaign_id = stored_id(campaign)
 state["annotate_served"] = campaign.name
-st.query_params["campaign"] = campaign.name
+_keep_in_url("campaign", campaign.name)
 
 notice = state.pop("annotate_notice", None)
 if notice:
@@ -311,7 +318,7 @@ assert progress is not None
 which = _which(view, progress)
 state["annotate_which"] = (view.assignment_id, which)
 state["annotate_shown"] = (campaign_id, view.assignment_id)
-st.query_params["unit"] = str(view.assignment_id)  # a reload of this tab comes back to it
+_keep_in_url("unit", str(view.assignment_id))  # a reload of this tab comes back to it
 with head:
     title, bar = st.columns([3, 2], vertical_alignment="bottom")
     title.markdown(f"#### {escape_markdown(campaign.name)}")
