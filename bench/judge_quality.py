@@ -115,7 +115,7 @@ def main() -> dict:
     sft = work / "sft.jsonl"
     steps.cli("export sft", "export", "sft", "--campaign", CAMPAIGN, "-o", str(sft),
               "--eval-fraction", str(args.eval_fraction), "--seed", str(args.seed))  # fmt: skip
-    units = _units(sft, conversion.items)
+    units = read_units(sft, conversion.items)
     baselines = steps.timed("baselines (fit on train)", _baselines, units, work, args.seed)
     for path in baselines.values():
         steps.cli(f"judgments import {path.stem}", "judgments", "import", str(path))
@@ -262,7 +262,7 @@ def item_response_ids(item: dict[str, Any]) -> list[str]:
     return [response["response_id"] for response in item["responses"]]
 
 
-def _units(sft: Path, items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def read_units(sft: Path, items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """unit_key → split, item, pair, human label and the two responses (text, model)."""
     responses = {r["response_id"]: r for item in items for r in item["responses"]}
     units = {}
@@ -289,7 +289,7 @@ def _features(unit: dict[str, Any], models: list[str]) -> list[float]:
     return values
 
 
-def _no_lm_search(x: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int) -> Any:
+def no_lm_search(x: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int) -> Any:
     """Standardised multinomial logistic regression, its C chosen by the log-loss of a 5-fold
     cross-validation grouped by item (train split only)."""
     from sklearn.linear_model import LogisticRegression
@@ -309,7 +309,7 @@ def _no_lm_search(x: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int) -
     return search.fit(x, y, groups=groups)
 
 
-def _train_arrays(
+def train_arrays(
     units: dict[str, dict[str, Any]],
 ) -> tuple[list[str], list[str], np.ndarray, np.ndarray, np.ndarray]:
     """The train split's unit keys, the models seen in it, and its features, labels, items."""
@@ -323,10 +323,10 @@ def _train_arrays(
 
 def _baselines(units: dict[str, dict[str, Any]], work: Path, seed: int) -> dict[str, Path]:
     """Majority class and no-LM logistic regression, fitted on train, written for test units."""
-    _, models, x, y, groups = _train_arrays(units)
+    _, models, x, y, groups = train_arrays(units)
     test = [u for u in units.values() if u["split"] == "eval"]
     majority = Counter(y.tolist()).most_common(1)[0][0]
-    search = _no_lm_search(x, y, groups, seed)
+    search = no_lm_search(x, y, groups, seed)
     predicted = search.predict(np.array([_features(u, models) for u in test]))
     rows = {
         "baseline-majority": [_row("baseline-majority", u["pair"], majority, {}) for u in test],
@@ -377,12 +377,9 @@ def _head_with_shortcuts(
     one logistic regression (C by grouped CV), fitted on the head's **out-of-fold** train
     predictions and applied to the test split's debiased probabilities. It asks whether the
     language model adds anything the shortcut features do not already carry."""
-    keys, models, x, y, groups = _train_arrays(units)
-    oof = {
-        row["unit_key"]: _log_probs(_to_canonical(row["probs"], _is_swapped(row)))
-        for row in json.loads((head_dir / "final" / "head_cv.json").read_text())
-    }
-    search = _no_lm_search(np.hstack([x, [oof[key] for key in keys]]), y, groups, seed)
+    keys, models, x, y, groups = train_arrays(units)
+    oof = head_out_of_fold(head_dir)
+    search = no_lm_search(np.hstack([x, [oof[key] for key in keys]]), y, groups, seed)
     by_pair = {tuple(unit["pair"]): unit for unit in units.values()}
     records = []
     for line in exported.read_text(encoding="utf-8").splitlines():
@@ -396,6 +393,15 @@ def _head_with_shortcuts(
             _row("head+no-lm", record["pair"], str(best), {"C": search.best_params_})
         )  # fmt: skip
     return write_jsonl(records, work / "head+no-lm.jsonl")
+
+
+def head_out_of_fold(head_dir: Path) -> dict[str, list[float]]:
+    """unit key → the head's out-of-fold canonical log-probabilities of one train pair
+    (``final/head_cv.json``, turned from the shown order to the canonical one)."""
+    return {
+        row["unit_key"]: _log_probs(_to_canonical(row["probs"], _is_swapped(row)))
+        for row in json.loads((head_dir / "final" / "head_cv.json").read_text())
+    }
 
 
 def _is_swapped(row: dict[str, Any]) -> bool:

@@ -4,7 +4,7 @@
 lengths, list markers and models) with the head's canonical log-probabilities beside them. This
 probe scores such feature sets on the **train split** by a nested cross-validation: 5 outer folds
 grouped by item, and inside each outer training part the baseline's own C search
-(:func:`bench.judge_quality._no_lm_search`, 5 inner folds grouped by item). It reports the
+(:func:`bench.judge_quality.no_lm_search`, 5 inner folds grouped by item). It reports the
 out-of-fold log-loss and accuracy with ties of:
 
 * ``no-lm``: the shortcut features alone (the no-LM baseline);
@@ -35,12 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.judge_quality import (  # noqa: E402
-    _is_swapped,
-    _log_probs,
-    _no_lm_search,
-    _to_canonical,
-    _train_arrays,
-    _units,
+    head_out_of_fold,
+    no_lm_search,
+    read_units,
+    train_arrays,
 )
 from critic.modeling import LoadedModel, inference_dtype, load_base_model  # noqa: E402
 
@@ -55,12 +53,9 @@ def main() -> dict:
     parser.add_argument("--seed", type=int, default=1, help="outer folds")
     args = parser.parse_args()
     items = [json.loads(line) for line in (args.work / "pandalm" / "dataset.jsonl").open()]
-    units = _units(args.work / "sft.jsonl", items)
-    keys, _models, shortcuts, labels, groups = _train_arrays(units)
-    out_of_fold = {
-        row["unit_key"]: _log_probs(_to_canonical(row["probs"], _is_swapped(row)))
-        for row in json.loads((args.work / "head" / "final" / "head_cv.json").read_text())
-    }
+    units = read_units(args.work / "sft.jsonl", items)
+    keys, _models, shortcuts, labels, groups = train_arrays(units)
+    out_of_fold = head_out_of_fold(args.work / "head")
     head = np.array([out_of_fold[key] for key in keys])
     questions = {item["item_id"]: item["question"] for item in items}
     texts = {
@@ -124,7 +119,7 @@ def nested_cv(
     for train, test in GroupKFold(n_splits=5, shuffle=True, random_state=seed).split(
         features, labels, groups
     ):
-        search = _no_lm_search(features[train], labels[train], groups[train], seed)
+        search = no_lm_search(features[train], labels[train], groups[train], seed)
         if list(search.classes_) != classes:
             raise ValueError(f"a fold lacks a class: {search.classes_} against {classes}")
         probabilities[test] = search.predict_proba(features[test])
