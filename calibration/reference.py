@@ -19,16 +19,24 @@ NO_MAJORITY_RULES: tuple[str, ...] = get_args(NoMajorityRule)
 TIE_CODE = 2.0
 
 
+def no_majority_rule(text: str) -> NoMajorityRule:
+    """``text`` as a :data:`NoMajorityRule`; :class:`CalibrationInputError` naming the rules if
+    it is none of them."""
+    for rule in get_args(NoMajorityRule):
+        if text == rule:
+            return rule
+    raise CalibrationInputError(
+        f"--no-majority {text!r} is not one of " + ", ".join(NO_MAJORITY_RULES)
+    )
+
+
 def check_consensus(rule: str, no_majority: str, *, pairwise: bool) -> None:
     """Validate the consensus options (pairwise protocols allow only ``majority``)."""
     if rule not in CONSENSUS_RULES:
         raise CalibrationInputError(
             f"--consensus {rule!r} is not one of " + ", ".join(CONSENSUS_RULES)
         )
-    if no_majority not in NO_MAJORITY_RULES:
-        raise CalibrationInputError(
-            f"--no-majority {no_majority!r} is not one of " + ", ".join(NO_MAJORITY_RULES)
-        )
+    no_majority_rule(no_majority)
     if pairwise and rule != "majority":
         raise CalibrationInputError(
             f"--consensus {rule} needs scores; pairwise preferences use --consensus majority"

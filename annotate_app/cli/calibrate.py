@@ -22,6 +22,7 @@ from annotate_app.disagreement_review import tag_report_sections
 from calibration import CalibrationInputError, CalibrationOptions, CalibrationReport, calibrate
 from calibration.compare import compare_judges
 from calibration.io import judgement_frame, with_response_metadata
+from calibration.reference import no_majority_rule
 from calibration.report_compare import comparison_text
 from calibration.report_html import audit_report_html, write_html
 from calibration.result import CalibrationResult
@@ -117,7 +118,7 @@ def calibrate_command(
             cli,
             audit_inputs,
             judges=judge or None,
-            no_majority=no_majority,
+            no_majority=no_majority_rule(no_majority),
             bootstrap=bootstrap,
             seed=seed,
         )
@@ -179,7 +180,7 @@ def calibrate_command(
             campaign,
             audit_inputs,
             judges=judge or None,
-            no_majority=no_majority,
+            no_majority=no_majority_rule(no_majority),
             bootstrap=bootstrap,
             seed=seed,
         )

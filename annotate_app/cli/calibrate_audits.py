@@ -18,6 +18,7 @@ from calibration.audits import JudgeAudit, audit_judges
 from calibration.consistency import ConsistencyReport, cross_protocol_consistency
 from calibration.cost import Prices, parse_prices
 from calibration.errors import CalibrationInputError
+from calibration.reference import NoMajorityRule
 from calibration.report_audits import (
     audit_section,
     audit_text,
@@ -126,7 +127,7 @@ def campaign_audits(
     inputs: AuditInputs,
     *,
     judges: list[str] | None,
-    no_majority: str,
+    no_majority: NoMajorityRule,
     bootstrap: int,
     seed: int,
 ) -> AuditOutputs:
@@ -165,7 +166,7 @@ def consistency_only(
     inputs: AuditInputs,
     *,
     judges: list[str] | None,
-    no_majority: str,
+    no_majority: NoMajorityRule,
     bootstrap: int,
     seed: int,
 ) -> AuditOutputs:
@@ -175,7 +176,13 @@ def consistency_only(
 
 
 def _consistency(
-    engine: Engine, cli: CliState, inputs: AuditInputs, judges, no_majority, bootstrap, seed
+    engine: Engine,
+    cli: CliState,
+    inputs: AuditInputs,
+    judges: list[str] | None,
+    no_majority: NoMajorityRule,
+    bootstrap: int,
+    seed: int,
 ) -> ConsistencyReport:
     assert inputs.consistency is not None
     pointwise_name, pairwise_name = inputs.consistency

@@ -104,6 +104,10 @@ def test_campaign_with_audits_prices_and_families(sample, tmp_path):
         (["--consistency", POINTWISE, "demo-mmie-finished"], "different datasets"),
         (["--campaign", PAIRWISE, "--price-in", "1"], "give both --price-in and --price-out"),
         (["--consistency", POINTWISE, PAIRWISE, "--delta", "-1"], "--delta must be ≥ 0"),
+        (  # the consistency alone once read any rule but "tie" as "drop"
+            ["--consistency", POINTWISE, PAIRWISE, "--no-majority", "toss"],
+            "--no-majority 'toss' is not one of tie, drop",
+        ),
         (
             ["--judgments", "x.jsonl", "--protocol", "pairwise", "--families", "f.json"],
             "--families audit campaigns in the database",
