@@ -40,6 +40,7 @@ from schemas.tables import (
     Response,
     Unit,
     User,
+    utcnow,
 )
 
 _Row = TypeVar("_Row", Item, Pair, Response)
@@ -213,7 +214,7 @@ def store_cached_output(
         "input_sha256": input_sha256,
         "output": output,
         "usage": usage,
-        "created_at": JudgeCache().created_at,
+        "created_at": utcnow(),  # JudgeCache.created_at's default
     }
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, TypeVarTuple
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Text, cast, literal, select, tuple_, union_all
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import Select, Subquery, Text, cast, literal, select, tuple_, union_all
+from sqlalchemy.orm import aliased
+from sqlmodel import Session, col
 
 from data.services.campaigns import get_campaign, unit_key_map
 from schemas.ids import pair_unit_key, parse_unit_key, response_unit_key
@@ -43,8 +44,8 @@ def campaign_judges(session: Session, campaign_id: int) -> list[str]:
     """Names of the model judges that scored units of the campaign under its protocol (the
     judgements :func:`campaign_judgement_frame` reads)."""
     campaign = get_campaign(session, campaign_id)
-    judges = campaign_judgements(campaign, Judgement.judge).distinct()
-    return list(session.execute(judges.order_by(Judgement.judge)).scalars())
+    judges = campaign_judgements(campaign, col(Judgement.judge)).distinct()
+    return list(session.execute(judges.order_by(col(Judgement.judge))).scalars())
 
 
 def campaign_judgement_frame(
@@ -73,9 +74,9 @@ def campaign_reference_overrides(session: Session, campaign_id: int) -> dict[str
     """Live adjudications of the campaign: unit key → adjudicated score or preference."""
     keys = unit_key_map(session, campaign_id)
     rows = session.execute(
-        select(Adjudication.unit_id, Adjudication.score, Adjudication.preference).where(
-            Adjudication.campaign_id == campaign_id, Adjudication.is_live.is_(True)
-        )
+        select(
+            col(Adjudication.unit_id), col(Adjudication.score), col(Adjudication.preference)
+        ).where(col(Adjudication.campaign_id) == campaign_id, col(Adjudication.is_live).is_(True))
     ).all()
     result: dict[str, object] = {}
     for unit_id, score, preference in rows:
@@ -90,8 +91,8 @@ def unit_content(session: Session, campaign_id: int, unit_key: str) -> UnitConte
     response_ids = list(parse_unit_key(unit_key).response_ids)
     rows = session.execute(
         select(Response, Item)
-        .join(Item, Item.id == Response.item_pk)
-        .where(Response.response_id.in_(response_ids))
+        .join(Item, col(Item.id) == col(Response.item_pk))
+        .where(col(Response.response_id).in_(response_ids))
     ).all()
     by_id = {response.response_id: (response, item) for response, item in rows}
     missing = [rid for rid in response_ids if rid not in by_id]
@@ -129,24 +130,24 @@ def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:
     response, response_a, response_b = aliased(Response), aliased(Response), aliased(Response)
     statement = (
         select(
-            Unit.id,
-            Item.item_id,
-            Item.task,
-            Item.category,
-            Item.group,
-            cast(Item.meta, Text),
-            response.response_id,
-            response.model,
-            cast(response.meta, Text),
-            response_a.response_id,
-            response_b.response_id,
+            col(Unit.id),
+            col(Item.item_id),
+            col(Item.task),
+            col(Item.category),
+            col(Item.group),
+            cast(col(Item.meta), Text),
+            col(response.response_id),
+            col(response.model),
+            cast(col(response.meta), Text),
+            col(response_a.response_id),
+            col(response_b.response_id),
         )
-        .join(Item, Item.id == Unit.item_pk)
-        .outerjoin(response, response.id == Unit.response_pk)
-        .outerjoin(Pair, Pair.id == Unit.pair_pk)
-        .outerjoin(response_a, response_a.id == Pair.response_a_pk)
-        .outerjoin(response_b, response_b.id == Pair.response_b_pk)
-        .where(Unit.campaign_id == campaign.id)
+        .join(Item, col(Item.id) == col(Unit.item_pk))
+        .outerjoin(response, col(response.id) == col(Unit.response_pk))
+        .outerjoin(Pair, col(Pair.id) == col(Unit.pair_pk))
+        .outerjoin(response_a, col(response_a.id) == col(Pair.response_a_pk))
+        .outerjoin(response_b, col(response_b.id) == col(Pair.response_b_pk))
+        .where(col(Unit.campaign_id) == campaign.id)
     )
     rows = session.connection().execute(statement).all()
     unit_id, item_id, task, category, group, item_meta, rid, model, rmeta, ra, rb = _columns(
@@ -179,7 +180,7 @@ def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:
 
 
 def _annotations(session: Session, campaign: Campaign) -> pd.DataFrame:
-    statement = _live_annotations(select(Annotation.unit_id, *_ANNOTATION_COLUMNS), campaign)
+    statement = _live_annotations(select(col(Annotation.unit_id), *_ANNOTATION_COLUMNS), campaign)
     rows = session.connection().execute(statement).all()
     unit_id, name, score, preference, shown = _columns(rows, 5)
     return _frame_columns(
@@ -196,8 +197,8 @@ def _annotations(session: Session, campaign: Campaign) -> pd.DataFrame:
 def _judgements(session: Session, campaign: Campaign, judges: list[str] | None) -> pd.DataFrame:
     statement = campaign_judgements(campaign, *_JUDGEMENT_COLUMNS, unit_id=True)
     if judges:
-        statement = statement.where(Judgement.judge.in_(judges))
-    rows = session.connection().execute(statement.order_by("unit_id", Judgement.id)).all()
+        statement = statement.where(col(Judgement.judge).in_(judges))
+    rows = session.connection().execute(statement.order_by("unit_id", col(Judgement.id))).all()
     unit_id, judge, score, preference, shown, status, expected = _columns(rows, 7)
     return _frame_columns(
         unit_id,
@@ -214,26 +215,30 @@ HUMAN_PREFIX = "annotator:"
 """A human rater's name in the frame: ``annotator:<account name>``."""
 
 _ANNOTATION_COLUMNS = (
-    User.name,
-    Annotation.score,
-    Annotation.preference,
-    Annotation.shown_order,
+    col(User.name),
+    col(Annotation.score),
+    col(Annotation.preference),
+    col(Annotation.shown_order),
 )
 _JUDGEMENT_COLUMNS = (
-    Judgement.judge,
-    Judgement.score,
-    Judgement.preference,
-    Judgement.shown_order,
-    Judgement.parse_status,
-    Judgement.expected_score,
+    col(Judgement.judge),
+    col(Judgement.score),
+    col(Judgement.preference),
+    col(Judgement.shown_order),
+    col(Judgement.parse_status),
+    col(Judgement.expected_score),
 )
 """What the metrics read of an answer or a judgement: no rationale (long text, read only for
 the few units a report lists: :func:`campaign_rationales`)."""
 
 
-def _live_annotations(statement: Any, campaign: Campaign) -> Any:
-    return statement.join(User, User.id == Annotation.annotator_id).where(
-        Annotation.campaign_id == campaign.id, Annotation.is_live.is_(True)
+_Columns = TypeVarTuple("_Columns")
+"""The types of a SELECT's columns (kept by :func:`_live_annotations`)."""
+
+
+def _live_annotations(statement: Select[*_Columns], campaign: Campaign) -> Select[*_Columns]:
+    return statement.join(User, col(User.id) == col(Annotation.annotator_id)).where(
+        col(Annotation.campaign_id) == campaign.id, col(Annotation.is_live).is_(True)
     )
 
 
@@ -290,34 +295,34 @@ def campaign_rationales(
         select(
             *listed.c,
             literal(0).label("kind"),
-            Annotation.id.label("row"),
-            User.name.label("rater"),
-            (Annotation.score if pointwise else Annotation.preference).label("value"),
-            Annotation.shown_order,
-            Annotation.rationale,
-        ).join(listed, listed.c.id == Annotation.unit_id),
+            col(Annotation.id).label("row"),
+            col(User.name).label("rater"),
+            (col(Annotation.score) if pointwise else col(Annotation.preference)).label("value"),
+            col(Annotation.shown_order),
+            col(Annotation.rationale),
+        ).join(listed, listed.c.id == col(Annotation.unit_id)),
         found,
     )
     link = (
-        Judgement.response_pk == listed.c.response_pk
+        col(Judgement.response_pk) == listed.c.response_pk
         if pointwise
-        else Judgement.pair_pk == listed.c.pair_pk
+        else col(Judgement.pair_pk) == listed.c.pair_pk
     )
     models = (
         select(
             *listed.c,
             literal(1).label("kind"),
-            Judgement.id.label("row"),
-            Judgement.judge.label("rater"),
-            (Judgement.score if pointwise else Judgement.preference).label("value"),
-            Judgement.shown_order,
-            Judgement.rationale,
+            col(Judgement.id).label("row"),
+            col(Judgement.judge).label("rater"),
+            (col(Judgement.score) if pointwise else col(Judgement.preference)).label("value"),
+            col(Judgement.shown_order),
+            col(Judgement.rationale),
         )
         .join(listed, link)
-        .where(Judgement.protocol == found.protocol)
+        .where(col(Judgement.protocol) == found.protocol)
     )
     if judges is not None:
-        models = models.where(Judgement.judge.in_(list(judges)))
+        models = models.where(col(Judgement.judge).in_(list(judges)))
     both = union_all(humans, models).subquery()
     rows = session.execute(select(both).order_by(both.c.kind, both.c.row)).all()
     records = [
@@ -334,32 +339,40 @@ def campaign_rationales(
     return pd.DataFrame(records, columns=columns, dtype=object)
 
 
-def _listed_units(campaign: Campaign, keys: list[str]) -> Any:
+def _listed_units(campaign: Campaign, keys: list[str]) -> Subquery:
     """The campaign's units with these keys, as a subquery: ``id``, ``response_pk``,
     ``pair_pk`` and the response ids that make the key (``rid``; pairs ``ra``, ``rb``)."""
     named = [parse_unit_key(key).response_ids for key in keys]
     if campaign.protocol != "pairwise":
         return (
-            select(Unit.id, Unit.response_pk, Unit.pair_pk, Response.response_id.label("rid"))
-            .join(Response, Response.id == Unit.response_pk)
-            .where(Unit.campaign_id == campaign.id, Response.response_id.in_([n[0] for n in named]))
+            select(
+                col(Unit.id),
+                col(Unit.response_pk),
+                col(Unit.pair_pk),
+                col(Response.response_id).label("rid"),
+            )
+            .join(Response, col(Response.id) == col(Unit.response_pk))
+            .where(
+                col(Unit.campaign_id) == campaign.id,
+                col(Response.response_id).in_([n[0] for n in named]),
+            )
             .subquery()
         )
     response_a, response_b = aliased(Response), aliased(Response)
     return (
         select(
-            Unit.id,
-            Unit.response_pk,
-            Unit.pair_pk,
-            response_a.response_id.label("ra"),
-            response_b.response_id.label("rb"),
+            col(Unit.id),
+            col(Unit.response_pk),
+            col(Unit.pair_pk),
+            col(response_a.response_id).label("ra"),
+            col(response_b.response_id).label("rb"),
         )
-        .join(Pair, Pair.id == Unit.pair_pk)
-        .join(response_a, response_a.id == Pair.response_a_pk)
-        .join(response_b, response_b.id == Pair.response_b_pk)
+        .join(Pair, col(Pair.id) == col(Unit.pair_pk))
+        .join(response_a, col(response_a.id) == col(Pair.response_a_pk))
+        .join(response_b, col(response_b.id) == col(Pair.response_b_pk))
         .where(
-            Unit.campaign_id == campaign.id,
-            tuple_(response_a.response_id, response_b.response_id).in_(
+            col(Unit.campaign_id) == campaign.id,
+            tuple_(col(response_a.response_id), col(response_b.response_id)).in_(
                 [tuple(n[:2]) for n in named]
             ),
         )
@@ -371,19 +384,19 @@ def campaign_judgements(campaign: Campaign, *columns: Any, unit_id: bool = False
     """``SELECT [unit_id,] *columns`` over the model judgements of the campaign's units made
     under the campaign's protocol (a judge may have scored the same responses under another)."""
     units = (
-        select(Unit.id, Unit.response_pk, Unit.pair_pk)
-        .where(Unit.campaign_id == campaign.id)
+        select(col(Unit.id), col(Unit.response_pk), col(Unit.pair_pk))
+        .where(col(Unit.campaign_id) == campaign.id)
         .subquery()
     )
     link = (
-        Judgement.pair_pk == units.c.pair_pk
+        col(Judgement.pair_pk) == units.c.pair_pk
         if campaign.protocol == "pairwise"
-        else Judgement.response_pk == units.c.response_pk
+        else col(Judgement.response_pk) == units.c.response_pk
     )
     return (
         select(*([units.c.id.label("unit_id")] if unit_id else []), *columns)
         .join(units, link)
-        .where(Judgement.protocol == campaign.protocol)
+        .where(col(Judgement.protocol) == campaign.protocol)
     )
 
 

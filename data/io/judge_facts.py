@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlmodel import Session, col
 
 from data.io.frames import campaign_judgements
 from data.services.campaigns import get_campaign
@@ -36,20 +36,20 @@ def contains_list(content: object) -> bool:
 def campaign_response_facts(session: Session, campaign_id: int) -> list[ResponseFacts]:
     """Model, length and list format of every response judged in the campaign's units (both
     responses of a pair)."""
-    units = select(Unit.response_pk).where(Unit.campaign_id == campaign_id)
+    units = select(col(Unit.response_pk)).where(col(Unit.campaign_id) == campaign_id)
     pks = {pk for pk in session.execute(units).scalars() if pk is not None}
     pair_rows = session.execute(
-        select(Pair.response_a_pk, Pair.response_b_pk)
-        .join(Unit, Unit.pair_pk == Pair.id)
-        .where(Unit.campaign_id == campaign_id)
+        select(col(Pair.response_a_pk), col(Pair.response_b_pk))
+        .join(Unit, col(Unit.pair_pk) == col(Pair.id))
+        .where(col(Unit.campaign_id) == campaign_id)
     ).all()
     for a, b in pair_rows:
         pks.update((a, b))
     if not pks:
         return []
     rows = session.execute(
-        select(Response.response_id, Response.model, Response.content).where(
-            Response.id.in_(sorted(pks))
+        select(col(Response.response_id), col(Response.model), col(Response.content)).where(
+            col(Response.id).in_(sorted(pks))
         )
     ).all()
     return sorted(
@@ -71,13 +71,18 @@ def campaign_judgement_usage(
     is charged its calls (:mod:`calibration.cost`)."""
     campaign = get_campaign(session, campaign_id)
     statement = campaign_judgements(
-        campaign, Judgement.judge, Judgement.unit_key, Judgement.usage, Judgement.meta
+        campaign,
+        col(Judgement.judge),
+        col(Judgement.unit_key),
+        col(Judgement.usage),
+        col(Judgement.meta),
     )
     if judges:
         sources = {source for judge in judges if (source := readout_source(judge))}
-        statement = statement.where(Judgement.judge.in_(sorted(set(judges) | sources)))
+        statement = statement.where(col(Judgement.judge).in_(sorted(set(judges) | sources)))
     result = []
-    for judge, unit_key, usage, meta in session.execute(statement.order_by(Judgement.id)).all():
+    rows = session.execute(statement.order_by(col(Judgement.id))).all()
+    for judge, unit_key, usage, meta in rows:
         usage, meta = usage or {}, meta or {}
         result.append(
             JudgementUsage(

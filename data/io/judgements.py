@@ -7,7 +7,7 @@ judge, adds nothing the second time: rows whose key already exists are skipped, 
 
 from __future__ import annotations
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import Insert, Table, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
@@ -31,6 +31,7 @@ def insert_judgements(session: Session, rows: list[Judgement]) -> int:
         return 0
     values = [_column_values(row) for row in rows]
     dialect = session.get_bind().dialect.name
+    statement: Insert
     if dialect == "sqlite":
         statement = sqlite.insert(_JUDGEMENT_TABLE).on_conflict_do_nothing(
             index_elements=list(_KEY_COLUMNS)

@@ -8,6 +8,7 @@ assignment is open. A submit drops it in the same transaction (:mod:`~data.queue
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TypedDict
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
@@ -16,6 +17,16 @@ from data.queue.common import _draft, _own_assignment, _validated, campaign_prot
 from data.queue.records import DraftView
 from data.services.campaigns import get_campaign
 from schemas.tables import Draft, utcnow
+
+
+class _DraftValues(TypedDict):
+    """The columns of a :class:`~schemas.tables.Draft` that a save writes."""
+
+    score: float | None
+    preference: str | None
+    rationale: str
+    active_seconds: float
+    updated_at: datetime
 
 
 def save_draft(
@@ -47,7 +58,7 @@ def save_draft(
         score = _validated(protocol.validate_score, score)
     if preference is not None:
         preference = _validated(protocol.validate_preference, preference)
-    values = dict(
+    values = _DraftValues(
         score=score,
         preference=preference,
         rationale=rationale,

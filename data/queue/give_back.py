@@ -4,7 +4,7 @@ queue for the reviewers). Either frees the unit's slot and drops the draft."""
 from __future__ import annotations
 
 from sqlalchemy import update
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from data.queue.common import _change_slots, _draft, _own_assignment
 from data.queue.records import AnswerInvalid
@@ -33,7 +33,7 @@ def flag(session: Session, assignment_id: int, annotator_id: int, reason: str) -
         reason=reason.strip(),
     )
     session.add(flag_row)
-    session.execute(update(Unit).where(Unit.id == assignment.unit_id).values(flagged=True))
+    session.execute(update(Unit).where(col(Unit.id) == assignment.unit_id).values(flagged=True))
     session.flush()
     record_event(
         session,

@@ -9,6 +9,7 @@ from data.queue.common import _check_answer
 from data.queue.records import AssignmentNotFound, CampaignNotOpen
 from data.services.campaigns import get_campaign
 from data.storage.audit import record_event
+from schemas.core import stored_id
 from schemas.tables import Annotation
 
 
@@ -59,7 +60,7 @@ def revise(
         actor_id=annotator_id,
         action="annotation.revise",
         entity="annotation",
-        entity_id=new.id,
+        entity_id=stored_id(new),
         detail={
             "unit_id": old.unit_id,
             "revision": new.revision,

@@ -89,7 +89,9 @@ def _my_records(
             .group_by(col(Unit.item_pk))
         ).all()
     )
-    given: dict[int, list[int]] = {}
+    # Optional ids, as the columns declare them: Assignment.id is unset only before a flush, and an
+    # answer's assignment_id is nullable in the schema (though every answer is given through one).
+    given: dict[int, list[int | None]] = {}
     annotators = {a.annotator_id for a in annotations}
     for assignment_id, item_pk in session.exec(
         select(Assignment.id, Unit.item_pk)
@@ -111,7 +113,7 @@ def _my_records(
         item_pk = item_of[a.unit_id]
         records.append(
             MyAnnotation(
-                annotation_id=a.id,
+                annotation_id=stored_id(a),
                 unit_id=a.unit_id,
                 item_id=items[item_pk][0],
                 task=items[item_pk][1],

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
-from sqlmodel.sql.expression import Select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from data.io.importers.datasets import ImportSummary
 from data.io.importers.jsonl import import_jsonl
@@ -321,10 +321,10 @@ def _summary(
 ) -> SampleSummary:
     names = (ALIGNMMBENCH_DATASET, MMIE_DATASET)
     campaign_names = tuple(plan.spec.name for plan in CAMPAIGNS)
-    items = select(Item.id).join(Dataset).where(col(Dataset.name).in_(names))
-    responses = select(Response.id).where(col(Response.item_pk).in_(items))
-    pairs = select(Pair.id).where(col(Pair.item_pk).in_(items))
-    campaigns = select(Campaign.id).where(col(Campaign.name).in_(campaign_names))
+    items = select(col(Item.id)).join(Dataset).where(col(Dataset.name).in_(names))
+    responses = select(col(Response.id)).where(col(Response.item_pk).in_(items))
+    pairs = select(col(Pair.id)).where(col(Pair.item_pk).in_(items))
+    campaigns = select(col(Campaign.id)).where(col(Campaign.name).in_(campaign_names))
     judgements = (
         select(func.count())
         .select_from(Judgement)
@@ -370,5 +370,5 @@ def _summary(
     )
 
 
-def _count(session: Session, ids: Select) -> int:
+def _count(session: Session, ids: SelectOfScalar[Any]) -> int:
     return int(session.exec(select(func.count()).select_from(ids.subquery())).one())

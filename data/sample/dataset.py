@@ -98,8 +98,8 @@ def sample_records() -> SampleRecords:
 def write_sample_files(records: SampleRecords, folder: Path) -> tuple[Path, Path]:
     """Write the two dataset files and every image they name into ``folder``; return the files."""
     (folder / "images").mkdir(parents=True, exist_ok=True)
-    for path, drawing in records.drawings.items():
-        (folder / path).write_bytes(images.png_bytes(drawing()))
+    for image_path, drawing in records.drawings.items():
+        (folder / image_path).write_bytes(images.png_bytes(drawing()))
     files = folder / ALIGNMMBENCH_FILE, folder / MMIE_FILE
     for path, lines in zip(files, (records.alignmmbench, records.mmie), strict=True):
         text = "".join(

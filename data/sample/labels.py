@@ -275,7 +275,7 @@ def _unit_truths(
 ) -> list[_UnitTruth]:
     assert campaign.id is not None
     keys = unit_key_map(session, campaign.id)
-    units = session.exec(select(Unit).where(Unit.campaign_id == campaign.id).order_by(Unit.id))
+    units = session.exec(select(Unit).where(Unit.campaign_id == campaign.id).order_by(col(Unit.id)))
     result = []
     for unit in units:
         assert unit.id is not None

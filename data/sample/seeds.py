@@ -9,7 +9,7 @@ the latent "true" score that synthetic annotators and judges perceive with noise
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Literal
 
@@ -119,7 +119,8 @@ class MmieSeed:
     """MSR only: the final answer, which becomes the reference."""
     wrong_final: str | None = None
     """MSR only: the wrong final answer of the ``poor`` tier."""
-    off_topic: str = field(default="I like this picture. It reminds me of many things.")
+    # A plain default, no ``dataclasses.field(...)``: the ``field`` attribute above hides that name.
+    off_topic: str = "I like this picture. It reminds me of many things."
 
     @property
     def category(self) -> str:

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from data.queue import campaign_protocol
 from data.services.admin import require_actor_role
 from data.services.campaigns import get_campaign
 from data.services.monitor import unit_infos
 from data.storage.audit import record_event
+from schemas.core import stored_id
 from schemas.items import ResponseContent
 from schemas.protocols import Protocol
 from schemas.tables import (
@@ -209,11 +210,12 @@ def unit_review(session: Session, unit_id: int) -> UnitReview:
     item = session.get(Item, unit.item_pk)
     assert item is not None
     info = unit_infos(session, unit.campaign_id, [unit_id])[unit_id]
+    response_pks: list[int] = []
     if unit.pair_pk is not None:
         pair = session.get(Pair, unit.pair_pk)
         assert pair is not None
         response_pks = [pair.response_a_pk, pair.response_b_pk]
-    else:
+    elif unit.response_pk is not None:  # a unit has one of the two (ck_unit_response_xor_pair)
         response_pks = [unit.response_pk]
     responses = tuple(
         ResponseContent(response.response_id, response.model, response.content, response.id)
@@ -233,9 +235,9 @@ def unit_review(session: Session, unit_id: int) -> UnitReview:
         )
         for a, name in session.exec(
             select(Annotation, User.name)
-            .join(User, User.id == Annotation.annotator_id)
+            .join(User, col(User.id) == col(Annotation.annotator_id))
             .where(Annotation.unit_id == unit_id, Annotation.is_live)
-            .order_by(User.name)
+            .order_by(col(User.name))
         )
     )
     return UnitReview(
@@ -264,7 +266,7 @@ def _judge_outputs(session: Session, unit: Unit) -> tuple[JudgeOutput, ...]:
     rows = session.exec(
         select(Judgement)
         .where(matches)
-        .order_by(Judgement.judge, Judgement.shown_order, Judgement.sample)
+        .order_by(col(Judgement.judge), col(Judgement.shown_order), col(Judgement.sample))
     )
     return tuple(
         JudgeOutput(
@@ -285,12 +287,12 @@ def _judge_outputs(session: Session, unit: Unit) -> tuple[JudgeOutput, ...]:
 def _adjudication_history(session: Session, unit_id: int) -> list[AdjudicationView]:
     rows = session.exec(
         select(Adjudication, User.name)
-        .join(User, User.id == Adjudication.reviewer_id)
+        .join(User, col(User.id) == col(Adjudication.reviewer_id))
         .where(Adjudication.unit_id == unit_id)
-        .order_by(Adjudication.id.desc())
+        .order_by(col(Adjudication.id).desc())
     )
     return [
-        AdjudicationView(a.id, name, a.score, a.preference, a.note, a.is_live, a.created_at)
+        AdjudicationView(stored_id(a), name, a.score, a.preference, a.note, a.is_live, a.created_at)
         for a, name in rows
     ]
 
@@ -348,7 +350,7 @@ def adjudicate(
     ruling = Adjudication(
         campaign_id=unit.campaign_id,
         unit_id=unit_id,
-        reviewer_id=reviewer.id,
+        reviewer_id=stored_id(reviewer),
         score=score,
         preference=preference,
         note=note.strip(),
@@ -360,7 +362,7 @@ def adjudicate(
         actor_id=actor_id,
         action="adjudication.create",
         entity="adjudication",
-        entity_id=ruling.id,
+        entity_id=stored_id(ruling),
         detail={
             "unit_id": unit_id,
             "campaign_id": unit.campaign_id,

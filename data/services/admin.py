@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from data.queue.priority import RoutingPlan
 from data.queue.routing import set_routing
@@ -27,6 +27,7 @@ from data.services.users import (
     set_role,
 )
 from data.storage.audit import record_event
+from schemas.core import stored_id
 from schemas.tables import ROLES, AuthSession, Campaign, Dataset, Item, Response, User, utcnow
 
 
@@ -111,7 +112,9 @@ def _refuse_losing_last_admin(session: Session, user: User) -> None:
 def _revoke_sessions(session: Session, user: User) -> None:
     now = utcnow()
     live = session.exec(
-        select(AuthSession).where(AuthSession.user_id == user.id, AuthSession.revoked_at.is_(None))
+        select(AuthSession).where(
+            AuthSession.user_id == user.id, col(AuthSession.revoked_at).is_(None)
+        )
     )
     for auth_session in live:
         auth_session.revoked_at = now
@@ -281,15 +284,15 @@ class DatasetRow:
 def dataset_overview(session: Session) -> list[DatasetRow]:
     """Every dataset by name with its item and response counts and its models."""
     items = dict(
-        session.exec(select(Item.dataset_id, func.count()).group_by(Item.dataset_id)).all()
+        session.exec(select(Item.dataset_id, func.count()).group_by(col(Item.dataset_id))).all()
     )
     responses: dict[int, int] = {}
     models: dict[int, list[str]] = {}
     rows = session.exec(
         select(Item.dataset_id, Response.model, func.count())
-        .join(Item, Item.id == Response.item_pk)
-        .group_by(Item.dataset_id, Response.model)
-        .order_by(Response.model)
+        .join(Item, col(Item.id) == col(Response.item_pk))
+        .group_by(col(Item.dataset_id), col(Response.model))
+        .order_by(col(Response.model))
     )
     for dataset_id, model, count in rows:
         responses[dataset_id] = responses.get(dataset_id, 0) + count
@@ -298,10 +301,10 @@ def dataset_overview(session: Session) -> list[DatasetRow]:
         DatasetRow(
             dataset.name,
             dataset.benchmark,
-            items.get(dataset.id, 0),
-            responses.get(dataset.id, 0),
-            tuple(models.get(dataset.id, ())),
+            items.get(stored_id(dataset), 0),
+            responses.get(stored_id(dataset), 0),
+            tuple(models.get(stored_id(dataset), ())),
             dataset.synthetic,
         )
-        for dataset in session.exec(select(Dataset).order_by(Dataset.name))
+        for dataset in session.exec(select(Dataset).order_by(col(Dataset.name)))
     ]

@@ -16,9 +16,10 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from data.storage.audit import count_events, list_events
+from schemas.core import stored_id
 from schemas.csv_cells import neutralised
 from schemas.tables import AuditEvent, User
 
@@ -51,10 +52,10 @@ def audit_rows(
         session, entity=entity, entity_id=entity_id, action_prefix=action_prefix, limit=limit
     )
     actor_ids = {event.actor_id for event in events if event.actor_id is not None}
-    names = dict(session.exec(select(User.id, User.name).where(User.id.in_(actor_ids))).all())
+    names = dict(session.exec(select(User.id, User.name).where(col(User.id).in_(actor_ids))).all())
     return [
         AuditRow(
-            event.id,
+            stored_id(event),
             event.at,
             names.get(event.actor_id) if event.actor_id is not None else None,
             event.action,

@@ -6,7 +6,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from data.services.campaigns import get_campaign, unit_keys
 from schemas.tables import Annotation, Assignment, User
@@ -68,7 +68,7 @@ def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
     seconds_by_annotator: dict[str, list[float]] = defaultdict(list)
     live = session.exec(
         select(Annotation.unit_id, User.name, Annotation.seconds)
-        .join(User, User.id == Annotation.annotator_id)
+        .join(User, col(User.id) == col(Annotation.annotator_id))
         .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
     )
     for unit_id, annotator, seconds in live:
@@ -78,7 +78,7 @@ def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
     leased_by_unit: dict[int, int] = defaultdict(int)
     assignments = session.exec(
         select(Assignment.unit_id, User.name, Assignment.status)
-        .join(User, User.id == Assignment.annotator_id)
+        .join(User, col(User.id) == col(Assignment.annotator_id))
         .where(Assignment.campaign_id == campaign_id)
     )
     for unit_id, annotator, status in assignments:

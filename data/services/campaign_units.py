@@ -67,9 +67,9 @@ def selected_responses(
     """The dataset's responses (of ``models`` only, when given), by item and response id."""
     query = (
         select(Response)
-        .join(Item, Item.id == Response.item_pk)
+        .join(Item, col(Item.id) == col(Response.item_pk))
         .where(Item.dataset_id == dataset_id)
-        .order_by(Item.id, Response.response_id)
+        .order_by(col(Item.id), col(Response.response_id))
     )
     if models:
         query = query.where(col(Response.model).in_(models))
@@ -113,7 +113,7 @@ def _pair_units(
             ],
         )
         existing = dataset_pairs(session, dataset_id)
-    units = []
+    units: list[dict[str, object]] = []
     for item_pk, a, b in wanted:
         pair = existing.get((a, b)) or existing[(b, a)]
         units.append({"campaign_id": campaign_id, "item_pk": item_pk, "pair_pk": pair.id})
@@ -123,7 +123,11 @@ def _pair_units(
 def dataset_pairs(session: Session, dataset_id: int) -> dict[tuple[int, int], Pair]:
     """The stored pairs of a dataset's items by ``(response a pk, response b pk)``: the one
     look-up of a unit's pair, for new campaigns and for imported labels."""
-    query = select(Pair).join(Item, Item.id == Pair.item_pk).where(Item.dataset_id == dataset_id)
+    query = (
+        select(Pair)
+        .join(Item, col(Item.id) == col(Pair.item_pk))
+        .where(Item.dataset_id == dataset_id)
+    )
     return {(pair.response_a_pk, pair.response_b_pk): pair for pair in session.exec(query)}
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlmodel import Session, select
+from sqlalchemy import select as core_select
+from sqlmodel import Session, col, select
 
 from data.storage.audit import record_event
 from schemas.core import core_table
@@ -192,7 +193,7 @@ def get_campaign(session: Session, campaign: str | int) -> Campaign:
 
 
 def list_campaigns(session: Session) -> list[Campaign]:
-    return list(session.exec(select(Campaign).order_by(Campaign.created_at, Campaign.id)))
+    return list(session.exec(select(Campaign).order_by(col(Campaign.created_at), col(Campaign.id))))
 
 
 def unit_key_map(session: Session, campaign_id: int) -> dict[int, str]:
@@ -206,18 +207,23 @@ def unit_keys(session: Session, campaign_id: int) -> list[tuple[int, str, str, b
     ra, rb = responses.alias("ra"), responses.alias("rb")
     pointwise = session.exec(
         select(Unit.id, Response.response_id, Item.item_id, Unit.flagged)
-        .join(Response, Response.id == Unit.response_pk)
-        .join(Item, Item.id == Unit.item_pk)
+        .join(Response, col(Response.id) == col(Unit.response_pk))
+        .join(Item, col(Item.id) == col(Unit.item_pk))
         .where(Unit.campaign_id == campaign_id)
     )
-    rows = [(u, response_unit_key(r), i, f) for u, r, i, f in pointwise]
-    pairwise = session.exec(
-        select(Unit.id, ra.c.response_id, rb.c.response_id, Item.item_id, Unit.flagged)
-        .join(Pair, Pair.id == Unit.pair_pk)
-        .join(ra, ra.c.id == Pair.response_a_pk)
-        .join(rb, rb.c.id == Pair.response_b_pk)
-        .join(Item, Item.id == Unit.item_pk)
-        .where(Unit.campaign_id == campaign_id)
+    # Stored rows: every unit id is set.
+    rows = [(u, response_unit_key(r), i, f) for u, r, i, f in pointwise if u is not None]
+    # SQLModel types select() and Session.exec() for at most four columns, so this five-column
+    # query is SQLAlchemy's select() run by Session.execute() (same statement, same rows).
+    pairwise = session.execute(
+        core_select(
+            col(Unit.id), ra.c.response_id, rb.c.response_id, col(Item.item_id), col(Unit.flagged)
+        )
+        .join(Pair, col(Pair.id) == col(Unit.pair_pk))
+        .join(ra, ra.c.id == col(Pair.response_a_pk))
+        .join(rb, rb.c.id == col(Pair.response_b_pk))
+        .join(Item, col(Item.id) == col(Unit.item_pk))
+        .where(col(Unit.campaign_id) == campaign_id)
     )
     rows += [(u, pair_unit_key(a, b), i, f) for u, a, b, i, f in pairwise]
     return sorted(rows)

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from data.io.frames import campaign_judgements
 from data.services.admin import require_actor_role
@@ -278,7 +278,7 @@ def tag_disagreement(
         campaign_id=entry.campaign_id,
         unit_id=entry.unit_id,
         judge=entry.judge,
-        reviewer_id=reviewer.id,
+        reviewer_id=stored_id(reviewer),
         cause=cause,
         note=note,
         judge_value=entry.judge_value,
@@ -316,18 +316,18 @@ def campaign_tags(
     assert found.id is not None
     statement = (
         select(DisagreementTag, User.name)
-        .join(User, User.id == DisagreementTag.reviewer_id)
+        .join(User, col(User.id) == col(DisagreementTag.reviewer_id))
         .where(DisagreementTag.campaign_id == found.id)
     )
     if live_only:
         statement = statement.where(DisagreementTag.is_live)
     if judge is not None:
         statement = statement.where(DisagreementTag.judge == judge)
-    rows = list(session.exec(statement.order_by(DisagreementTag.id)))
+    rows = list(session.exec(statement.order_by(col(DisagreementTag.id))))
     infos = unit_infos(session, found.id, {tag.unit_id for tag, _ in rows})
     records = [
         TagRecord(
-            tag_id=tag.id,
+            tag_id=stored_id(tag),
             campaign=found.name,
             unit_key=infos[tag.unit_id].unit_key,
             item_id=infos[tag.unit_id].item_id,

@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from data.services.adjudication import REVIEWER_ROLES, AdjudicationError
 from data.services.admin import require_actor_role
 from data.services.monitor import UnitInfo, unit_infos
 from data.storage.audit import record_event
+from schemas.core import stored_id
 from schemas.tables import Campaign, Flag, Unit, User, utcnow
 
 
@@ -42,26 +43,26 @@ def list_flags(
     """Flags reported by annotators, oldest open first."""
     query = (
         select(Flag, Campaign.name, Unit.flagged)
-        .join(Campaign, Campaign.id == Flag.campaign_id)
-        .join(Unit, Unit.id == Flag.unit_id)
-        .order_by(Flag.created_at, Flag.id)
+        .join(Campaign, col(Campaign.id) == col(Flag.campaign_id))
+        .join(Unit, col(Unit.id) == col(Flag.unit_id))
+        .order_by(col(Flag.created_at), col(Flag.id))
     )
     if campaign_id is not None:
         query = query.where(Flag.campaign_id == campaign_id)
     if not include_resolved:
-        query = query.where(Flag.resolved_at.is_(None))
+        query = query.where(col(Flag.resolved_at).is_(None))
     rows = list(session.exec(query))
     user_ids = {flag.user_id for flag, _, _ in rows} | {
         flag.resolved_by for flag, _, _ in rows if flag.resolved_by is not None
     }
-    names = dict(session.exec(select(User.id, User.name).where(User.id.in_(user_ids))).all())
+    names = dict(session.exec(select(User.id, User.name).where(col(User.id).in_(user_ids))).all())
     infos: dict[int, UnitInfo] = {}
     for campaign in {flag.campaign_id for flag, _, _ in rows}:
         units = [flag.unit_id for flag, _, _ in rows if flag.campaign_id == campaign]
         infos.update(unit_infos(session, campaign, units))
     return [
         FlagView(
-            flag_id=flag.id,
+            flag_id=stored_id(flag),
             campaign_id=flag.campaign_id,
             campaign=campaign_name,
             unit_id=flag.unit_id,
@@ -106,7 +107,7 @@ def resolve_flag(
     session.add(flag)
     session.flush()
     others_open = session.exec(
-        select(Flag.id).where(Flag.unit_id == unit.id, Flag.resolved_at.is_(None))
+        select(Flag.id).where(Flag.unit_id == unit.id, col(Flag.resolved_at).is_(None))
     ).first()
     was_flagged = unit.flagged
     if return_to_queue and others_open is None:

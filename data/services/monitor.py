@@ -18,8 +18,9 @@ from typing import Literal
 
 import numpy as np
 from sqlalchemy.orm import aliased
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
+from schemas.core import stored_id
 from schemas.ids import pair_unit_key, response_unit_key
 from schemas.protocols import PREFERENCES
 from schemas.tables import (
@@ -131,18 +132,18 @@ def unit_infos(
     (a query holds at most 65,535 parameters on PostgreSQL).
     """
     response_a, response_b = aliased(Response), aliased(Response)
-    wanted = Unit.campaign_id == campaign_id
+    wanted = col(Unit.campaign_id) == campaign_id
     if unit_ids is not None and len(unit_ids) <= MAX_ID_FILTER:
-        wanted = wanted & Unit.id.in_(list(unit_ids))
+        wanted = wanted & col(Unit.id).in_(list(unit_ids))
     pointwise = session.exec(
         select(Unit, Item, Response)
-        .join(Item, Item.id == Unit.item_pk)
-        .join(Response, Response.id == Unit.response_pk)
+        .join(Item, col(Item.id) == col(Unit.item_pk))
+        .join(Response, col(Response.id) == col(Unit.response_pk))
         .where(wanted)
     )
     infos = {
-        unit.id: UnitInfo(
-            unit.id,
+        stored_id(unit): UnitInfo(
+            stored_id(unit),
             response_unit_key(response.response_id),
             item.item_id,
             item.task,
@@ -153,15 +154,15 @@ def unit_infos(
     }
     pairwise = session.exec(
         select(Unit, Item, response_a, response_b)
-        .join(Item, Item.id == Unit.item_pk)
-        .join(Pair, Pair.id == Unit.pair_pk)
-        .join(response_a, response_a.id == Pair.response_a_pk)
-        .join(response_b, response_b.id == Pair.response_b_pk)
+        .join(Item, col(Item.id) == col(Unit.item_pk))
+        .join(Pair, col(Pair.id) == col(Unit.pair_pk))
+        .join(response_a, col(response_a.id) == col(Pair.response_a_pk))
+        .join(response_b, col(response_b.id) == col(Pair.response_b_pk))
         .where(wanted)
     )
     for unit, item, first, second in pairwise:
-        infos[unit.id] = UnitInfo(
-            unit.id,
+        infos[stored_id(unit)] = UnitInfo(
+            stored_id(unit),
             pair_unit_key(first.response_id, second.response_id),
             item.item_id,
             item.task,
@@ -174,9 +175,9 @@ def unit_infos(
 def _live_answers(session: Session, campaign_id: int) -> list[_Answer]:
     rows = session.exec(
         select(Annotation, User.name)
-        .join(User, User.id == Annotation.annotator_id)
+        .join(User, col(User.id) == col(Annotation.annotator_id))
         .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
-        .order_by(Annotation.id)
+        .order_by(col(Annotation.id))
     )
     return [_Answer(annotation, name) for annotation, name in rows]
 
@@ -247,7 +248,11 @@ def low_effort_flags(
                 reasons.append(("copied_rationale", f"{copied:.0%} of it occurs in the response"))
             flags += [
                 EffortFlag(
-                    annotation.id, annotation.unit_id, info.unit_key, answer.annotator, *reason
+                    stored_id(annotation),
+                    annotation.unit_id,
+                    info.unit_key,
+                    answer.annotator,
+                    *reason,
                 )
                 for reason in reasons
             ]
@@ -285,7 +290,7 @@ def unit_issues(session: Session, campaign_id: int) -> list[UnitIssue]:
         )
         for assignment, name in session.exec(
             select(Assignment, User.name)
-            .join(User, User.id == Assignment.annotator_id)
+            .join(User, col(User.id) == col(Assignment.annotator_id))
             .where(Assignment.campaign_id == campaign_id, Assignment.status == "skipped")
         )
     ]
@@ -302,7 +307,7 @@ def unit_issues(session: Session, campaign_id: int) -> list[UnitIssue]:
         )
         for flag, name in session.exec(
             select(Flag, User.name)
-            .join(User, User.id == Flag.user_id)
+            .join(User, col(User.id) == col(Flag.user_id))
             .where(Flag.campaign_id == campaign_id)
         )
     ]

@@ -10,6 +10,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlmodel import Session, select
 
 from data.storage.audit import record_event
+from schemas.core import stored_id
 from schemas.tables import ROLES, User, utcnow
 
 _hasher = PasswordHasher()
@@ -85,7 +86,7 @@ def create_user(
         actor_id=actor_id,
         action="user.create",
         entity="user_account",
-        entity_id=user.id,
+        entity_id=stored_id(user),
         detail={"name": name, "role": role},
     )
     return to_record(user)
@@ -117,7 +118,7 @@ def set_role(session: Session, name: str, role: str, *, actor_id: int | None) ->
         actor_id=actor_id,
         action="user.role",
         entity="user_account",
-        entity_id=user.id,
+        entity_id=stored_id(user),
         detail={"before": before, "after": role},
     )
     return to_record(user)
@@ -133,7 +134,7 @@ def set_active(session: Session, name: str, active: bool, *, actor_id: int | Non
         actor_id=actor_id,
         action="user.enable" if active else "user.disable",
         entity="user_account",
-        entity_id=user.id,
+        entity_id=stored_id(user),
         detail={"before": before, "after": active},
     )
     return to_record(user)
@@ -154,7 +155,7 @@ def reset_password(
         actor_id=actor_id,
         action="user.password_reset",
         entity="user_account",
-        entity_id=user.id,
+        entity_id=stored_id(user),
         detail={},
     )
     return to_record(user)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlmodel import Session, func, select
+from sqlmodel import Session, col, func, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from schemas.tables import AuditEvent
 
@@ -44,7 +45,7 @@ def list_events(
 ) -> list[AuditEvent]:
     """Audit events, newest first, optionally for one entity or one family of actions."""
     query = _filtered(select(AuditEvent), entity, entity_id, action_prefix)
-    query = query.order_by(AuditEvent.at.desc(), AuditEvent.id.desc())
+    query = query.order_by(col(AuditEvent.at).desc(), col(AuditEvent.id).desc())
     if limit is not None:
         query = query.limit(limit)
     return list(session.exec(query))
@@ -64,13 +65,16 @@ def count_events(
     return int(session.exec(query).one())
 
 
+_Query = TypeVar("_Query", bound=SelectOfScalar[Any])
+
+
 def _filtered(
-    query: Any, entity: str | None, entity_id: str | int | None, prefix: str | None
-) -> Any:
+    query: _Query, entity: str | None, entity_id: str | int | None, prefix: str | None
+) -> _Query:
     if entity is not None:
         query = query.where(AuditEvent.entity == entity)
     if entity_id is not None:
         query = query.where(AuditEvent.entity_id == str(entity_id))
     if prefix is not None:
-        query = query.where(AuditEvent.action.startswith(prefix))
+        query = query.where(col(AuditEvent.action).startswith(prefix))
     return query

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from data.io.content import iter_images, resolve_image
 from schemas.core import stored_id
@@ -46,10 +46,14 @@ def export_dataset(session: Session, name: str, output: Path) -> DatasetExport:
     if dataset is None:
         known = ", ".join(session.exec(select(Dataset.name).order_by(Dataset.name))) or "none yet"
         raise DatasetNotFound(f"no dataset called {name!r} (datasets: {known})")
-    items = list(session.exec(select(Item).where(Item.dataset_id == dataset.id).order_by(Item.id)))
+    items = list(
+        session.exec(select(Item).where(Item.dataset_id == dataset.id).order_by(col(Item.id)))
+    )
     responses: dict[int, list[Response]] = defaultdict(list)
     by_pk: dict[int, str] = {}
-    query = select(Response).join(Item).where(Item.dataset_id == dataset.id).order_by(Response.id)
+    query = (
+        select(Response).join(Item).where(Item.dataset_id == dataset.id).order_by(col(Response.id))
+    )
     for response in session.exec(query):
         responses[response.item_pk].append(response)
         by_pk[stored_id(response)] = response.response_id
@@ -57,7 +61,7 @@ def export_dataset(session: Session, name: str, output: Path) -> DatasetExport:
     pair_query = (
         select(Pair).join(Item).where(Item.dataset_id == dataset.id, Pair.source == "import")
     )
-    for pair in session.exec(pair_query.order_by(Pair.id)):
+    for pair in session.exec(pair_query.order_by(col(Pair.id))):
         pairs[pair.item_pk].append([by_pk[pair.response_a_pk], by_pk[pair.response_b_pk]])
     images: set[str] = set()
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import TypeAdapter
 from sqlalchemy import Table
 from sqlmodel import Session, col, select
 
@@ -13,12 +14,15 @@ from data.io.frames import campaign_judgements
 from data.io.importers.judgements import COLUMNS_IN_META
 from data.services.campaigns import campaign_protocol, get_campaign
 from schemas.core import core_table
-from schemas.protocols import get_protocol
+from schemas.protocols import Preference, get_protocol
 from schemas.records import JudgementRecord
 from schemas.tables import Annotation, Judgement, Pair, Response, Unit, User
 
 _RESPONSES: Table = core_table(Response)
 _PAIRS: Table = core_table(Pair)
+_PREFERENCE = TypeAdapter(Preference | None)
+"""Reads a stored preference (a ``str`` column; annotations' is kept to A, B or tie by a check
+constraint) as the record's :data:`~schemas.protocols.Preference`, checked as the record would."""
 
 
 def annotation_records(
@@ -30,10 +34,10 @@ def annotation_records(
     protocol = campaign_protocol(campaign)
     query = (
         select(Annotation, User.name, Unit.response_pk, Unit.pair_pk)
-        .join(User, User.id == Annotation.annotator_id)
-        .join(Unit, Unit.id == Annotation.unit_id)
+        .join(User, col(User.id) == col(Annotation.annotator_id))
+        .join(Unit, col(Unit.id) == col(Annotation.unit_id))
         .where(Annotation.campaign_id == campaign.id)
-        .order_by(Annotation.created_at, Annotation.id)
+        .order_by(col(Annotation.created_at), col(Annotation.id))
     )
     if not all_revisions:
         query = query.where(Annotation.is_live)
@@ -50,7 +54,7 @@ def annotation_records(
                 **unit,
                 score=annotation.score,
                 score_percent=_percent(protocol, annotation.score),
-                preference=annotation.preference,
+                preference=_PREFERENCE.validate_python(annotation.preference),
                 rationale=annotation.rationale,
                 annotator=annotator,
                 seconds=annotation.seconds,
@@ -72,7 +76,7 @@ def model_judgement_records(
         query = campaign_judgements(get_campaign(session, campaign_name), Judgement)
     if judges:
         query = query.where(col(Judgement.judge).in_(judges))
-    judgements = list(session.execute(query.order_by(Judgement.id)).scalars())
+    judgements = list(session.execute(query.order_by(col(Judgement.id))).scalars())
     names = _unit_names(session, [(j.response_pk, j.pair_pk) for j in judgements])
     records = []
     for judgement in judgements:

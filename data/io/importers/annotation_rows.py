@@ -33,16 +33,16 @@ def existing_labels(session: Session, campaign: Campaign) -> set[tuple[Any, ...]
     keys = unit_key_map(session, stored_id(campaign))
     rows = session.execute(
         select(
-            User.name,
-            Annotation.unit_id,
-            Annotation.revision,
-            Annotation.score,
-            Annotation.preference,
-            Annotation.shown_order,
-            Annotation.rationale,
+            col(User.name),
+            col(Annotation.unit_id),
+            col(Annotation.revision),
+            col(Annotation.score),
+            col(Annotation.preference),
+            col(Annotation.shown_order),
+            col(Annotation.rationale),
         )
-        .join(User, col(User.id) == Annotation.annotator_id)
-        .where(Annotation.campaign_id == campaign.id)
+        .join(User, col(User.id) == col(Annotation.annotator_id))
+        .where(col(Annotation.campaign_id) == campaign.id)
     )
     return {(name, keys[unit], *rest) for name, unit, *rest in rows}
 

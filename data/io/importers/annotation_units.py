@@ -40,10 +40,8 @@ def resolve_units(
     """
     wanted = sorted({rid for label in labels for rid in label.unit})
     responses = _responses(session, wanted)
-    if (
-        dataset is not None
-        and session.execute(select(Dataset.id).where(Dataset.name == dataset)).first() is None
-    ):
+    named_dataset = select(col(Dataset.id)).where(col(Dataset.name) == dataset)
+    if dataset is not None and session.execute(named_dataset).first() is None:
         raise AnnotationImportError(
             f"no dataset called {dataset!r}: import the dataset with its responses first"
         )
@@ -123,9 +121,15 @@ def _responses(session: Session, ids: list[str]) -> dict[str, tuple[int, int, in
     """``response_id -> (response pk, item pk, dataset id, dataset name)`` of the stored ones."""
     found = {}
     query = (
-        select(Response.response_id, Response.id, Response.item_pk, Dataset.id, Dataset.name)
-        .join(Item, col(Item.id) == Response.item_pk)
-        .join(Dataset, col(Dataset.id) == Item.dataset_id)
+        select(
+            col(Response.response_id),
+            col(Response.id),
+            col(Response.item_pk),
+            col(Dataset.id),
+            col(Dataset.name),
+        )
+        .join(Item, col(Item.id) == col(Response.item_pk))
+        .join(Dataset, col(Dataset.id) == col(Item.dataset_id))
     )
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import JSON, Connection, Table, insert
-from sqlmodel import Session, select
+from sqlalchemy import JSON, Connection, Table, insert, select
+from sqlmodel import Session
 
 from data.io.importers.records import ItemPlan
 from schemas.core import core_table
@@ -94,7 +94,7 @@ def insert_pairs(
     if not with_pairs:
         return 0
     connection = session.connection()
-    response_pks = dict(
+    response_pks: dict[str, int] = dict(
         connection.execute(
             select(_RESPONSES.c.response_id, _RESPONSES.c.id)
             .join(_ITEMS, _ITEMS.c.id == _RESPONSES.c.item_pk)

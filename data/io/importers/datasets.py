@@ -34,7 +34,7 @@ from data.io.importers.images import ImageChecker
 from data.io.importers.records import ItemPlan
 from data.storage.audit import record_event
 from data.storage.engine import engine_data_dir
-from schemas.core import core_table
+from schemas.core import core_table, stored_id
 from schemas.ids import id_problem
 from schemas.tables import Dataset, Item, Response
 
@@ -135,13 +135,13 @@ def import_items(
         if state.name_error is not None:
             raise state.name_error
         dataset = state.dataset
-        assert dataset.id is not None
+        assert dataset is not None  # an import without items or with a name error raised above
         if state.created and len(state.benchmarks) > 1:
             dataset.benchmark = "generic"
             session.add(dataset)
-        pairs_added = insert_pairs(session, dataset.id, state.with_pairs)
+        pairs_added = insert_pairs(session, stored_id(dataset), state.with_pairs)
         for image in images.accepted.values():
-            store_image(image, data_root or engine_data_dir(session.get_bind()))
+            store_image(image, data_root or engine_data_dir(session.get_bind().engine))
     summary = ImportSummary(
         dataset=dataset_name,
         items_added=state.items_added,
@@ -159,7 +159,7 @@ def import_items(
         actor_id=actor_id,
         action="dataset.import",
         entity="dataset",
-        entity_id=dataset.id,
+        entity_id=stored_id(dataset),
         detail={"source": source, **asdict(summary)},
     )
     return summary

@@ -105,9 +105,9 @@ def import_judgements(
     pairs_added = _attach_units(session, lines, source, problems)
     new, changed, unchanged = _classify(session, lines, source, update_changed, problems)
     added = insert_judgements(session, [Judgement(**line.row) for line in new])
-    for line, pk in changed:
+    for changed_line, pk in changed:
         session.connection().execute(
-            update(_JUDGEMENTS).where(_JUDGEMENTS.c.id == pk).values(**_compared(line.row))
+            update(_JUDGEMENTS).where(_JUDGEMENTS.c.id == pk).values(**_compared(changed_line.row))
         )
     summary = JudgementImportSummary(added, len(changed), unchanged, pairs_added)
     record_event(

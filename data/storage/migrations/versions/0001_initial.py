@@ -6,7 +6,7 @@ Create Date: 2026-11-29 07:06:46.420303
 """
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 

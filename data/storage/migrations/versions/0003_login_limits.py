@@ -9,7 +9,7 @@ referenced by sessions and answers.
 """
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision = "0003_login_limits"

@@ -8,7 +8,7 @@ Plain ``ADD COLUMN`` (no table rebuild), like 0003.
 """
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision = "0004_campaign_routing"

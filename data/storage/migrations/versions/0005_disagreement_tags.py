@@ -9,7 +9,7 @@ existing table is rebuilt.
 """
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision = "0005_disagreement_tags"
