@@ -104,7 +104,9 @@ def headline_chart(rows: list[HeadlineRow], *, title: str) -> alt.LayerChart:
         .mark_tick(thickness=3, size=22)
         .encode(y=y, x=x, color=legend, tooltip=tooltip)
     )
-    return alt.layer(interval, point, ceiling).properties(height=alt.Step(36))
+    # LayerChart itself (here and below), not alt.layer: altair 6's alt.layer is typed to return a
+    # FacetChart too, for layers that share facet encodings, and these have none.
+    return alt.LayerChart(layer=[interval, point, ceiling]).properties(height=alt.Step(36))
 
 
 def agreement_scatter(
@@ -134,7 +136,7 @@ def agreement_scatter(
         .mark_line(color="#888", strokeDash=[4, 4])
         .encode(x=alt.X("reference:Q", scale=scale), y=alt.Y("judge:Q", scale=scale))
     )
-    return alt.layer(diagonal, dots).properties(height=300)
+    return alt.LayerChart(layer=[diagonal, dots]).properties(height=300)
 
 
 def confusion_heatmap(confusion: pd.DataFrame, *, judge: str) -> alt.LayerChart:
@@ -156,7 +158,7 @@ def confusion_heatmap(confusion: pd.DataFrame, *, judge: str) -> alt.LayerChart:
         .encode(x=x, y=y, color=alt.Color("units:Q", legend=None), tooltip=["units:Q"])
     )
     text = alt.Chart(long).mark_text().encode(x=x, y=y, text="units:Q")
-    return alt.layer(cells, text).properties(height=260)
+    return alt.LayerChart(layer=[cells, text]).properties(height=260)
 
 
 def group_bars(rows: list[GroupRow], *, title: str, field: str) -> alt.Chart:

@@ -50,6 +50,7 @@ from pathlib import Path
 
 from sqlalchemy import insert, select, text
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_test import percentiles, seed_campaign, throwaway_postgres  # noqa: E402
@@ -140,7 +141,7 @@ def service_latency(
     }
 
 
-def empty_transaction_baseline(engine: Engine, runs: int = 500) -> dict[str, object]:
+def empty_transaction_baseline(engine: Engine, runs: int = 500) -> dict[str, float]:
     values = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -182,7 +183,7 @@ def _seed_model_judgements(engine: Engine, judges: tuple[str, ...] = ("bench-a",
     calibration page's read of the campaign is as large as a fully judged campaign's."""
     now = utcnow()
     with session_scope(engine) as session:
-        responses = session.execute(select(Response.id, Response.response_id)).all()
+        responses = session.execute(select(col(Response.id), col(Response.response_id))).all()
         connection = session.connection()
         rows = [
             {"judge": judge, "protocol": "alignmmbench", "unit_key": f"r:{response_id}",
@@ -413,6 +414,7 @@ def browser_latency(
             panel = page.locator(".cl-answer")
             expect(panel).to_have_count(1)
             unit = panel.get_attribute("data-unit")
+            assert unit is not None  # every answer panel names its unit (answer_box.js)
             page.locator("body").press("7")
             page.keyboard.type(RATIONALE.format(unit=unit))
             if settle:

@@ -188,6 +188,7 @@ def seed_judged_campaign(url: str, units: int) -> int:
     2 judges, every answer and judgement with a rationale of about 170 characters."""
     from load_test import seed_campaign
     from sqlalchemy import insert, select
+    from sqlmodel import col
 
     from data.storage.engine import make_engine, session_scope, upgrade_database
     from schemas.tables import Annotation, Judgement, Response, Unit, utcnow
@@ -199,9 +200,9 @@ def seed_judged_campaign(url: str, units: int) -> int:
     with session_scope(engine) as session:
         connection = session.connection()
         pairs = session.execute(
-            select(Unit.id, Response.id, Response.response_id)
-            .join(Response, Response.id == Unit.response_pk)
-            .where(Unit.campaign_id == campaign_id)
+            select(col(Unit.id), col(Response.id), col(Response.response_id))
+            .join(Response, col(Response.id) == col(Unit.response_pk))
+            .where(col(Unit.campaign_id) == campaign_id)
         ).all()
         quality = rng.integers(1, 11, size=len(pairs))
         for start in range(0, len(pairs), 20_000):

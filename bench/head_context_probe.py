@@ -48,7 +48,8 @@ def main() -> dict:
     loaded = load_base_model(args.base_model, dtype=inference_dtype())
     system = records[0].messages[0]["content"]
     ids = sorted({rid for record in records for rid in record.meta["pair"]})
-    conversations, spans = [], []
+    conversations = []
+    spans: list[tuple[tuple[int, int], ...]] = []  # one span: the response alone
     for rid in ids:
         question, text = texts[rid]
         head = f"## Question\n{question}\n\n## Response\n"

@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,6 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from data.io.importers import import_alignmmbench  # noqa: E402
 from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
+from schemas.core import stored_id  # noqa: E402
 from schemas.tables import Dataset, Item, Response  # noqa: E402
 
 WORDS = ("cat", "mat", "red", "sits", "on", "the", "while", "two", "birds", "watch", "old", "fence")
@@ -55,7 +57,7 @@ def _response_files(
     return files
 
 
-def _fresh_engine(folder: Path, name: str):  # type: ignore[no-untyped-def]
+def _fresh_engine(folder: Path, name: str) -> Engine:
     engine = make_engine(f"sqlite:///{folder / name}")
     upgrade_database(engine)
     return engine
@@ -78,7 +80,7 @@ def _naive_insert(folder: Path, metadata: list[dict], files: list[tuple[Path, st
             item_id = f"amb-{line['question_id']}"
             if session.exec(select(Item).where(Item.item_id == item_id)).first() is None:
                 item = Item(
-                    dataset_id=dataset.id, item_id=item_id, benchmark="alignmmbench",
+                    dataset_id=stored_id(dataset), item_id=item_id, benchmark="alignmmbench",
                     task=line["task"], category=line["category"],
                     group=line["question_id"].split("-")[0], history=[],
                     question=[{"type": "text", "text": line["prompt"]}],
@@ -91,8 +93,8 @@ def _naive_insert(folder: Path, metadata: list[dict], files: list[tuple[Path, st
                 response_id = f"{item_id}/{model}"
                 found = session.exec(select(Response).where(Response.response_id == response_id))
                 if found.first() is None:
-                    session.add(Response(response_id=response_id, item_pk=item.id, model=model,
-                                         content=by_question[line["question_id"]],
+                    session.add(Response(response_id=response_id, item_pk=stored_id(item),
+                                         model=model, content=by_question[line["question_id"]],
                                          content_sha256=""))  # fmt: skip
                     session.flush()
                     rows += 1

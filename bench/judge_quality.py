@@ -46,15 +46,24 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+# bench/ is a folder of scripts: siblings are imported by their own names (a script's folder is
+# on sys.path when it runs; the tests import this file as ``bench.judge_quality``).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pandalm import (  # noqa: E402
+    PANDALM_DIR,
+    PandaLMConversion,
+    convert,
+    write_files,
+    write_jsonl,
+)
 
-from bench.pandalm import PANDALM_DIR, convert, write_files, write_jsonl  # noqa: E402
+Result = TypeVar("Result")
 
 CAMPAIGN = "pandalm"
 DATASET = "dataset"
@@ -83,7 +92,7 @@ class Steps:
         self.outputs[name] = _json_or_text(done.stdout)
         return self.outputs[name]
 
-    def timed(self, name: str, function, *args):  # type: ignore[no-untyped-def]
+    def timed(self, name: str, function: Callable[..., Result], *args: Any) -> Result:
         started = time.perf_counter()
         result = function(*args)
         self.times[name] = round(time.perf_counter() - started, 1)
@@ -245,7 +254,7 @@ def _arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def _convert(folder: Path, items: int | None):  # type: ignore[no-untyped-def]
+def _convert(folder: Path, items: int | None) -> PandaLMConversion:
     conversion = convert(folder)
     if items is not None:
         conversion.items = sorted(conversion.items, key=lambda item: item["item_id"])[:items]

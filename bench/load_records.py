@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from data.storage.engine import session_scope
 from schemas.tables import Annotation, Assignment, Campaign, Unit
@@ -96,20 +97,23 @@ def log_from_json(data: dict[str, Any]) -> WorkerLog:
 def check_integrity(engine: Engine, campaign_id: int, logs: list[WorkerLog]) -> Integrity:
     acknowledged = [ack for log in logs for ack in log.acknowledged]
     with session_scope(engine) as session:
-        overlap = session.get(Campaign, campaign_id).overlap
+        campaign = session.get(Campaign, campaign_id)
+        assert campaign is not None  # the campaign the run seeded
+        overlap = campaign.overlap
         live = session.execute(
-            select(Annotation.unit_id, Annotation.annotator_id, Annotation.score,
-                   Annotation.rationale)
-            .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
+            select(col(Annotation.unit_id), col(Annotation.annotator_id), col(Annotation.score),
+                   col(Annotation.rationale))
+            .where(col(Annotation.campaign_id) == campaign_id, col(Annotation.is_live))
         ).all()  # fmt: skip
         assignments = session.execute(
-            select(Assignment.unit_id, Assignment.annotator_id, Assignment.status).where(
-                Assignment.campaign_id == campaign_id
-            )
+            select(
+                col(Assignment.unit_id), col(Assignment.annotator_id), col(Assignment.status)
+            ).where(col(Assignment.campaign_id) == campaign_id)
         ).all()
         counters = session.execute(
-            select(Unit.id, Unit.slots_taken, Unit.n_submitted).where(
-                Unit.campaign_id == campaign_id, (Unit.slots_taken > 0) | (Unit.n_submitted > 0)
+            select(col(Unit.id), col(Unit.slots_taken), col(Unit.n_submitted)).where(
+                col(Unit.campaign_id) == campaign_id,
+                (col(Unit.slots_taken) > 0) | (col(Unit.n_submitted) > 0),
             )
         ).all()
     stored = Counter((row.unit_id, row.annotator_id) for row in live)

@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_records import (  # noqa: E402,F401 - check_integrity and the records are used by tests
@@ -61,6 +62,7 @@ from system_binaries import postgres_bindir, postgres_missing  # noqa: E402,F401
 from data import queue  # noqa: E402
 from data.services.campaigns import CampaignSpec, create_campaign  # noqa: E402
 from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
+from schemas.core import stored_id  # noqa: E402
 from schemas.tables import Dataset, Item, Response, Unit, User  # noqa: E402
 
 LOAD_AVERAGE_BEFORE = os.getloadavg()
@@ -93,7 +95,11 @@ def seed_campaign(
                  for n in range(start, stop)],
             )  # fmt: skip
         item_pks = list(
-            session.exec(select(Item.id).where(Item.dataset_id == dataset.id).order_by(Item.id))
+            session.execute(
+                select(col(Item.id))
+                .where(col(Item.dataset_id) == dataset.id)
+                .order_by(col(Item.id))
+            )
         )
         rows = [
             {"response_id": f"load-{n}/m{m}", "item_pk": item_pks[n][0], "model": f"m{m}",
@@ -112,9 +118,11 @@ def seed_campaign(
             CampaignSpec(name="load", dataset="load", protocol="alignmmbench", overlap=overlap),
         )
         annotator_ids = list(
-            session.exec(select(User.id).where(User.name.like("annotator%")).order_by(User.id))
+            session.execute(
+                select(col(User.id)).where(col(User.name).like("annotator%")).order_by(col(User.id))
+            )
         )
-    return campaign.id, [row[0] for row in annotator_ids]
+    return stored_id(campaign), [row[0] for row in annotator_ids]
 
 
 def _timed(log: WorkerLog, engine: Engine, operation: Callable[..., T], *args: Any, **kw: Any) -> T:
@@ -354,7 +362,7 @@ def run_load(
         integrity = check_integrity(engine, campaign_id, [*baseline_logs, *logs])
         with session_scope(engine) as session:
             total_units = session.execute(
-                select(func.count()).where(Unit.campaign_id == campaign_id)
+                select(func.count()).where(col(Unit.campaign_id) == campaign_id)
             ).scalar_one()
     finally:
         engine.dispose()

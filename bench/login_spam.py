@@ -69,7 +69,9 @@ def _attacker(
 
 
 def _run(engine: Engine, mode: str, attackers: int, seconds: float) -> dict[str, float]:
-    stop, timings, tries = threading.Event(), [], []
+    stop = threading.Event()
+    timings: list[float] = []
+    tries: list[int] = []
     threads = [threading.Thread(target=_writer, args=(engine, stop, timings))]
     if mode != "quiet":
         threads += [

@@ -48,9 +48,10 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling pandalm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calibration.reference import consensus  # noqa: E402
+from calibration.reference import ConsensusRule, consensus  # noqa: E402
 from data.queue.priority import (  # noqa: E402
     PREFERENCE_AXIS,
     ROUTING_MODES,
@@ -61,6 +62,7 @@ from data.queue.priority import (  # noqa: E402
     random_order,
     unit_signal,
 )
+from schemas.core import stored_id  # noqa: E402
 from schemas.disagreements import DEFAULT_THRESHOLD_SHARE  # noqa: E402
 
 PAIRWISE_CODES = {"A": 0.0, "B": 1.0, "tie": 2.0}
@@ -187,7 +189,7 @@ def summarise(case: Case, seeds: int, budgets: Sequence[int]) -> dict[str, objec
 
 def _over_seeds(
     case: Case, judge: str, routing: str, seeds: int, budget: int, full: float
-) -> dict[str, float]:
+) -> dict[str, float | list[float]]:
     runs = [replay(case, judge, routing, seed, budget) for seed in range(seeds)]
     estimates = np.array([r["estimate"] for r in runs])
     lows, highs = np.array([r["low"] for r in runs]), np.array([r["high"] for r in runs])
@@ -210,7 +212,7 @@ def _over_seeds(
 
 def pandalm_case(folder: Path | None = None) -> Case:
     """PandaLM's 999 pairs: the majority of three human labels, GPT-3.5 and PandaLM-7B."""
-    from bench.pandalm import GPT_FILE, GPT_LABELS, HUMAN_LABELS, PANDALM_DIR, PANDALM_FILE, TESTSET
+    from pandalm import GPT_FILE, GPT_LABELS, HUMAN_LABELS, PANDALM_DIR, PANDALM_FILE, TESTSET
 
     folder = folder or PANDALM_DIR
     rows = json.loads((folder / TESTSET).read_text(encoding="utf-8"))
@@ -262,32 +264,37 @@ def sample_cases() -> list[Case]:
             for campaign in finished:
                 protocol = campaign_protocol(campaign)
                 pairwise = not protocol.is_pointwise
-                units = tuple(
-                    session.exec(select(Unit.id).where(Unit.campaign_id == campaign.id)).all()
-                )
+                ids = session.exec(
+                    select(col(Unit.id)).where(Unit.campaign_id == campaign.id)
+                ).all()
+                units = tuple(unit for unit in ids if unit is not None)  # stored rows: all set
                 index = {u: i for i, u in enumerate(units)}
                 live = session.exec(
                     select(Annotation.unit_id, Annotation.score, Annotation.preference).where(
                         Annotation.campaign_id == campaign.id, col(Annotation.is_live)
                     )
                 ).all()
-                per_unit: dict[int, list[float]] = {u: [] for u in units}
+                # a missing score is None, which the matrix below reads as NaN
+                per_unit: dict[int, list[float | None]] = {u: [] for u in units}
                 for unit, score, preference in live:
-                    per_unit[unit].append(PAIRWISE_CODES[preference] if pairwise else score)
+                    if pairwise:
+                        assert preference is not None  # a pairwise answer always has one
+                        per_unit[unit].append(PAIRWISE_CODES[preference])
+                    else:
+                        per_unit[unit].append(score)
                 k = max(len(v) for v in per_unit.values())
                 matrix = np.full((k, len(units)), np.nan)
                 for unit, values in per_unit.items():
                     matrix[: len(values), index[unit]] = values
-                rule = "majority" if pairwise else "mean"
+                rule: ConsensusRule = "majority" if pairwise else "mean"
                 reference = consensus(matrix, rule, no_majority="tie", pairwise=pairwise)
-                judges = tuple(campaign_judges(session, campaign.id))  # type: ignore[arg-type]
-                scale = (0.0, 1.0) if pairwise else (protocol.scale_min, protocol.scale_max)
+                judges = tuple(campaign_judges(session, stored_id(campaign)))
+                scale = (0.0, 1.0) if pairwise else protocol.bounds
                 cases.append(
                     Case(
                         campaign.name, pairwise, units, k,
                         dict(zip(units, map(float, reference), strict=True)),
-                        judge_readings(session, campaign, judges), judges,
-                        (float(scale[0]), float(scale[1])),  # type: ignore[arg-type]
+                        judge_readings(session, campaign, judges), judges, scale,
                     )
                 )  # fmt: skip
         engine.dispose()

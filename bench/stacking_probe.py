@@ -32,14 +32,16 @@ import numpy as np
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling judge_quality
 sys.path.insert(0, str(REPO))
 
-from bench.judge_quality import (  # noqa: E402
+from judge_quality import (  # noqa: E402
     head_out_of_fold,
     no_lm_search,
     read_units,
     train_arrays,
 )
+
 from critic.modeling import LoadedModel, inference_dtype, load_base_model  # noqa: E402
 
 MAX_INSTRUCTION_TOKENS = 600

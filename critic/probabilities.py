@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 
-from sqlmodel import Session, select
+from sqlalchemy import select as core_select
+from sqlmodel import Session, col, select
 
 from critic.prompts import SHOWN_VERDICTS
 from schemas.protocols import Protocol, to_canonical
@@ -41,14 +42,19 @@ def debiased_rows(
 ) -> list[Judgement]:
     """One judgement per pair that ``judge`` answered with probabilities in both shown orders
     and ``name`` has not judged yet: the mean of the two canonical probability vectors."""
-    found = session.exec(
-        select(
-            Judgement.unit_key,
-            Judgement.pair_pk,
-            Judgement.shown_order,
-            Judgement.meta,
-            Judgement.input_sha256,
-        ).where(Judgement.judge == judge, Judgement.prompt_id == prompt_id, Judgement.sample == 0)
+    # SQLAlchemy's own select: SQLModel's is typed for at most four columns.
+    found = session.execute(
+        core_select(
+            col(Judgement.unit_key),
+            col(Judgement.pair_pk),
+            col(Judgement.shown_order),
+            col(Judgement.meta),
+            col(Judgement.input_sha256),
+        ).where(
+            col(Judgement.judge) == judge,
+            col(Judgement.prompt_id) == prompt_id,
+            col(Judgement.sample) == 0,
+        )
     ).all()
     done = set(
         session.exec(

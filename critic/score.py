@@ -263,6 +263,7 @@ def _head_rows(
     from critic.head_features import prompt_features
 
     head = critic.head
+    assert head is not None  # _judge_chunk calls this for a head critic only
     started = time.perf_counter()
     features = prompt_features(
         critic,

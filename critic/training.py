@@ -348,7 +348,9 @@ def _finish(
     Without ``--merge`` the weights (adapter or full) and the tokenizer/processor were saved by
     ``trainer.save_model``.
     """
-    model = trainer.model
+    # Any: with --merge this is the peft model of _with_lora, whose merge_and_unload (reached
+    # through peft's __getattr__) the type Trainer declares for its model does not have.
+    model: Any = trainer.model
     if config.merge:
         model = model.merge_and_unload()
         model.save_pretrained(final_dir)

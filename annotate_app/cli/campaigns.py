@@ -16,6 +16,7 @@ from data.services.campaign_progress import campaign_progress
 from data.services.campaigns import (
     CampaignError,
     CampaignSpec,
+    PairSampling,
     create_campaign,
     get_campaign,
 )
@@ -216,9 +217,11 @@ def _without_units(progress: object) -> dict[str, object]:
     return summary
 
 
-def _pair_sampling(text: str) -> tuple[str, int | None]:
-    if text in ("dataset", "all"):
-        return text, None
+def _pair_sampling(text: str) -> tuple[PairSampling, int | None]:
+    if text == "dataset":
+        return "dataset", None
+    if text == "all":
+        return "all", None
     if text.isdigit() and int(text) > 0:
         return "sample", int(text)
     raise CampaignError(f"--pairs is {text!r}; use 'dataset', 'all' or a number of pairs per item")

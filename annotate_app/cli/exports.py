@@ -25,7 +25,7 @@ _OUTPUT = typer.Option(..., "-o", "--output", dir_okay=False, help="The file to 
 
 
 @export_app.command("annotations")
-def annotations(
+def export_annotations(  # not ``annotations``: the name the __future__ import binds
     ctx: typer.Context,
     campaign: str = typer.Option(..., "--campaign", help="Campaign name."),
     export_format: str = _FORMAT,

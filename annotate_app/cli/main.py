@@ -16,8 +16,9 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+# a name of its own: ``from __future__ import annotations`` binds ``annotations`` in this module
+from annotate_app.cli import annotations as annotation_commands
 from annotate_app.cli import (
-    annotations,
     calibrate,
     campaigns,
     critic,
@@ -159,7 +160,7 @@ def main(
 
 export_app = exports.register(app)
 imports.register(app)
-annotations.register(app)
+annotation_commands.register(app)
 users.register(app)
 campaigns.register(app)
 demo.register(app)

@@ -31,7 +31,7 @@ from data.services.admin import (
     set_routing_as,
     update_campaign_settings,
 )
-from data.services.campaigns import CampaignSpec, list_campaigns
+from data.services.campaigns import CampaignSpec, PairSampling, list_campaigns
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.protocols import PROTOCOL_NAMES, parse_scale
@@ -60,7 +60,7 @@ def _sft_file(campaign_name: str) -> bytes:
 def _calibration_report(campaign: Campaign) -> tuple[CalibrationResult, str]:
     """The result (METRICS.md JSON) and the HTML audit report, as ``critiquelab calibrate
     --campaign``."""
-    report = calibrate_campaign(engine, campaign.id).report
+    report = calibrate_campaign(engine, stored_id(campaign)).report
     return report.result, render_html(report)
 
 
@@ -81,7 +81,7 @@ with st.expander("Create a campaign", expanded=False):
             protocol = st.selectbox("Protocol", PROTOCOL_NAMES, key="c_protocol")
             scale = st.text_input("Scale MIN:MAX[:STEP] (score protocol only)", key="c_scale")
             models = st.multiselect("Models (none selected: all)", dataset.models, key="c_models")
-            pairs = st.radio(
+            pairs: PairSampling = st.radio(
                 "Pairs (pairwise only)",
                 ("dataset", "all", "sample"),
                 horizontal=True,
@@ -148,11 +148,11 @@ if not campaigns:
 st.subheader("Manage a campaign")
 campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: c.name, key="m_campaign")
 current = campaign_settings(campaign)
-models = ", ".join((campaign.options or {}).get("models") or ["all"])
+model_names = ", ".join((campaign.options or {}).get("models") or ["all"])
 pair_sampling = (campaign.options or {}).get("pairs")
 st.caption(
     escape_markdown(
-        f"Status: {campaign.status} · protocol {campaign.protocol} · models {models}"
+        f"Status: {campaign.status} · protocol {campaign.protocol} · models {model_names}"
         + (f" · pairs {pair_sampling}" if pair_sampling else "")
     )
 )
@@ -162,7 +162,7 @@ for column, action in ((pause, "pause"), (resume, "resume"), (close, "close")):
     if column.button(action.capitalize(), key=f"status_{action}"):
         try:
             with session_scope(engine) as session:
-                change_campaign_status(session, user.id, campaign.id, action)
+                change_campaign_status(session, user.id, stored_id(campaign), action)
         except ERRORS as error:
             outcome.error(escape_markdown(str(error)))
         else:
@@ -198,7 +198,7 @@ with st.form(f"settings_{campaign.id}"):
 if save:
     try:
         with session_scope(engine) as session:
-            changes = update_campaign_settings(session, user.id, campaign.id, settings)
+            changes = update_campaign_settings(session, user.id, stored_id(campaign), settings)
     except ERRORS as error:
         outcome.error(escape_markdown(str(error)))
     else:

@@ -55,7 +55,7 @@ with st.form("upload_dataset", clear_on_submit=False):
     submitted = st.form_submit_button("Import dataset", type="primary")
 if submitted and upload is None:
     st.error("Choose a .jsonl, .csv, .parquet or .zip file first.")
-elif submitted:
+elif submitted and upload is not None:
     try:
         with session_scope(engine) as session:
             summary = import_dataset_upload(
@@ -85,7 +85,7 @@ with st.form("upload_judgements"):
     submitted_judgements = st.form_submit_button("Import judgements", type="primary")
 if submitted_judgements and judgements is None:
     st.error("Choose a .jsonl, .csv or .parquet file first.")
-elif submitted_judgements:
+elif submitted_judgements and judgements is not None:
     try:
         with session_scope(engine) as session:
             result = import_judgements_upload(

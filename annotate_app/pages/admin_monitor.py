@@ -14,16 +14,18 @@ from annotate_app.pickers import pick_campaign
 from data.services.campaign_progress import campaign_progress
 from data.services.monitor import low_effort_flags, unit_issues
 from data.storage.engine import session_scope
+from schemas.core import stored_id
 
 user = require_role("admin")
 engine = get_engine()
 
 st.title("Monitor")
 campaign = pick_campaign(engine, key="mon_campaign")
+campaign_id = stored_id(campaign)
 with session_scope(engine) as session:
-    progress = campaign_progress(session, campaign.id)
-    effort = low_effort_flags(session, campaign.id)
-    issues = unit_issues(session, campaign.id)
+    progress = campaign_progress(session, campaign_id)
+    effort = low_effort_flags(session, campaign_id)
+    issues = unit_issues(session, campaign_id)
 
 
 def _seconds(value: float) -> str:
@@ -41,7 +43,7 @@ st.caption(
     "Krippendorff's alpha among the human annotators, per task (interval for scores, nominal "
     "for preferences); blank while fewer than two answers can be paired."
 )
-agreement = task_agreement(engine, campaign.id)
+agreement = task_agreement(engine, campaign_id)
 st.dataframe(
     pd.DataFrame(
         {

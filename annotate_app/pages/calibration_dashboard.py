@@ -45,10 +45,12 @@ from calibration.headline import (
     headline_metric,
     headline_rows,
 )
+from calibration.pairwise import UnparsedRule
 from calibration.tables import ceiling_table, group_table, judge_table, model_table
 from data.io.campaign_input import campaign_version
 from data.io.frames import unit_content
 from data.storage.engine import read_scope, session_scope
+from schemas.core import stored_id
 from schemas.protocols import Protocol
 
 GROUPINGS = ("(none)", "task", "category", "model", "group")
@@ -129,9 +131,10 @@ def _dashboard() -> None:
         describe=lambda c: f"{c.name} ({c.protocol})",
         none_yet="There is no campaign yet. Create one on the Campaigns page.",
     )
+    campaign_id = stored_id(campaign)
     with read_scope(engine) as session:
-        version = campaign_version(session, campaign.id)
-    scope = CampaignScope(engine.url.render_as_string(hide_password=False), campaign.id, version)
+        version = campaign_version(session, campaign_id)
+    scope = CampaignScope(engine.url.render_as_string(hide_password=False), campaign_id, version)
     overview = _overview(scope)
     protocol, available = overview.protocol, overview.judges
     if not overview.rows:
@@ -145,7 +148,7 @@ def _dashboard() -> None:
     grouping = middle.selectbox(
         "Group by", GROUPINGS, index=GROUPINGS.index("task") if tasks else 0
     )
-    unparsed = right.selectbox(
+    unparsed: UnparsedRule = right.selectbox(
         "Unparsed judge outputs",
         ("wrong", "tie", "drop"),
         disabled=protocol.is_pointwise,
@@ -176,7 +179,7 @@ def _dashboard() -> None:
     download_html, download_json = st.columns(2)
     download_html.download_button(
         "Download the HTML report",
-        partial(report_html, report, engine, campaign.id),  # rendered only when clicked
+        partial(report_html, report, engine, campaign_id),  # rendered only when clicked
         file_name=f"calibration-{campaign.name}.html",
         mime="text/html",
         on_click="ignore",
@@ -259,7 +262,7 @@ def _dashboard() -> None:
         if rows:
             chosen = details.disagreements.iloc[rows[0]]
             with session_scope(engine) as session:
-                content = unit_content(session, campaign.id, chosen["unit"])
+                content = unit_content(session, campaign_id, chosen["unit"])
             with st.container(border=True):
                 st.markdown(f"**Item {escape_markdown(content.item.item_id)}**")
                 render_history(content.item.history)

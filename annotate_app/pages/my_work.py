@@ -196,9 +196,9 @@ with edit_area:
             render_unit(view)
         with answer_column:
             key = f"edit-{own.annotation_id}"
-            attempt, error = state.get("my_work_refused", (0, None))
-            if error:
-                st.error(escape_markdown(error))
+            attempt, refusal = state.get("my_work_refused", (0, None))
+            if refusal:
+                st.error(escape_markdown(refusal))
             current = queue.DraftView(own.score, own.preference_shown, own.rationale, 0.0)
             answer_box(
                 key=key,
@@ -209,7 +209,7 @@ with edit_area:
                 on_draft=lambda: None,
                 on_submit=partial(_save_revision, key, own.annotation_id),
                 attempt=attempt,
-                error=error,
+                error=refusal,
                 submit_label="Save revision",
             )
             with st.container(border=True):

@@ -19,6 +19,7 @@ from data.services.adjudication import (
 )
 from data.services.admin import PermissionDenied
 from data.storage.engine import session_scope
+from schemas.core import stored_id
 from schemas.protocols import InvalidJudgement, Protocol
 
 
@@ -60,7 +61,7 @@ if FLASH in st.session_state:
 campaign = pick_campaign(engine, key="adj_campaign")
 include_done = st.checkbox("Include units already adjudicated", key="adj_include_done")
 with session_scope(engine) as session:
-    queue = adjudication_queue(session, campaign.id, include_adjudicated=include_done)
+    queue = adjudication_queue(session, stored_id(campaign), include_adjudicated=include_done)
 if not queue:
     st.info("No unit with two or more answers is waiting for a ruling.")
     st.stop()
@@ -137,36 +138,34 @@ with rubric_column, st.container(border=True):
 # server together with the click, never half-updated.
 keys = _form_keys(review.unit_id)
 with form_column, st.form(f"adjudication_form_{review.unit_id}", border=False):
+    score: float | None = None
+    preference: str | None = None
     if protocol.is_pointwise and protocol.is_discrete:
-        label = {
-            "score": st.selectbox(
-                "Score",
-                protocol.scale_points(),
-                index=None,
-                format_func="{:g}".format,
-                placeholder="Choose a score",
-                key=keys["score"],
-            )
-        }
+        score = st.selectbox(
+            "Score",
+            protocol.scale_points(),
+            index=None,
+            format_func="{:g}".format,
+            placeholder="Choose a score",
+            key=keys["score"],
+        )
     elif protocol.is_pointwise:
         low, high = protocol.bounds
-        label = {
-            "score": st.number_input(
-                "Score", low, high, value=None, placeholder="Type a score", key=keys["score"]
-            )
-        }
+        score = st.number_input(
+            "Score", low, high, value=None, placeholder="Type a score", key=keys["score"]
+        )
     else:
-        label = {
-            "preference": st.radio(
-                "Better response", protocol.labels, index=None, key=keys["preference"]
-            )
-        }
+        preference = st.radio(
+            "Better response", protocol.labels, index=None, key=keys["preference"]
+        )
     note = st.text_area("Note: why this is the final label", key=keys["note"])
     record = st.form_submit_button("Record final label", type="primary", key="adj_save")
 if record:
     try:
         with session_scope(engine) as session:
-            adjudicate(session, user.id, review.unit_id, note=note, **label)
+            adjudicate(
+                session, user.id, review.unit_id, score=score, preference=preference, note=note
+            )
     except (AdjudicationError, InvalidJudgement, PermissionDenied) as error:
         st.error(escape_markdown(str(error)))
     else:

@@ -19,6 +19,7 @@ from data.services.adjudication import UnitReview, unit_review
 from data.services.admin import PermissionDenied
 from data.services.disagreements import Disagreement, DisagreementError, tag_disagreement
 from data.storage.engine import session_scope
+from schemas.core import stored_id
 
 FLASH = "disagreements_flash"
 ERROR = "disagreements_error"
@@ -83,15 +84,16 @@ if ERROR in st.session_state:
 
 picker, judge_picker, done_box = st.columns([2, 2, 1], vertical_alignment="bottom")
 campaign = pick_campaign(engine, key="dis_campaign", where=picker)
+campaign_id = stored_id(campaign)
 with session_scope(engine) as session:
-    judges = campaign_judges(session, campaign.id)
+    judges = campaign_judges(session, campaign_id)
 if not judges:
     st.info("No judge has scored this campaign yet: import or run one first.")
     st.stop()
-judge = judge_picker.selectbox("Judge", judges, key=f"dis_judge_{campaign.id}")
+judge = judge_picker.selectbox("Judge", judges, key=f"dis_judge_{campaign_id}")
 include_tagged = done_box.checkbox("Include tagged", key="dis_include_tagged")
 try:
-    queue = open_disagreements(engine, user.id, campaign.id, judge, include_tagged=include_tagged)
+    queue = open_disagreements(engine, user.id, campaign_id, judge, include_tagged=include_tagged)
 except PermissionDenied as error:
     st.error(escape_markdown(str(error)))
     st.stop()
@@ -115,7 +117,7 @@ if not queue.entries:
     st.stop()
 
 by_id = {entry.unit_id: entry for entry in queue.entries}
-unit_key = f"dis_unit_{campaign.id}_{judge}"
+unit_key = f"dis_unit_{campaign_id}_{judge}"
 if st.session_state.get(unit_key) not in by_id:
     st.session_state.pop(unit_key, None)
 unit_id = st.selectbox(
@@ -164,7 +166,7 @@ with reasons_column:
     _judge_panel(review, judge)
 
 st.subheader("Why does the judge disagree?")
-note_key = f"dis_note_{campaign.id}_{judge}_{entry.unit_id}"
+note_key = f"dis_note_{campaign_id}_{judge}_{entry.unit_id}"
 st.text_area("Note (needed for 'other')", key=note_key, height=80)
 next_id = _next_unit(queue.entries, entry)
 columns = st.columns(3)
