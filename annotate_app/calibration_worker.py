@@ -1,4 +1,5 @@
-"""The Calibration page's work on a campaign, done in a worker process.
+"""The Calibration page's work on a campaign, and the *Campaigns* page's report, done in a worker
+process.
 
 Why a process: reading a large campaign and calibrating it is seconds of pandas and numpy that
 hold the GIL. In the app's own process every annotator's submit, served by a thread of that
@@ -29,7 +30,9 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import Engine
 
 from annotate_app.campaign_calibration import (
+    CampaignReportFiles,
     calibrate_input,
+    campaign_report_files,
     load_campaign,
     only_units,
     with_rationales,
@@ -119,6 +122,11 @@ def page_audit(
 ) -> JudgeAudit:
     """The judges' bias and cost on ``scope`` (:func:`calibration.audits.audit_judges`)."""
     return _run(_audit, scope, judges, prices, families, bootstrap)
+
+
+def campaign_report(url: str, campaign_id: int) -> CampaignReportFiles:
+    """The *Campaigns* page's report files of a campaign, read and calibrated in the worker."""
+    return _run(_campaign_report, url, campaign_id)
 
 
 def page_consistency(
@@ -313,6 +321,10 @@ def _consistency(
         overrides=overrides,
         bootstrap=bootstrap,
     )
+
+
+def _campaign_report(url: str, campaign_id: int) -> CampaignReportFiles:
+    return campaign_report_files(_engine(url), campaign_id)
 
 
 def _serve() -> None:

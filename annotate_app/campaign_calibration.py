@@ -17,12 +17,24 @@ from typing import Any, Literal
 
 from sqlalchemy.engine import Engine
 
+from annotate_app.disagreement_review import report_html
 from calibration import CalibrationOptions, CalibrationReport, calibrate, krippendorff_alpha
+from calibration.audits import JudgeAudit, audit_judges
+from calibration.cost import Prices
+from calibration.reference import NoMajorityRule
+from calibration.result import CalibrationResult
 from calibration.tables import select_units
 from data.io.campaign_input import CampaignCalibrationInput, read_calibration_input
-from data.io.frames import campaign_rationales
+from data.io.frames import (
+    campaign_judgement_frame,
+    campaign_rationales,
+    campaign_reference_overrides,
+)
+from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
+from data.services.campaigns import campaign_protocol, get_campaign
 from data.services.monitor import human_rating_matrices
 from data.storage.engine import read_scope
+from schemas.core import stored_id
 from schemas.protocols import Protocol
 
 
@@ -113,6 +125,64 @@ def with_rationales(engine: Engine, calibration: CampaignCalibration) -> Campaig
             session, calibration.source.campaign, units, judges=list(report.details)
         )
     return replace(calibration, report=report.with_rationales(rows))
+
+
+def campaign_judge_audit(
+    engine: Engine,
+    campaign: str | int,
+    *,
+    judges: Sequence[str] | None = None,
+    families: dict[str, str] | None = None,
+    prices: dict[str, Prices] | Prices | None = None,
+    no_majority: NoMajorityRule = "tie",
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> JudgeAudit:
+    """The judges' bias and cost audit of ``campaign`` (:func:`calibration.audits.audit_judges`)
+    on what one read-only snapshot holds: ``judge_audit`` of ``critiquelab calibrate
+    --campaign``. ``families`` and ``prices`` as its ``--families`` and ``--prices``."""
+    wanted = list(judges) if judges else None
+    with read_scope(engine) as session:
+        found = get_campaign(session, campaign)
+        campaign_id = stored_id(found)
+        frame = campaign_judgement_frame(session, campaign_id, judges=wanted)
+        facts = campaign_response_facts(session, campaign_id)
+        usage = campaign_judgement_usage(session, campaign_id, judges=wanted)
+        overrides = campaign_reference_overrides(session, campaign_id)
+        protocol = campaign_protocol(found)
+    return audit_judges(
+        frame,
+        protocol,
+        facts,
+        usage,
+        families=families or {},
+        prices=prices,
+        judges=wanted,
+        no_majority=no_majority,
+        overrides=overrides,
+        bootstrap=bootstrap,
+        seed=seed,
+    )
+
+
+@dataclass(frozen=True)
+class CampaignReportFiles:
+    """What ``critiquelab calibrate --campaign NAME --json FILE --html FILE`` writes with its
+    default options: the result (METRICS.md JSON, with the judge audit) and the HTML report."""
+
+    result: CalibrationResult
+    html: str
+
+
+def campaign_report_files(engine: Engine, campaign: str | int) -> CampaignReportFiles:
+    """The *Campaigns* page's report of ``campaign``: the files of ``critiquelab calibrate
+    --campaign`` with its default options (the same functions, the same bytes)."""
+    report = calibrate_campaign(engine, campaign).report
+    audit = campaign_judge_audit(engine, campaign)
+    return CampaignReportFiles(
+        report.result.with_extras(judge_audit=audit),
+        report_html(report, engine, campaign, judge_audit=audit),
+    )
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,19 @@ reviews exactly the disagreements the calibration report counts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from calibration.analysis import CalibrationReport
+from calibration.audits import JudgeAudit
+from calibration.compare import JudgeComparison
+from calibration.consistency import ConsistencyReport
 from calibration.disagreement_tags import JudgeTags, summarise_tags, unit_references
 from calibration.errors import CalibrationInputError
+from calibration.report_audits import audit_section, consistency_section
 from calibration.report_html import render_html
 from calibration.report_tags import tags_section
 from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
@@ -80,9 +85,22 @@ def tag_summaries(engine: Engine, campaign: str | int) -> list[JudgeTags]:
     return summarise_tags(tags, taxonomy)
 
 
-def report_html(report: CalibrationReport, engine: Engine, campaign: str | int) -> str:
-    """The calibration HTML report with the "Why judges disagree" section after the audits."""
-    return render_html(report, extra_sections=tag_report_sections(engine, campaign))
+def report_html(
+    report: CalibrationReport,
+    engine: Engine,
+    campaign: str | int,
+    *,
+    comparisons: Sequence[JudgeComparison] = (),
+    judge_audit: JudgeAudit | None = None,
+    consistency: ConsistencyReport | None = None,
+) -> str:
+    """A campaign's calibration HTML report: the comparisons, the audits given, and the
+    reviewers' "Why judges disagree" section after them (``critiquelab calibrate --campaign
+    --html``, the Calibration and Campaigns pages)."""
+    sections = [consistency_section(consistency), audit_section(judge_audit)]
+    return render_html(
+        report, comparisons, extra_sections=[*sections, *tag_report_sections(engine, campaign)]
+    )
 
 
 def tag_report_sections(engine: Engine, campaign: str | int) -> list[str]:

@@ -18,7 +18,7 @@ from annotate_app.cli.calibrate_audits import (
     read_audit_inputs,
 )
 from annotate_app.cli.context import CliState, state
-from annotate_app.disagreement_review import tag_report_sections
+from annotate_app.disagreement_review import report_html
 from calibration import CalibrationInputError, CalibrationOptions, CalibrationReport, calibrate
 from calibration.compare import compare_judges
 from calibration.io import judgement_frame, with_response_metadata
@@ -191,11 +191,18 @@ def calibrate_command(
     )
     if json_out is not None:
         json_out.write_text(result.to_json(), "utf-8")
-    if html_out is not None:
-        sections = audits.html()
-        if campaign is not None:  # the reviewers' causes of disagreements (database mode)
-            sections = [*sections, *tag_report_sections(cli.engine(), campaign)]
-        write_html(report, html_out, comparisons, extra_sections=sections)
+    if html_out is not None and campaign is not None:
+        html = report_html(
+            report,
+            cli.engine(),
+            campaign,
+            comparisons=comparisons,
+            judge_audit=audits.judge_audit,
+            consistency=audits.consistency,
+        )
+        html_out.write_text(html, "utf-8")
+    elif html_out is not None:
+        write_html(report, html_out, comparisons)
     text = _summary_text(result, json_out, html_out)
     lines = [text, *map(comparison_text, comparisons), audits.text()]
     cli.emit(result.model_dump(mode="json"), text="\n".join(line for line in lines if line))

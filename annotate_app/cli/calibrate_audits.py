@@ -13,8 +13,9 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from annotate_app.campaign_calibration import campaign_judge_audit
 from annotate_app.cli.context import CliState
-from calibration.audits import JudgeAudit, audit_judges
+from calibration.audits import JudgeAudit
 from calibration.consistency import ConsistencyReport, cross_protocol_consistency
 from calibration.cost import Prices, parse_prices
 from calibration.errors import CalibrationInputError
@@ -26,7 +27,6 @@ from calibration.report_audits import (
     consistency_text,
 )
 from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
-from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
 from data.queue import campaign_protocol
 from data.services.campaigns import get_campaign
 from data.storage.engine import session_scope
@@ -133,25 +133,14 @@ def campaign_audits(
 ) -> AuditOutputs:
     """The bias and cost audit of ``campaign`` and, with ``--consistency``, the consistency."""
     engine = cli.engine()
-    with session_scope(engine) as session:
-        found = get_campaign(session, campaign)
-        campaign_id = stored_id(found)
-        frame = campaign_judgement_frame(session, campaign_id, judges=judges)
-        facts = campaign_response_facts(session, campaign_id)
-        usage = campaign_judgement_usage(session, campaign_id, judges=judges)
-        overrides = campaign_reference_overrides(session, campaign_id)
-        protocol = campaign_protocol(found)
     with cli.progress("judge audit", total=None):
-        audit = audit_judges(
-            frame,
-            protocol,
-            facts,
-            usage,
+        audit = campaign_judge_audit(
+            engine,
+            campaign,
+            judges=judges,
             families=inputs.families,
             prices=inputs.prices,
-            judges=judges,
             no_majority=no_majority,
-            overrides=overrides,
             bootstrap=bootstrap,
             seed=seed,
         )

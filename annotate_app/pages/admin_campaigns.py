@@ -9,13 +9,12 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app.auth import require_role
-from annotate_app.campaign_calibration import calibrate_campaign
+from annotate_app.calibration_worker import campaign_report
+from annotate_app.campaign_calibration import CampaignReportFiles
 from annotate_app.db import get_engine
 from annotate_app.disagreement_views import render_review_settings
 from annotate_app.render import safe_markdown
 from annotate_app.text import escape_markdown
-from calibration.report_html import render_html
-from calibration.result import CalibrationResult
 from critic.sft import SftOptions, export_campaign_sft
 from data.io.downloads import MEDIA_TYPES, annotations_export
 from data.io.exporters.files import EXPORT_FORMATS
@@ -57,11 +56,11 @@ def _sft_file(campaign_name: str) -> bytes:
     return buffer.getvalue()
 
 
-def _calibration_report(campaign: Campaign) -> tuple[CalibrationResult, str]:
-    """The result (METRICS.md JSON) and the HTML audit report, as ``critiquelab calibrate
-    --campaign``."""
-    report = calibrate_campaign(engine, stored_id(campaign)).report
-    return report.result, render_html(report)
+def _calibration_report(campaign: Campaign) -> CampaignReportFiles:
+    """The files of ``critiquelab calibrate --campaign``, computed by the calibration worker: a
+    large campaign's rows are read and calibrated outside the process that serves annotators."""
+    url = engine.url.render_as_string(hide_password=False)
+    return campaign_report(url, stored_id(campaign))
 
 
 st.title("Campaigns")
@@ -282,14 +281,15 @@ if built_sft and built_sft[0] == campaign.id:
     )
 built_report = st.session_state.get(REPORT_KEY)
 if built_report and built_report[0] == campaign.id:
-    result, html = built_report[1]
+    report_files: CampaignReportFiles = built_report[1]
+    result = report_files.result
     report_column.caption(
         f"{result.reference.n_units} units with a reference, {result.reference.n_adjudicated} "
         "of them adjudicated by a reviewer."
     )
     report_column.download_button(
         "Calibration report (HTML)",
-        html,
+        report_files.html,
         f"{campaign.name}-calibration.html",
         "text/html",
         key="dl_report_html",

@@ -8,16 +8,20 @@ import pytest
 from admin_factory import add_campaign, add_dataset, add_people, answer, units_of
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
+from typer.testing import CliRunner
 
 import calibration  # noqa: F401  (heavy imports paid once here, not inside a timed page run)
 import critic.sft  # noqa: F401
+from annotate_app import calibration_worker
 from annotate_app.auth import USER_KEY
+from annotate_app.cli.main import app
 from annotate_app.navigation import APP_DIR
 from annotate_app.text import escape_markdown, safe_markdown
 from data.io.judgements import insert_judgements
 from data.queue import flag, next_unit
 from data.services.adjudication import adjudicate
 from data.services.admin import PermissionDenied, change_campaign_status, set_routing_as
+from data.services.disagreements import disagreement_queue, tag_disagreement
 from data.services.users import UserRecord, get_user, to_record
 from data.storage.audit import list_events
 from data.storage.engine import session_scope
@@ -308,8 +312,28 @@ def test_audit_page_lists_and_exports_the_changes(world):
     ]
 
 
-def test_campaign_downloads_and_a_report_that_uses_the_adjudication(world):
+@pytest.fixture
+def calibration_worker_stopped():
+    yield
+    calibration_worker.shutdown()
+
+
+def _refuse_campaign_reads(patch: pytest.MonkeyPatch) -> None:
+    """Every read of a campaign's frame in the test's (the app's) process fails from now on: what
+    the page shows must come from the calibration worker's process."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the page read a campaign's rows in the app's process")
+
+    for module in ("data.io.frames", "data.io.campaign_input", "annotate_app.audit_views"):
+        patch.setattr(f"{module}.campaign_judgement_frame", refuse, raising=False)
+
+
+def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
+    world, db_url, tmp_path, calibration_worker_stopped
+):
     engine, people, campaign_id = world
+    unit_key = "r:ds-item-0/m1"
     with session_scope(engine) as session:
         unit = units_of(session, campaign_id)[0]
         insert_judgements(
@@ -318,28 +342,42 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(world):
                 Judgement(
                     judge="gpt-4",
                     protocol="alignmmbench",
-                    unit_key="r:ds-item-0/m1",
+                    unit_key=unit_key,
                     response_pk=unit.response_pk,
                     score=7,
                     raw_output="[[7]]",
                 )  # fmt: skip
             ],
         )
-    at = _page("pages/admin_campaigns.py", people["root"])
-    labels = [button.label for button in at.get("download_button")]
-    assert labels == ["Annotations (JSONL)", "Annotations (CSV)", "Annotations (PARQUET)"]
-    at.button(key="build_report").click().run()
-    assert not _errors(at), _errors(at)
-    assert "2 units with a reference, 0 of them adjudicated" in at.caption[-1].value
-    at.button(key="build_sft").click().run()
-    assert not _errors(at), _errors(at)
-    assert "Download SFT (JSONL)" in [b.label for b in at.get("download_button")]
-    with session_scope(engine) as session:
-        adjudicate(session, people["rita"].id, unit.id, score=7, note="The judge is right.")
-    at.button(key="build_report").click().run()
-    assert "2 units with a reference, 1 of them adjudicated" in at.caption[-1].value
-    result, _ = at.session_state["campaign_calibration_report"][1]
-    assert result.judges["gpt-4"].metric("mae").value == 0.0  # 7 vs the adjudicated 7
+    with pytest.MonkeyPatch.context() as patch:
+        _refuse_campaign_reads(patch)
+        at = _page("pages/admin_campaigns.py", people["root"])
+        labels = [button.label for button in at.get("download_button")]
+        assert labels == ["Annotations (JSONL)", "Annotations (CSV)", "Annotations (PARQUET)"]
+        at.button(key="build_report").click().run()
+        assert not _errors(at), _errors(at)
+        assert "2 units with a reference, 0 of them adjudicated" in at.caption[-1].value
+        at.button(key="build_sft").click().run()
+        assert not _errors(at), _errors(at)
+        assert "Download SFT (JSONL)" in [b.label for b in at.get("download_button")]
+        with session_scope(engine) as session:
+            adjudicate(session, people["rita"].id, unit.id, score=7, note="The judge is right.")
+            queue = disagreement_queue(
+                session, people["rita"].id, campaign_id, "gpt-4", {unit_key: 2}
+            )
+            tag_disagreement(session, people["rita"].id, queue[0], cause="too lenient")
+        at.button(key="build_report").click().run()
+        assert "2 units with a reference, 1 of them adjudicated" in at.caption[-1].value
+        files = at.session_state["campaign_calibration_report"][1]
+    assert files.result.judges["gpt-4"].metric("mae").value == 0.0  # 7 vs the adjudicated 7
+    # the files of ``critiquelab calibrate --campaign``, the reviewers' causes included
+    cli_html, cli_json = tmp_path / "cli.html", tmp_path / "cli.json"
+    arguments = ["--db", db_url, "calibrate", "--campaign", "camp"]
+    written = CliRunner().invoke(app, [*arguments, "--html", cli_html, "--json", cli_json])
+    assert written.exit_code == 0, written.output
+    assert "too lenient" in files.html
+    assert files.html == cli_html.read_text("utf-8")
+    assert files.result.to_json() == cli_json.read_text("utf-8")
 
 
 def test_the_review_page_shows_user_and_model_text_as_text(world):
