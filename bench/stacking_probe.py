@@ -11,7 +11,12 @@ out-of-fold log-loss and accuracy with ties of:
 * ``no-lm+head``: with the head's out-of-fold canonical log-probabilities (``head_cv.json``);
 * ``no-lm+loglik``: with each response's mean token log-probability under the base model, given
   its instruction (chat template, the instruction as the user turn), and their difference;
-* ``no-lm+head+loglik`` and ``loglik`` alone.
+* ``no-lm+head+loglik`` and ``loglik`` alone;
+* ``no-lm+consensus`` and ``no-lm+head+consensus``: with each response's agreement with the other
+  responses to the same instruction (:func:`peer_consensus` of the mean hidden state over the
+  response's tokens at the head's layer, read in the same forward pass as the log-likelihood),
+  and their difference. Several models answer each instruction; a response that says what the
+  others say is more often the better one, a signal no judge of the pair alone can see.
 
 The test split is never read. Run after ``bench/judge_quality.py`` (its ``--work`` folder)::
 
@@ -25,6 +30,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,31 +65,43 @@ def main() -> dict:
     keys, _models, shortcuts, labels, groups = train_arrays(units)
     out_of_fold = head_out_of_fold(args.work / "head")
     head = np.array([out_of_fold[key] for key in keys])
-    questions = {item["item_id"]: item["question"] for item in items}
-    texts = {
-        response["response_id"]: (questions[units[key]["item_id"]], str(response["content"]))
-        for key in keys
-        for response in units[key]["responses"]
-    }
+    # every response of the train split's items, those in no pair too: the consensus is the
+    # item's; the test split is never read
+    train_items = {units[key]["item_id"] for key in keys}
+    layer = json.loads((args.work / "head" / "final" / "critic.json").read_text())["layer"]
     started = time.perf_counter()
     loaded = load_base_model(args.base_model, dtype=inference_dtype())
-    likelihood = {rid: mean_log_likelihood(loaded, *texts[rid]) for rid in texts}
+    readings = {
+        item["item_id"]: {
+            str(response["response_id"]): read_response(
+                loaded, item["question"], str(response["content"]), layer
+            )
+            for response in item["responses"]
+        }
+        for item in items
+        if item["item_id"] in train_items
+    }
     seconds = time.perf_counter() - started
-    pairs = np.array(
-        [[likelihood[r["response_id"]] for r in units[key]["responses"]] for key in keys]
+    likelihood = {rid: r.log_likelihood for item in readings.values() for rid, r in item.items()}
+    consensus = peer_consensus(
+        {item: {rid: r.hidden_mean for rid, r in rs.items()} for item, rs in readings.items()}
     )
-    loglik = np.column_stack([pairs, pairs[:, 0] - pairs[:, 1]])
+    loglik = _pair_columns(likelihood, units, keys)
+    agreement = _pair_columns(consensus, units, keys)
     feature_sets = {
         "no-lm": shortcuts,
         "no-lm+head": np.hstack([shortcuts, head]),
         "no-lm+loglik": np.hstack([shortcuts, loglik]),
         "no-lm+head+loglik": np.hstack([shortcuts, head, loglik]),
         "loglik": loglik,
+        "no-lm+consensus": np.hstack([shortcuts, agreement]),
+        "no-lm+head+consensus": np.hstack([shortcuts, head, agreement]),
     }
     return {
         "train_pairs": len(keys),
-        "responses_scored": len(likelihood),
-        "loglik_seconds": round(seconds, 1),
+        "responses_read": len(likelihood),
+        "consensus_layer": layer,
+        "read_seconds": round(seconds, 1),
         "load_average": os.getloadavg(),
         "cv": {
             name: nested_cv(features, labels, groups, args.seed)
@@ -92,8 +110,20 @@ def main() -> dict:
     }
 
 
-def mean_log_likelihood(loaded: LoadedModel, instruction: str, response: str) -> float:
-    """Mean log-probability of the response's tokens after the instruction (chat template)."""
+@dataclass(frozen=True)
+class ResponseReading:
+    """What one forward pass of the base model reads of a response after its instruction."""
+
+    log_likelihood: float
+    """Mean log-probability of the response's tokens."""
+    hidden_mean: np.ndarray
+    """Mean hidden state over the response's tokens after decoder layer ``layer``."""
+
+
+def read_response(
+    loaded: LoadedModel, instruction: str, response: str, layer: int
+) -> ResponseReading:
+    """The response after the instruction (chat template, the instruction as the user turn)."""
     tokenizer = loaded.tokenizer
     prompt = tokenizer.apply_chat_template(
         [{"role": "user", "content": instruction}], tokenize=False, add_generation_prompt=True
@@ -103,9 +133,41 @@ def mean_log_likelihood(loaded: LoadedModel, instruction: str, response: str) ->
     answer_ids = answer_ids or [tokenizer.eos_token_id]
     ids = torch.tensor([prompt_ids + answer_ids], device=loaded.model.device)
     with torch.no_grad():
-        logits = loaded.model.eval()(input_ids=ids).logits[0, :-1].float()
+        output = loaded.model.eval()(input_ids=ids, output_hidden_states=True)
+    logits = output.logits[0, :-1].float()
     chosen = torch.log_softmax(logits, -1)[torch.arange(ids.shape[1] - 1), ids[0, 1:]]
-    return float(chosen[-len(answer_ids) :].mean())
+    hidden = output.hidden_states[layer][0, len(prompt_ids) :].float().mean(0)
+    return ResponseReading(float(chosen[-len(answer_ids) :].mean()), hidden.cpu().numpy())
+
+
+def peer_consensus(items: dict[str, dict[str, np.ndarray]]) -> dict[str, float]:
+    """Each response's mean cosine similarity to the other responses of its item.
+
+    ``items``: item → response id → vector. With three or more responses the item's mean vector
+    is taken off first, so that what every answer to the instruction shares (its topic) does not
+    count as agreement; two responses are compared as they are (centred, they would always be
+    opposite); a lone response scores 0.
+    """
+    consensus = {}
+    for responses in items.values():
+        ids = list(responses)
+        vectors = np.stack([responses[rid] for rid in ids]).astype(np.float64)
+        if len(ids) > 2:
+            vectors = vectors - vectors.mean(0)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-12
+        similarity = vectors @ vectors.T
+        for n, rid in enumerate(ids):
+            others = np.delete(similarity[n], n)
+            consensus[rid] = float(others.mean()) if len(others) else 0.0
+    return consensus
+
+
+def _pair_columns(
+    value: dict[str, float], units: dict[str, dict[str, Any]], keys: list[str]
+) -> np.ndarray:
+    """Per pair: the value of response A, of response B, and A − B."""
+    pairs = np.array([[value[r["response_id"]] for r in units[key]["responses"]] for key in keys])
+    return np.column_stack([pairs, pairs[:, 0] - pairs[:, 1]])
 
 
 def nested_cv(

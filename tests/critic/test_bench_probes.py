@@ -1,7 +1,8 @@
-"""The two measurements of ``bench/stacking_probe.py``: a response's mean log-likelihood given its
-instruction (against transformers' own loss on the same tokens), and the nested grouped
-cross-validation (it finds a signal that is there, none where there is none, and never lets an
-item's pairs into the folds that score them)."""
+"""The measurements of ``bench/stacking_probe.py``: what one forward pass reads of a response after
+its instruction (its mean log-likelihood against transformers' own loss on the same tokens, its
+mean hidden state against the model's hidden states), the peer consensus (against scikit-learn's
+cosine similarity), and the nested grouped cross-validation (it finds a signal that is there,
+none where there is none, and never lets an item's pairs into the folds that score them)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,18 @@ import numpy as np
 import pytest
 import torch
 
-from bench.stacking_probe import mean_log_likelihood, nested_cv
+from bench.stacking_probe import nested_cv, peer_consensus, read_response
 from critic.modeling import load_base_model
 
 LABELS = np.array(["A", "B", "tie"])
 
 
-def test_mean_log_likelihood_is_minus_the_models_loss_on_the_response(tiny_llama: Path) -> None:
+def test_a_response_is_read_as_the_models_loss_and_hidden_states_on_its_tokens(
+    tiny_llama: Path,
+) -> None:
     loaded = load_base_model(tiny_llama, dtype=torch.float32)
     tokenizer = loaded.tokenizer
-    instruction, response = "Count the cats.", "two cats"
+    instruction, response, layer = "Count the cats.", "two cats", 1
     prompt = tokenizer.apply_chat_template(
         [{"role": "user", "content": instruction}], tokenize=False, add_generation_prompt=True
     )
@@ -30,10 +33,33 @@ def test_mean_log_likelihood_is_minus_the_models_loss_on_the_response(tiny_llama
     labels = ids.clone()
     labels[0, : len(prompt_ids)] = -100  # the loss over the response's tokens only
     with torch.no_grad():
-        loss = float(loaded.model.eval()(input_ids=ids, labels=labels).loss)
-    assert mean_log_likelihood(loaded, instruction, response) == pytest.approx(-loss, rel=1e-5)
-    other = mean_log_likelihood(loaded, instruction, "a different answer entirely")
-    assert other != pytest.approx(-loss, rel=1e-3)
+        output = loaded.model.eval()(input_ids=ids, labels=labels, output_hidden_states=True)
+    reading = read_response(loaded, instruction, response, layer)
+    assert reading.log_likelihood == pytest.approx(-float(output.loss), rel=1e-5)
+    expected = output.hidden_states[layer][0, len(prompt_ids) :].mean(0).numpy()
+    np.testing.assert_allclose(reading.hidden_mean, expected, rtol=1e-5, atol=1e-6)
+    other = read_response(loaded, instruction, "a different answer entirely", layer)
+    assert other.log_likelihood != pytest.approx(reading.log_likelihood, rel=1e-3)
+    assert not np.allclose(other.hidden_mean, reading.hidden_mean)
+
+
+def test_peer_consensus_is_the_mean_cosine_similarity_to_the_items_other_responses() -> None:
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    rng = np.random.default_rng(3)
+    shared = rng.normal(size=8)
+    five = {f"r{n}": shared + rng.normal(scale=0.5, size=8) for n in range(4)}
+    five["outlier"] = rng.normal(size=8)
+    two = {"x": rng.normal(size=8), "y": rng.normal(size=8)}
+    consensus = peer_consensus({"five": five, "two": two, "one": {"alone": rng.normal(size=8)}})
+    vectors = np.stack(list(five.values()))
+    similarity = cosine_similarity(vectors - vectors.mean(0))  # centred: three or more answers
+    for n, rid in enumerate(five):
+        assert consensus[rid] == pytest.approx(np.delete(similarity[n], n).mean())
+    assert consensus["outlier"] < min(consensus[f"r{n}"] for n in range(4))
+    pair = cosine_similarity(np.stack([two["x"], two["y"]]))[0, 1]  # two answers: as they are
+    assert consensus["x"] == consensus["y"] == pytest.approx(pair)
+    assert consensus["alone"] == 0.0
 
 
 def _pairs(informative: bool, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
