@@ -16,15 +16,15 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session
 
 from data.queue.common import (
-    _ANNOTATIONS,
-    _ASSIGNMENTS,
-    _DRAFTS,
-    _UNITS,
-    _campaign_row,
-    _check_answer,
-    _live_annotation,
-    _own_assignment,
-    _shown,
+    ANNOTATIONS,
+    ASSIGNMENTS,
+    DRAFTS,
+    UNITS,
+    campaign_row,
+    check_answer,
+    live_annotation,
+    own_assignment,
+    shown_preference,
 )
 from data.queue.leases import Counting, _next_unit, _retake, next_unit
 from data.queue.records import (
@@ -136,7 +136,7 @@ def _submit_otherwise(
 ) -> Annotation:
     """:func:`submit` in the rare cases, with ORM objects: submitted already, given back,
     expired (retaken if its slot is free), or loaded in the session."""
-    assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
+    assignment = own_assignment(session, assignment_id, annotator_id, lock=True)
     if assignment.status == "submitted":
         return _submit_again(
             session, assignment, annotator_id, score, preference, rationale, seconds
@@ -146,7 +146,7 @@ def _submit_otherwise(
     campaign = get_campaign(session, assignment.campaign_id)
     if campaign.status == "closed":
         raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers are not accepted")
-    score, canonical = _check_answer(campaign, assignment.shown_order, score, preference, rationale)
+    score, canonical = check_answer(campaign, assignment.shown_order, score, preference, rationale)
     if assignment.status != "leased" and not _retake(session, assignment):
         raise LeaseLost(
             "your lease on this unit expired and another annotator took the slot; "
@@ -189,12 +189,12 @@ def _submit_again(
     as a new revision, exactly as an edit from *My work* (:func:`revise`): the earlier answer is
     kept and audited, and the caller can tell from ``revision`` that it was not the first.
     """
-    live = _live_annotation(session, assignment.unit_id, annotator_id)
+    live = live_annotation(session, assignment.unit_id, annotator_id)
     campaign = get_campaign(session, assignment.campaign_id)
-    score, canonical = _check_answer(campaign, assignment.shown_order, score, preference, rationale)
+    score, canonical = check_answer(campaign, assignment.shown_order, score, preference, rationale)
     if (live.score, live.preference, live.rationale) == (score, canonical, rationale):
         return live
-    shown = _shown(canonical, assignment.shown_order)
+    shown = shown_preference(canonical, assignment.shown_order)
     assert live.id is not None  # loaded from the database
     return revise(
         session,
@@ -254,34 +254,34 @@ def _drop_draft(session: Session, unit_id: int, annotator_id: int) -> None:
 
 _OWN_LEASE = (
     core_select(
-        _ASSIGNMENTS.c.campaign_id,
-        _ASSIGNMENTS.c.unit_id,
-        _ASSIGNMENTS.c.status,
-        _ASSIGNMENTS.c.shown_order,
+        ASSIGNMENTS.c.campaign_id,
+        ASSIGNMENTS.c.unit_id,
+        ASSIGNMENTS.c.status,
+        ASSIGNMENTS.c.shown_order,
     )
     .where(
-        _ASSIGNMENTS.c.id == bindparam("assignment_id"),
-        _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
+        ASSIGNMENTS.c.id == bindparam("assignment_id"),
+        ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
     )
     .with_for_update()
 )
 
 _CLOSE_SUBMITTED = (
-    update(_ASSIGNMENTS)
-    .where(_ASSIGNMENTS.c.id == bindparam("b_id"), _ASSIGNMENTS.c.status == "leased")
+    update(ASSIGNMENTS)
+    .where(ASSIGNMENTS.c.id == bindparam("b_id"), ASSIGNMENTS.c.status == "leased")
     .values(status="submitted", closed_at=bindparam("b_now"))
 )
 
 _COUNT_SUBMIT = (
-    update(_UNITS)
-    .where(_UNITS.c.id == bindparam("b_unit"))
-    .values(n_submitted=_UNITS.c.n_submitted + 1)
+    update(UNITS)
+    .where(UNITS.c.id == bindparam("b_unit"))
+    .values(n_submitted=UNITS.c.n_submitted + 1)
 )
 
-_INSERT_ANNOTATION = insert(_ANNOTATIONS).returning(_ANNOTATIONS.c.id)
+_INSERT_ANNOTATION = insert(ANNOTATIONS).returning(ANNOTATIONS.c.id)
 
-_DELETE_DRAFT = delete(_DRAFTS).where(
-    _DRAFTS.c.unit_id == bindparam("b_unit"), _DRAFTS.c.annotator_id == bindparam("b_annotator")
+_DELETE_DRAFT = delete(DRAFTS).where(
+    DRAFTS.c.unit_id == bindparam("b_unit"), DRAFTS.c.annotator_id == bindparam("b_annotator")
 )
 
 
@@ -318,10 +318,10 @@ def _submit_leased(
     row = session.connection().execute(_OWN_LEASE, params).first()
     if row is None or row.status != "leased":
         return None
-    campaign = _campaign_row(session, row.campaign_id)
+    campaign = campaign_row(session, row.campaign_id)
     if campaign.status == "closed":
         raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers are not accepted")
-    score, canonical = _check_answer(campaign, row.shown_order, score, preference, rationale)
+    score, canonical = check_answer(campaign, row.shown_order, score, preference, rationale)
     closed = session.connection().execute(_CLOSE_SUBMITTED, {"b_id": assignment_id, "b_now": now})
     if closed.rowcount != 1:  # pragma: no cover - the row is locked / the writer is serial
         return None

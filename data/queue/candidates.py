@@ -42,7 +42,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
-from data.queue.common import _ASSIGNMENTS, _UNITS
+from data.queue.common import ASSIGNMENTS, UNITS
 
 WAIT_SECONDS = 10.0
 """The longest one lease waits for units that other transactions hold (PostgreSQL). Those are
@@ -53,24 +53,24 @@ _LOCK_FAILURES = frozenset({"55P03", "40P01"})
 """SQLSTATEs of a wait that failed: ``lock_not_available`` (lock_timeout), ``deadlock_detected``."""
 
 _CANDIDATE_READ = (
-    core_select(_UNITS.c.id, _UNITS.c.slots_taken)
+    core_select(UNITS.c.id, UNITS.c.slots_taken)
     .where(
-        _UNITS.c.campaign_id == bindparam("campaign_id"),
-        _UNITS.c.slots_taken < bindparam("overlap"),
+        UNITS.c.campaign_id == bindparam("campaign_id"),
+        UNITS.c.slots_taken < bindparam("overlap"),
     )
-    .where(~_UNITS.c.flagged)
+    .where(~UNITS.c.flagged)
     .where(
         ~exists().where(
-            _ASSIGNMENTS.c.unit_id == _UNITS.c.id,
-            _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
+            ASSIGNMENTS.c.unit_id == UNITS.c.id,
+            ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
         )
     )
-    .order_by(_UNITS.c.slots_taken, _UNITS.c.id)
+    .order_by(UNITS.c.slots_taken, UNITS.c.id)
     .limit(1)
 )
 """The least-annotated unit with a free slot that the annotator never had (no lock)."""
 
-_CORE_CANDIDATE = _CANDIDATE_READ.with_for_update(skip_locked=True, of=_UNITS, key_share=True)
+_CORE_CANDIDATE = _CANDIDATE_READ.with_for_update(skip_locked=True, of=UNITS, key_share=True)
 """:data:`_CANDIDATE_READ`, locked (PostgreSQL) and skipped if another transaction holds it."""
 
 
@@ -82,7 +82,7 @@ def candidate(session: Session, campaign: Any, annotator_id: int, tried: set[int
     """
     if campaign.routing != "least-annotated":
         return _routed_candidate(session, campaign, annotator_id, tried)
-    query = _CORE_CANDIDATE.where(_UNITS.c.id.not_in(tried)) if tried else _CORE_CANDIDATE
+    query = _CORE_CANDIDATE.where(UNITS.c.id.not_in(tried)) if tried else _CORE_CANDIDATE
     params = {"campaign_id": campaign.id, "overlap": campaign.overlap, "annotator_id": annotator_id}
     return session.connection().execute(query, params).first()
 
@@ -127,7 +127,7 @@ def unlocked_pick(session: Session, campaign: Any, annotator_id: int, passed_ove
         params["overlap"] = campaign.overlap
         statement = _CANDIDATE_READ
         if passed_over:
-            statement = statement.where(_UNITS.c.id.not_in(passed_over))
+            statement = statement.where(UNITS.c.id.not_in(passed_over))
     return session.connection().execute(statement, params).first()
 
 
@@ -142,9 +142,9 @@ class WaitFailed(Exception):
 _LOCK_TIMEOUT = core_select(func.current_setting("lock_timeout"))
 _SET_LOCK_TIMEOUT = core_select(func.set_config("lock_timeout", bindparam("value"), True))
 _LOCK_WAITING = (
-    core_select(_UNITS.c.id, _UNITS.c.slots_taken)
-    .where(_UNITS.c.id == bindparam("unit_id"), _UNITS.c.slots_taken < bindparam("overlap"))
-    .where(~_UNITS.c.flagged)
+    core_select(UNITS.c.id, UNITS.c.slots_taken)
+    .where(UNITS.c.id == bindparam("unit_id"), UNITS.c.slots_taken < bindparam("overlap"))
+    .where(~UNITS.c.flagged)
     .with_for_update(key_share=True)
 )
 """Lock one unit, waiting for the transactions that hold it, and read its count again."""
@@ -195,25 +195,25 @@ def _routed_level(slots_taken: int, tried: bool) -> Any:
     is read first (at most 64 index entries), so a lease never scans a whole level. Constants are
     written into the SQL: the same text every time, with fewer parameters.
     """
-    units = core_select(_UNITS.c.id, _UNITS.c.slots_taken, _UNITS.c.priority).where(
-        _UNITS.c.campaign_id == bindparam("campaign_id"),
-        _UNITS.c.slots_taken == literal_column(str(slots_taken)),
-        ~_UNITS.c.flagged,
+    units = core_select(UNITS.c.id, UNITS.c.slots_taken, UNITS.c.priority).where(
+        UNITS.c.campaign_id == bindparam("campaign_id"),
+        UNITS.c.slots_taken == literal_column(str(slots_taken)),
+        ~UNITS.c.flagged,
     )
     if slots_taken > 0:
         window = (
-            units.order_by(_UNITS.c.priority, _UNITS.c.id)
+            units.order_by(UNITS.c.priority, UNITS.c.id)
             .limit(literal_column(str(ROUTED_WINDOW)))
             .subquery()
         )
         units = core_select(window.c.id, window.c.slots_taken, window.c.priority)
         unit_id, priority = window.c.id, window.c.priority
     else:
-        unit_id, priority = _UNITS.c.id, _UNITS.c.priority
+        unit_id, priority = UNITS.c.id, UNITS.c.priority
     query = units.where(
         ~exists().where(
-            _ASSIGNMENTS.c.unit_id == unit_id,
-            _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
+            ASSIGNMENTS.c.unit_id == unit_id,
+            ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
         )
     )
     if tried:
@@ -248,8 +248,8 @@ def _routed_statement(overlap: int, tried: bool) -> Any:
 
 
 _LOCK_UNIT = (
-    core_select(_UNITS.c.id, _UNITS.c.slots_taken)
-    .where(_UNITS.c.id == bindparam("unit_id"), _UNITS.c.slots_taken < bindparam("overlap"))
+    core_select(UNITS.c.id, UNITS.c.slots_taken)
+    .where(UNITS.c.id == bindparam("unit_id"), UNITS.c.slots_taken < bindparam("overlap"))
     .with_for_update(skip_locked=True, key_share=True)
 )
 """Lock a routed candidate and read its live-slot count again: the pick was read without a

@@ -1,4 +1,5 @@
-"""Shared pieces of the queue: table handles, campaign look-ups, answer checks, slot counters."""
+"""Shared pieces of the queue's modules: table handles, campaign look-ups, answer checks, slot
+counters (not part of :mod:`data.queue`'s public surface, which its ``__init__`` lists)."""
 
 from __future__ import annotations
 
@@ -15,20 +16,20 @@ from schemas.protocols import to_canonical, to_shown
 from schemas.tables import Annotation, Assignment, Campaign, Draft, Item, Pair, Response, Unit
 
 # The tables, for Core statements on the hot path (no ORM compile or object loading).
-_ANNOTATIONS = core_table(Annotation)
-_ASSIGNMENTS = core_table(Assignment)
+ANNOTATIONS = core_table(Annotation)
+ASSIGNMENTS = core_table(Assignment)
 _CAMPAIGNS = core_table(Campaign)
-_DRAFTS = core_table(Draft)
-_ITEMS = core_table(Item)
-_PAIRS = core_table(Pair)
-_RESPONSES = core_table(Response)
-_UNITS = core_table(Unit)
+DRAFTS = core_table(Draft)
+ITEMS = core_table(Item)
+PAIRS = core_table(Pair)
+RESPONSES = core_table(Response)
+UNITS = core_table(Unit)
 
 
 _CAMPAIGN_ROW = core_select(_CAMPAIGNS).where(_CAMPAIGNS.c.id == bindparam("campaign_id"))
 
 
-def _campaign_row(session: Session, campaign_id: int) -> Any:
+def campaign_row(session: Session, campaign_id: int) -> Any:
     """The campaign for reading: the session's object if it has one, else a Core row.
 
     Same answer as :func:`data.services.campaigns.get_campaign` (which returns the identity map's
@@ -42,9 +43,11 @@ def _campaign_row(session: Session, campaign_id: int) -> Any:
     return get_campaign(session, campaign_id) if row is None else row  # None: its error
 
 
-def _own_assignment(
+def own_assignment(
     session: Session, assignment_id: int, annotator_id: int, *, lock: bool = False
 ) -> Assignment:
+    """The annotator's assignment (locked for update with ``lock``); AssignmentNotFound if it is
+    not theirs or does not exist."""
     query = select(Assignment).where(
         Assignment.id == assignment_id, Assignment.annotator_id == annotator_id
     )
@@ -54,13 +57,15 @@ def _own_assignment(
     return assignment
 
 
-def _draft(session: Session, unit_id: int, annotator_id: int) -> Draft | None:
+def own_draft(session: Session, unit_id: int, annotator_id: int) -> Draft | None:
+    """The annotator's saved draft of the unit, if any."""
     return session.exec(
         select(Draft).where(Draft.unit_id == unit_id, Draft.annotator_id == annotator_id)
     ).first()
 
 
-def _live_annotation(session: Session, unit_id: int, annotator_id: int) -> Annotation:
+def live_annotation(session: Session, unit_id: int, annotator_id: int) -> Annotation:
+    """The annotator's live (latest) answer to the unit; it must exist."""
     return session.exec(
         select(Annotation).where(
             Annotation.unit_id == unit_id,
@@ -70,14 +75,15 @@ def _live_annotation(session: Session, unit_id: int, annotator_id: int) -> Annot
     ).one()
 
 
-def _validated(check: Any, value: Any) -> Any:
+def validated(check: Any, value: Any) -> Any:
+    """``check(value)``, its ValueError raised as :class:`AnswerInvalid`."""
     try:
         return check(value)
     except ValueError as error:
         raise AnswerInvalid(str(error)) from None
 
 
-def _check_answer(
+def check_answer(
     campaign: Campaign,
     shown_order: str,
     score: float | None,
@@ -90,11 +96,11 @@ def _check_answer(
     if protocol.is_pointwise:
         if score is None:
             raise AnswerInvalid(f"choose a score ({protocol.describe_scale()})")
-        score = _validated(protocol.validate_score, score)
+        score = validated(protocol.validate_score, score)
     else:
         if preference is None:
             raise AnswerInvalid("choose A, B or tie")
-        shown = _validated(protocol.validate_preference, preference)
+        shown = validated(protocol.validate_preference, preference)
         canonical = to_canonical(shown, swapped=shown_order == "BA")
         score = None
     length = len(rationale.strip())
@@ -106,18 +112,20 @@ def _check_answer(
     return score, canonical
 
 
-def _shown(preference: str | None, shown_order: str | None) -> str | None:
+def shown_preference(preference: str | None, shown_order: str | None) -> str | None:
+    """A canonical preference as the annotator saw it (A and B swapped when shown ``BA``)."""
     return None if preference is None else to_shown(preference, swapped=shown_order == "BA")
 
 
 _CHANGE_SLOTS = (
-    update(_UNITS)
-    .where(_UNITS.c.id == bindparam("b_unit"))
-    .values(slots_taken=_UNITS.c.slots_taken + bindparam("b_delta"))
+    update(UNITS)
+    .where(UNITS.c.id == bindparam("b_unit"))
+    .values(slots_taken=UNITS.c.slots_taken + bindparam("b_delta"))
 )
 
 
-def _change_slots(session: Session, unit_id: int, delta: int) -> None:
+def change_slots(session: Session, unit_id: int, delta: int) -> None:
+    """Add ``delta`` to the unit's ``slots_taken`` (its live assignments, leased or submitted)."""
     session.flush()  # as the ORM-enabled update did (a no-op when clean)
     params = {"b_unit": unit_id, "b_delta": delta}
     session.connection().execute(_CHANGE_SLOTS, params)

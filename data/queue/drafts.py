@@ -13,7 +13,7 @@ from typing import TypedDict
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from data.queue.common import _draft, _own_assignment, _validated, campaign_protocol
+from data.queue.common import campaign_protocol, own_assignment, own_draft, validated
 from data.queue.records import DraftView
 from data.services.campaigns import get_campaign
 from schemas.tables import Draft, utcnow
@@ -50,14 +50,14 @@ def save_draft(
     is ignored (None): it must not resurrect a closed unit. For a submitted one (answered in
     another tab) the caller keeps the text itself; submitting it stores a revision.
     """
-    assignment = _own_assignment(session, assignment_id, annotator_id)
+    assignment = own_assignment(session, assignment_id, annotator_id)
     if assignment.status not in ("leased", "expired"):
         return None
     protocol = campaign_protocol(get_campaign(session, assignment.campaign_id))
     if score is not None:
-        score = _validated(protocol.validate_score, score)
+        score = validated(protocol.validate_score, score)
     if preference is not None:
-        preference = _validated(protocol.validate_preference, preference)
+        preference = validated(protocol.validate_preference, preference)
     values = _DraftValues(
         score=score,
         preference=preference,
@@ -65,13 +65,13 @@ def save_draft(
         active_seconds=max(float(active_seconds), 0.0),
         updated_at=edited_at or utcnow(),
     )
-    draft = _draft(session, assignment.unit_id, annotator_id)
+    draft = own_draft(session, assignment.unit_id, annotator_id)
     if draft is None:
         try:
             with session.begin_nested():
                 session.add(Draft(unit_id=assignment.unit_id, annotator_id=annotator_id, **values))
         except IntegrityError:  # another tab created it at the same instant
-            draft = _draft(session, assignment.unit_id, annotator_id)
+            draft = own_draft(session, assignment.unit_id, annotator_id)
     if draft is not None:
         if edited_at is not None and _as_utc(draft.updated_at) > _as_utc(edited_at):
             return DraftView(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import update
 from sqlmodel import Session, col
 
-from data.queue.common import _change_slots, _draft, _own_assignment
+from data.queue.common import change_slots, own_assignment, own_draft
 from data.queue.records import AnswerInvalid
 from data.storage.audit import record_event
 from schemas.tables import Assignment, Flag, Unit, utcnow
@@ -16,7 +16,7 @@ def skip(session: Session, assignment_id: int, annotator_id: int, reason: str) -
     """Give the unit back for others, with a reason; this annotator will not get it again."""
     if not reason.strip():
         raise AnswerInvalid("say why you skip this unit (e.g. 'outside my expertise')")
-    assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
+    assignment = own_assignment(session, assignment_id, annotator_id, lock=True)
     _release(session, assignment, "skipped", reason.strip())
 
 
@@ -24,7 +24,7 @@ def flag(session: Session, assignment_id: int, annotator_id: int, reason: str) -
     """Report the unit as broken: it leaves the queue and goes to the reviewers."""
     if not reason.strip():
         raise AnswerInvalid("say what is broken (e.g. 'image does not load')")
-    assignment = _own_assignment(session, assignment_id, annotator_id, lock=True)
+    assignment = own_assignment(session, assignment_id, annotator_id, lock=True)
     _release(session, assignment, "released", f"flagged: {reason.strip()}")
     flag_row = Flag(
         campaign_id=assignment.campaign_id,
@@ -53,8 +53,8 @@ def _release(session: Session, assignment: Assignment, status: str, reason: str)
     assignment.status, assignment.skip_reason, assignment.closed_at = status, reason, utcnow()
     session.add(assignment)
     if was_live:
-        _change_slots(session, assignment.unit_id, -1)
-    draft = _draft(session, assignment.unit_id, assignment.annotator_id)
+        change_slots(session, assignment.unit_id, -1)
+    draft = own_draft(session, assignment.unit_id, assignment.annotator_id)
     if draft is not None:
         session.delete(draft)
     session.flush()

@@ -24,11 +24,11 @@ from data.queue.candidates import (
     wait_for_candidate,
 )
 from data.queue.common import (
-    _ASSIGNMENTS,
-    _DRAFTS,
-    _UNITS,
-    _campaign_row,
-    _change_slots,
+    ASSIGNMENTS,
+    DRAFTS,
+    UNITS,
+    campaign_row,
+    change_slots,
 )
 from data.queue.records import UnitView
 from data.queue.unit_view import _Leased, _unit_view
@@ -67,7 +67,7 @@ def next_unit(
     """
     now = now or utcnow()
     session.flush()  # what the ORM statements below used to autoflush (a no-op when clean)
-    return _next_unit(session, _campaign_row(session, campaign_id), annotator_id, now)
+    return _next_unit(session, campaign_row(session, campaign_id), annotator_id, now)
 
 
 @dataclass(frozen=True)
@@ -114,19 +114,19 @@ def _next_unit(
 
 
 _HAS_OWN_OPEN = (
-    core_select(_ASSIGNMENTS.c.id)
+    core_select(ASSIGNMENTS.c.id)
     .outerjoin(
-        _DRAFTS,
-        (_DRAFTS.c.unit_id == _ASSIGNMENTS.c.unit_id)
-        & (_DRAFTS.c.annotator_id == bindparam("annotator_id")),
+        DRAFTS,
+        (DRAFTS.c.unit_id == ASSIGNMENTS.c.unit_id)
+        & (DRAFTS.c.annotator_id == bindparam("annotator_id")),
     )
     .where(
-        _ASSIGNMENTS.c.campaign_id == bindparam("campaign_id"),
-        _ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
+        ASSIGNMENTS.c.campaign_id == bindparam("campaign_id"),
+        ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
     )
     .where(
-        (_ASSIGNMENTS.c.status == "leased")
-        | ((_ASSIGNMENTS.c.status == "expired") & _DRAFTS.c.id.is_not(None))
+        (ASSIGNMENTS.c.status == "leased")
+        | ((ASSIGNMENTS.c.status == "expired") & DRAFTS.c.id.is_not(None))
     )
     .limit(1)
 )
@@ -134,11 +134,11 @@ _HAS_OWN_OPEN = (
 
 
 _EXPIRE = (
-    update(_ASSIGNMENTS)
-    .where(_ASSIGNMENTS.c.campaign_id == bindparam("b_campaign"), _ASSIGNMENTS.c.status == "leased")
-    .where(_ASSIGNMENTS.c.expires_at <= bindparam("b_now"))
+    update(ASSIGNMENTS)
+    .where(ASSIGNMENTS.c.campaign_id == bindparam("b_campaign"), ASSIGNMENTS.c.status == "leased")
+    .where(ASSIGNMENTS.c.expires_at <= bindparam("b_now"))
     .values(status="expired", closed_at=bindparam("b_now"))
-    .returning(_ASSIGNMENTS.c.unit_id)
+    .returning(ASSIGNMENTS.c.unit_id)
 )
 
 
@@ -148,13 +148,13 @@ def expire_leases(session: Session, campaign_id: int, now: datetime | None = Non
     session.flush()  # as the ORM-enabled update did (a no-op when clean)
     expired = session.connection().execute(_EXPIRE, {"b_campaign": campaign_id, "b_now": now}).all()
     for (unit_id,) in expired:
-        _change_slots(session, unit_id, -1)
+        change_slots(session, unit_id, -1)
     return len(expired)
 
 
-_CORE_LIVE_SLOTS = core_select(_ASSIGNMENTS.c.slot).where(
-    _ASSIGNMENTS.c.unit_id == bindparam("unit_id"),
-    _ASSIGNMENTS.c.status.in_(LIVE_ASSIGNMENT_STATUSES),
+_CORE_LIVE_SLOTS = core_select(ASSIGNMENTS.c.slot).where(
+    ASSIGNMENTS.c.unit_id == bindparam("unit_id"),
+    ASSIGNMENTS.c.status.in_(LIVE_ASSIGNMENT_STATUSES),
 )
 
 
@@ -185,7 +185,7 @@ def _retake(session: Session, assignment: Assignment) -> bool:
     except IntegrityError:
         session.refresh(assignment)
         return False
-    _change_slots(session, assignment.unit_id, +1)
+    change_slots(session, assignment.unit_id, +1)
     return True
 
 
@@ -201,10 +201,10 @@ _LEASE_COLUMNS = (
     "expires_at",
 )
 _LEASE = text(
-    f"INSERT INTO {_ASSIGNMENTS.name} ({', '.join(_LEASE_COLUMNS)}) "
+    f"INSERT INTO {ASSIGNMENTS.name} ({', '.join(_LEASE_COLUMNS)}) "
     f"VALUES ({', '.join(':' + name for name in _LEASE_COLUMNS)}) "
     "ON CONFLICT DO NOTHING RETURNING id"
-).bindparams(*(bindparam(name, type_=_ASSIGNMENTS.c[name].type) for name in _LEASE_COLUMNS))
+).bindparams(*(bindparam(name, type_=ASSIGNMENTS.c[name].type) for name in _LEASE_COLUMNS))
 """A lease that a unique constraint refuses inserts nothing and returns no id (SQLite and
 PostgreSQL alike, so no savepoint is needed to go on).
 
@@ -271,13 +271,13 @@ def _insert_lease(
         assignment_id = session.connection().execute(_LEASE, values).scalar()
     if assignment_id is None:  # a concurrent lease took the slot, or this annotator has it
         return None
-    _change_slots(session, unit_id, +1)
+    change_slots(session, unit_id, +1)
     return _Leased(assignment_id, unit_id, shown_order, expires_at)
 
 
 _LOCK_IF_FREE = (
-    core_select(_UNITS.c.id)
-    .where(_UNITS.c.id == bindparam("unit_id"))
+    core_select(UNITS.c.id)
+    .where(UNITS.c.id == bindparam("unit_id"))
     .with_for_update(skip_locked=True, key_share=True)
 )
 

@@ -6,19 +6,19 @@ from sqlalchemy import and_, bindparam, func
 from sqlalchemy import select as core_select
 from sqlmodel import Session
 
-from data.queue.common import _ASSIGNMENTS, _UNITS
+from data.queue.common import ASSIGNMENTS, UNITS
 from data.queue.records import AssignmentNotFound, UnitProgress
 
-_SHOWN = _ASSIGNMENTS.alias("shown")
-_SHOWN_UNIT = _UNITS.alias("shown_unit")
-_MINE = _ASSIGNMENTS.alias("mine")
-_SAME_ITEM = _UNITS.alias("same_item")
+_SHOWN = ASSIGNMENTS.alias("shown")
+_SHOWN_UNIT = UNITS.alias("shown_unit")
+_MINE = ASSIGNMENTS.alias("mine")
+_SAME_ITEM = UNITS.alias("same_item")
 
 
 _UNITS_TOTAL = (
     core_select(func.count())
-    .select_from(_UNITS)
-    .where(_UNITS.c.campaign_id == _SHOWN.c.campaign_id)
+    .select_from(UNITS)
+    .where(UNITS.c.campaign_id == _SHOWN.c.campaign_id)
     .scalar_subquery()
 )
 _MY_SUBMITTED = (
@@ -40,8 +40,8 @@ _ITEM_UNITS = (
     )
     .scalar_subquery()
 )
-_MINE_OF_ITEM = _ASSIGNMENTS.alias("mine_of_item")
-_ITEM_OF_MINE = _UNITS.alias("item_of_mine")
+_MINE_OF_ITEM = ASSIGNMENTS.alias("mine_of_item")
+_ITEM_OF_MINE = UNITS.alias("item_of_mine")
 _ITEM_POSITION = (
     core_select(func.count())
     .select_from(

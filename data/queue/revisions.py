@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
-from data.queue.common import _check_answer
+from data.queue.common import check_answer
 from data.queue.records import AssignmentNotFound, CampaignNotOpen
 from data.services.campaigns import get_campaign
 from data.storage.audit import record_event
@@ -36,7 +36,7 @@ def revise(
     if campaign.status == "closed":
         raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers cannot be edited")
     shown_order = old.shown_order or "AB"
-    score, canonical = _check_answer(campaign, shown_order, score, preference, rationale)
+    score, canonical = check_answer(campaign, shown_order, score, preference, rationale)
     old.is_live = False
     session.add(old)
     session.flush()

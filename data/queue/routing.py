@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, update
 from sqlmodel import Session, col, select
 
 from data.io.frames import campaign_judgements
+from data.queue.common import UNITS
 from data.queue.priority import (
     DEFAULT_STRATIFIED_SHARE,
     PREFERENCE_AXIS,
@@ -35,12 +36,11 @@ from data.queue.priority import (
 )
 from data.services.campaigns import CampaignError, campaign_protocol, get_campaign
 from data.storage.audit import record_event
-from schemas.core import core_table, stored_id
+from schemas.core import stored_id
 from schemas.tables import Campaign, Judgement, Unit
 
-_UNITS = core_table(Unit)
 _SET_PRIORITY = (
-    update(_UNITS).where(_UNITS.c.id == bindparam("b_id")).values(priority=bindparam("b_rank"))
+    update(UNITS).where(UNITS.c.id == bindparam("b_id")).values(priority=bindparam("b_rank"))
 )
 
 
@@ -134,7 +134,7 @@ def apply_routing(session: Session, campaign: Campaign) -> RoutingPlan:
     plan = routing_plan(session, campaign)
     connection = session.connection()
     connection.execute(
-        update(_UNITS).where(_UNITS.c.campaign_id == campaign.id).values(priority=None)
+        update(UNITS).where(UNITS.c.campaign_id == campaign.id).values(priority=None)
     )
     if plan.priorities:
         ranks = [{"b_id": unit, "b_rank": rank} for unit, rank in plan.priorities.items()]

@@ -11,7 +11,7 @@ from sqlalchemy import bindparam
 from sqlalchemy import select as core_select
 from sqlmodel import Session
 
-from data.queue.common import _ITEMS, _PAIRS, _RESPONSES, _UNITS, campaign_protocol
+from data.queue.common import ITEMS, PAIRS, RESPONSES, UNITS, campaign_protocol
 from data.queue.records import DraftView, ResponseView, UnitView
 from schemas.core import stored_id
 from schemas.tables import Assignment, Draft
@@ -36,18 +36,18 @@ class _Leased:
         )
 
 
-_R_FIRST, _R_SECOND, _R_SINGLE = _RESPONSES.alias(), _RESPONSES.alias(), _RESPONSES.alias()
+_R_FIRST, _R_SECOND, _R_SINGLE = RESPONSES.alias(), RESPONSES.alias(), RESPONSES.alias()
 
 _CORE_UNIT_CONTENT = (
     core_select(
-        _UNITS.c.id,
-        _ITEMS.c.item_id,
-        _ITEMS.c.benchmark,
-        _ITEMS.c.task,
-        _ITEMS.c.category,
-        _ITEMS.c.history,
-        _ITEMS.c.question,
-        _ITEMS.c.reference,
+        UNITS.c.id,
+        ITEMS.c.item_id,
+        ITEMS.c.benchmark,
+        ITEMS.c.task,
+        ITEMS.c.category,
+        ITEMS.c.history,
+        ITEMS.c.question,
+        ITEMS.c.reference,
         _R_FIRST.c.response_id.label("a_id"),
         _R_FIRST.c.content.label("a_content"),
         _R_SECOND.c.response_id.label("b_id"),
@@ -55,13 +55,13 @@ _CORE_UNIT_CONTENT = (
         _R_SINGLE.c.response_id.label("single_id"),
         _R_SINGLE.c.content.label("single_content"),
     )
-    .select_from(_UNITS)
-    .join(_ITEMS, _ITEMS.c.id == _UNITS.c.item_pk)
-    .outerjoin(_PAIRS, _PAIRS.c.id == _UNITS.c.pair_pk)
-    .outerjoin(_R_FIRST, _R_FIRST.c.id == _PAIRS.c.response_a_pk)
-    .outerjoin(_R_SECOND, _R_SECOND.c.id == _PAIRS.c.response_b_pk)
-    .outerjoin(_R_SINGLE, _R_SINGLE.c.id == _UNITS.c.response_pk)
-    .where(_UNITS.c.id == bindparam("unit_id"))
+    .select_from(UNITS)
+    .join(ITEMS, ITEMS.c.id == UNITS.c.item_pk)
+    .outerjoin(PAIRS, PAIRS.c.id == UNITS.c.pair_pk)
+    .outerjoin(_R_FIRST, _R_FIRST.c.id == PAIRS.c.response_a_pk)
+    .outerjoin(_R_SECOND, _R_SECOND.c.id == PAIRS.c.response_b_pk)
+    .outerjoin(_R_SINGLE, _R_SINGLE.c.id == UNITS.c.response_pk)
+    .where(UNITS.c.id == bindparam("unit_id"))
 )
 """Item and response(s) of one unit in one Core query (no ORM objects to build)."""
 

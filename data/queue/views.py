@@ -9,7 +9,7 @@ from typing import Any, Literal
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from data.queue.common import _draft, _live_annotation, _own_assignment, _shown
+from data.queue.common import live_annotation, own_assignment, own_draft, shown_preference
 from data.queue.records import (
     AnnotatorProgress,
     AssignmentNotFound,
@@ -118,7 +118,7 @@ def _my_records(
                 item_id=items[item_pk][0],
                 task=items[item_pk][1],
                 score=a.score,
-                preference_shown=_shown(a.preference, a.shown_order),
+                preference_shown=shown_preference(a.preference, a.shown_order),
                 rationale=a.rationale,
                 seconds=a.seconds,
                 revision=a.revision,
@@ -166,7 +166,7 @@ def assignment_view(session: Session, assignment_id: int, annotator_id: int) -> 
     not active. Another annotator's assignment raises :class:`AssignmentNotFound`, so an id
     taken from a URL or a stale session shows nothing of anybody else's work.
     """
-    assignment = _own_assignment(session, assignment_id, annotator_id)
+    assignment = own_assignment(session, assignment_id, annotator_id)
     if assignment.status not in ("leased", "submitted"):
         return None
     campaign = get_campaign(session, assignment.campaign_id)
@@ -174,9 +174,9 @@ def assignment_view(session: Session, assignment_id: int, annotator_id: int) -> 
         return None
     leased = _Leased.of(assignment)
     if assignment.status == "leased":
-        draft = _draft(session, assignment.unit_id, annotator_id)
+        draft = own_draft(session, assignment.unit_id, annotator_id)
         return _unit_view(session, campaign, leased, draft)
-    live = _live_annotation(session, assignment.unit_id, annotator_id)
+    live = live_annotation(session, assignment.unit_id, annotator_id)
     view = _unit_view(session, campaign, leased, None)
     return replace(view, answered_revision=live.revision)
 
