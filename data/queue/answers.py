@@ -26,7 +26,7 @@ from data.queue.common import (
     own_assignment,
     shown_preference,
 )
-from data.queue.leases import Counting, _next_unit, _retake, next_unit
+from data.queue.leases import Counting, next_unit, next_unit_of_campaign, retake_assignment
 from data.queue.records import (
     AssignmentNotFound,
     CampaignNotOpen,
@@ -120,7 +120,7 @@ def submit_and_next(
     values = stored.values
     # The answer is counted on its unit's row after the next lease: see _lease_then_count.
     counting = Counting(values["unit_id"], lambda: _count_answer(session, values["unit_id"]))
-    following = _next_unit(session, stored.campaign, annotator_id, now, counting)
+    following = next_unit_of_campaign(session, stored.campaign, annotator_id, now, counting)
     return SubmitStep(stored.annotation_id, values["unit_id"], values["campaign_id"], following)
 
 
@@ -147,7 +147,7 @@ def _submit_otherwise(
     if campaign.status == "closed":
         raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers are not accepted")
     score, canonical = check_answer(campaign, assignment.shown_order, score, preference, rationale)
-    if assignment.status != "leased" and not _retake(session, assignment):
+    if assignment.status != "leased" and not retake_assignment(session, assignment):
         raise LeaseLost(
             "your lease on this unit expired and another annotator took the slot; "
             "your draft is kept"

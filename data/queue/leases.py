@@ -31,7 +31,7 @@ from data.queue.common import (
     change_slots,
 )
 from data.queue.records import UnitView
-from data.queue.unit_view import _Leased, _unit_view
+from data.queue.unit_view import LeaseFacts, view_of_unit
 from data.services.campaigns import get_campaign
 from schemas.tables import LIVE_ASSIGNMENT_STATUSES, Assignment, Campaign, Draft, Unit, utcnow
 
@@ -67,7 +67,7 @@ def next_unit(
     """
     now = now or utcnow()
     session.flush()  # what the ORM statements below used to autoflush (a no-op when clean)
-    return _next_unit(session, campaign_row(session, campaign_id), annotator_id, now)
+    return next_unit_of_campaign(session, campaign_row(session, campaign_id), annotator_id, now)
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Counting:
     count: Callable[[], None]
 
 
-def _next_unit(
+def next_unit_of_campaign(
     session: Session,
     campaign: Any,
     annotator_id: int,
@@ -97,7 +97,7 @@ def _next_unit(
         # Rare: a lease to renew, or an expired one with a draft to retake (ORM objects).
         own = session.exec(_OWN_OPEN_ASSIGNMENTS, params=params).all()
         chosen, draft = next(
-            ((a, d) for a, d in own if a.status == "leased" or _retake(session, a)),
+            ((a, d) for a, d in own if a.status == "leased" or retake_assignment(session, a)),
             (None, None),
         )
         if chosen is not None:
@@ -105,12 +105,12 @@ def _next_unit(
             session.add(chosen)
             if counting is not None:
                 counting.count()
-            return _unit_view(session, campaign, _Leased.of(chosen), draft)
+            return view_of_unit(session, campaign, LeaseFacts.of(chosen), draft)
     if counting is not None:
         fresh = _lease_then_count(session, campaign, annotator_id, now, counting)
     else:
         fresh = _lease_new(session, campaign, annotator_id, now)
-    return None if fresh is None else _unit_view(session, campaign, fresh, None)
+    return None if fresh is None else view_of_unit(session, campaign, fresh, None)
 
 
 _HAS_OWN_OPEN = (
@@ -167,7 +167,7 @@ def _lock_unit(session: Session, unit_id: int) -> Unit | None:
     return session.exec(select(Unit).where(Unit.id == unit_id).with_for_update()).first()
 
 
-def _retake(session: Session, assignment: Assignment) -> bool:
+def retake_assignment(session: Session, assignment: Assignment) -> bool:
     """Put an expired or released own assignment back on a free slot of its unit, if any."""
     campaign = get_campaign(session, assignment.campaign_id)
     unit = _lock_unit(session, assignment.unit_id)
@@ -213,7 +213,9 @@ Written as text because SQLAlchemy does not cache the compiled form of its diale
 """
 
 
-def _lease_new(session: Session, campaign: Any, annotator_id: int, now: datetime) -> _Leased | None:
+def _lease_new(
+    session: Session, campaign: Any, annotator_id: int, now: datetime
+) -> LeaseFacts | None:
     """Lease the least-annotated (or best-routed) unit this annotator never had; None when none
     is left.
 
@@ -244,7 +246,7 @@ def _insert_lease(
     found: Any,
     now: datetime,
     expires_at: datetime,
-) -> _Leased | None:
+) -> LeaseFacts | None:
     """Lease ``found`` (``id``, ``slots_taken``), locked; None if the constraints refuse it.
 
     Slots fill from 0 up, so the unit's count of live slots is tried first; only when that slot
@@ -272,7 +274,7 @@ def _insert_lease(
     if assignment_id is None:  # a concurrent lease took the slot, or this annotator has it
         return None
     change_slots(session, unit_id, +1)
-    return _Leased(assignment_id, unit_id, shown_order, expires_at)
+    return LeaseFacts(assignment_id, unit_id, shown_order, expires_at)
 
 
 _LOCK_IF_FREE = (
@@ -284,7 +286,7 @@ _LOCK_IF_FREE = (
 
 def _lease_then_count(
     session: Session, campaign: Any, annotator_id: int, now: datetime, counting: Counting
-) -> _Leased | None:
+) -> LeaseFacts | None:
     """:func:`_lease_new`, and the answer counted on its unit's row, with cycle-free waits.
 
     On PostgreSQL the count locks the submitted unit's row and a lease may wait for a unit that
@@ -340,7 +342,7 @@ def _wait_in_order(
     now: datetime,
     counting: Counting,
     passed_over: set[int],
-) -> _Leased | None:
+) -> LeaseFacts | None:
     """Step 2 of :func:`_lease_then_count`, holding no unit yet."""
     expires_at = now + timedelta(seconds=campaign.lease_seconds)
     deadline = time.monotonic() + WAIT_SECONDS

@@ -18,7 +18,7 @@ from schemas.tables import Assignment, Draft
 
 
 @dataclass(frozen=True)
-class _Leased:
+class LeaseFacts:
     """What the unit view needs of a lease."""
 
     id: int
@@ -27,7 +27,7 @@ class _Leased:
     expires_at: datetime
 
     @classmethod
-    def of(cls, assignment: Assignment) -> _Leased:
+    def of(cls, assignment: Assignment) -> LeaseFacts:
         return cls(
             stored_id(assignment),
             assignment.unit_id,
@@ -66,9 +66,11 @@ _CORE_UNIT_CONTENT = (
 """Item and response(s) of one unit in one Core query (no ORM objects to build)."""
 
 
-def _unit_view(
-    session: Session, campaign: Any, assignment: _Leased, draft: Draft | None
+def view_of_unit(
+    session: Session, campaign: Any, assignment: LeaseFacts, draft: Draft | None
 ) -> UnitView:
+    """The unit of ``assignment`` as its annotator sees it: the item, the response(s) in the order
+    shown, and ``draft``'s saved values."""
     item = session.connection().execute(_CORE_UNIT_CONTENT, {"unit_id": assignment.unit_id}).one()
     unit_id = item.id
     responses: tuple[ResponseView, ...]

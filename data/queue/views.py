@@ -17,7 +17,7 @@ from data.queue.records import (
     OtherAnswer,
     UnitView,
 )
-from data.queue.unit_view import _Leased, _unit_view
+from data.queue.unit_view import LeaseFacts, view_of_unit
 from data.services.campaigns import get_campaign
 from schemas.core import stored_id
 from schemas.protocols import to_shown
@@ -148,7 +148,7 @@ def my_annotation_view(
         raise AssignmentNotFound(f"answer {annotation_id} has no assignment")
     campaign = get_campaign(session, annotation.campaign_id)
     [mine] = _my_records(session, stored_id(campaign), [annotation])
-    return _unit_view(session, campaign, _Leased.of(assignment), None), mine
+    return view_of_unit(session, campaign, LeaseFacts.of(assignment), None), mine
 
 
 def assignment_view(session: Session, assignment_id: int, annotator_id: int) -> UnitView | None:
@@ -172,12 +172,12 @@ def assignment_view(session: Session, assignment_id: int, annotator_id: int) -> 
     campaign = get_campaign(session, assignment.campaign_id)
     if campaign.status != "active":
         return None
-    leased = _Leased.of(assignment)
+    leased = LeaseFacts.of(assignment)
     if assignment.status == "leased":
         draft = own_draft(session, assignment.unit_id, annotator_id)
-        return _unit_view(session, campaign, leased, draft)
+        return view_of_unit(session, campaign, leased, draft)
     live = live_annotation(session, assignment.unit_id, annotator_id)
-    view = _unit_view(session, campaign, leased, None)
+    view = view_of_unit(session, campaign, leased, None)
     return replace(view, answered_revision=live.revision)
 
 
