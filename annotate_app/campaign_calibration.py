@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 
 from annotate_app.disagreement_review import report_html
 from calibration import CalibrationOptions, CalibrationReport, calibrate, krippendorff_alpha
+from calibration.analysis import check_judges
 from calibration.audits import JudgeAudit, audit_judges
 from calibration.cost import Prices
 from calibration.reference import NoMajorityRule
@@ -57,7 +58,10 @@ def load_campaign(
     """Read ``campaign`` for calibration in one read-only snapshot (:func:`read_calibration_input`):
     a large campaign's read neither waits for annotators' submits nor holds them up."""
     with read_scope(engine) as session:
-        return read_calibration_input(session, campaign, judges=judges, protocol=protocol)
+        source = read_calibration_input(session, campaign, judges=judges, protocol=protocol)
+    if judges:  # the frame holds only these: name the campaign's judges, not what was read
+        check_judges(judges, source.judges)
+    return source
 
 
 def only_units(

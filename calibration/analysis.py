@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -186,16 +186,22 @@ def frame_sha256(frame: pd.DataFrame) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _judge_names(data: UnitData, options: CalibrationOptions) -> list[str]:
-    present = sorted(data.frame.loc[data.frame["kind"] == "model", "rater"].unique())
-    if options.judges is None:
-        return present
-    unknown = [name for name in options.judges if name not in present]
+def check_judges(wanted: Sequence[str], present: Sequence[str]) -> None:
+    """:class:`CalibrationInputError` naming the ``wanted`` judges that are not ``present``, and
+    those that are."""
+    unknown = [name for name in wanted if name not in present]
     if unknown:
         raise CalibrationInputError(
             f"judge(s) {', '.join(unknown)} have no judgements here; present: "
             + (", ".join(present) or "none")
         )
+
+
+def _judge_names(data: UnitData, options: CalibrationOptions) -> list[str]:
+    present = sorted(data.frame.loc[data.frame["kind"] == "model", "rater"].unique())
+    if options.judges is None:
+        return present
+    check_judges(options.judges, present)
     return list(options.judges)
 
 

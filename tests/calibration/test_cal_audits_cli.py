@@ -119,3 +119,14 @@ def test_bad_audit_options_exit_2_naming_the_fix(sample, args, message):
     result = _run(url, *args)
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+def test_an_unknown_judge_is_named_beside_the_campaigns_judges(sample):
+    """The campaign is read with only the named judges' rows: the error lists the campaign's
+    judges, not the none that were read."""
+    url, _ = sample
+    result = _run(url, "--campaign", POINTWISE, "--judge", "nosuch")
+    assert result.exit_code == 2, result.output
+    assert (
+        "judge(s) nosuch have no judgements here; present: synthetic-critic-v0, synthetic-gpt4-like"
+    ) in result.output
