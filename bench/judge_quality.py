@@ -24,7 +24,8 @@ predictions enter the database as judges through ``critiquelab judgments import`
    to the human label) fitted on the head's **out-of-fold** train predictions, applied to the
    test split's debiased probabilities (``head+map``); and the same fit with the no-LM
    baseline's features added (``head+no-lm``: does the language model add anything to the
-   shortcuts?);
+   shortcuts?), and with each response's agreement with the other answers to its instruction
+   besides (``head+no-lm+consensus``, :mod:`peer_consensus`);
 7. ``calibrate`` on the test split's judgements (humans + every judge, file mode) and
    ``calibrate --compare`` of the head critic against each baseline and against GPT-3.5, and of
    GPT-3.5 and PandaLM-7B against the no-LM baseline.
@@ -62,6 +63,7 @@ from pandalm import (  # noqa: E402
     write_files,
     write_jsonl,
 )
+from peer_consensus import item_readings, peer_consensus  # noqa: E402
 
 Result = TypeVar("Result")
 
@@ -145,6 +147,10 @@ def main() -> dict:
     stacked = steps.timed("head+no-lm (fit on train out-of-fold)", _head_with_shortcuts, units,
                           head_dir, exported, work, args.seed)  # fmt: skip
     steps.cli("judgments import head+no-lm", "judgments", "import", str(stacked))
+    agreeing = steps.timed("head+no-lm+consensus (read, fit on train out-of-fold)",
+                           _head_shortcuts_consensus, units, conversion.items, base, head_dir,
+                           exported, work, args.seed)  # fmt: skip
+    steps.cli("judgments import head+no-lm+consensus", "judgments", "import", str(agreeing))
     if args.generative_epochs > 0:
         generative_dir = work / "generative"
         steps.cli("critic train (generative, LoRA)", "critic", "train", "--data", str(sft),
@@ -189,6 +195,7 @@ def main() -> dict:
     comparisons = {}
     pairs = [("head", other) for other in ("baseline-majority", "baseline-no-lm", "gpt-3.5-turbo")]
     pairs += [("head-debiased", "baseline-no-lm"), ("head+no-lm", "baseline-no-lm")]
+    pairs += [("head+no-lm+consensus", other) for other in ("baseline-majority", "baseline-no-lm")]
     # how high the no-LM bar is: do the published judges clear it on these instructions?
     pairs += [("gpt-3.5-turbo", "baseline-no-lm"), ("pandalm-7b", "baseline-no-lm")]
     if args.generative_epochs > 0:
@@ -380,15 +387,23 @@ def _head_map(head_dir: Path, exported: Path, work: Path) -> Path:
 
 
 def _head_with_shortcuts(
-    units: dict[str, dict[str, Any]], head_dir: Path, exported: Path, work: Path, seed: int
+    units: dict[str, dict[str, Any]],
+    head_dir: Path,
+    exported: Path,
+    work: Path,
+    seed: int,
+    name: str = "head+no-lm",
+    extra: Callable[[dict[str, Any]], list[float]] = lambda unit: [],
 ) -> Path:
-    """``head+no-lm``: the no-LM baseline's features plus the head's canonical log-probabilities,
-    one logistic regression (C by grouped CV), fitted on the head's **out-of-fold** train
-    predictions and applied to the test split's debiased probabilities. It asks whether the
-    language model adds anything the shortcut features do not already carry."""
+    """``head+no-lm``: the no-LM baseline's features plus the head's canonical log-probabilities
+    (and ``extra`` features of each unit), one logistic regression (C by grouped CV), fitted on
+    the head's **out-of-fold** train predictions and applied to the test split's debiased
+    probabilities. It asks whether the language model adds anything the shortcut features do
+    not already carry."""
     keys, models, x, y, groups = train_arrays(units)
     oof = head_out_of_fold(head_dir)
-    search = no_lm_search(np.hstack([x, [oof[key] for key in keys]]), y, groups, seed)
+    train = [[*oof[key], *extra(units[key])] for key in keys]
+    search = no_lm_search(np.hstack([x, train]), y, groups, seed)
     by_pair = {tuple(unit["pair"]): unit for unit in units.values()}
     records = []
     for line in exported.read_text(encoding="utf-8").splitlines():
@@ -396,12 +411,38 @@ def _head_with_shortcuts(
         if record["judge"] != "head-debiased":
             continue
         unit = by_pair[tuple(record["pair"])]
-        features = _features(unit, models) + _log_probs(record["meta"]["probs"])
+        features = _features(unit, models) + _log_probs(record["meta"]["probs"]) + extra(unit)
         best = search.predict([features])[0]
-        records.append(
-            _row("head+no-lm", record["pair"], str(best), {"C": search.best_params_})
-        )  # fmt: skip
-    return write_jsonl(records, work / "head+no-lm.jsonl")
+        records.append(_row(name, record["pair"], str(best), {"C": search.best_params_}))
+    return write_jsonl(records, work / f"{name}.jsonl")
+
+
+def _head_shortcuts_consensus(
+    units: dict[str, dict[str, Any]],
+    items: list[dict[str, Any]],
+    base: Path,
+    head_dir: Path,
+    exported: Path,
+    work: Path,
+    seed: int,
+) -> Path:
+    """``head+no-lm+consensus``: ``head+no-lm`` with each response's peer consensus (its mean
+    cosine similarity to the other answers to its instruction, read by the base model at the
+    head's layer; :mod:`peer_consensus`) and the difference of the two. A test response's
+    consensus is read from its own instruction's answers, no label involved."""
+    layer = json.loads((head_dir / "final" / "critic.json").read_text())["layer"]
+    readings = item_readings(base, items, layer)
+    consensus = peer_consensus(
+        {item: {rid: r.hidden_mean for rid, r in rs.items()} for item, rs in readings.items()}
+    )
+
+    def agreement(unit: dict[str, Any]) -> list[float]:
+        a, b = (consensus[response["response_id"]] for response in unit["responses"])
+        return [a, b, a - b]
+
+    return _head_with_shortcuts(
+        units, head_dir, exported, work, seed, name="head+no-lm+consensus", extra=agreement
+    )
 
 
 def head_out_of_fold(head_dir: Path) -> dict[str, list[float]]:

@@ -30,16 +30,12 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling judge_quality
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its siblings
 
 from judge_quality import (  # noqa: E402
     head_out_of_fold,
@@ -47,11 +43,7 @@ from judge_quality import (  # noqa: E402
     read_units,
     train_arrays,
 )
-
-from critic.modeling import LoadedModel, inference_dtype, load_base_model  # noqa: E402
-
-MAX_INSTRUCTION_TOKENS = 600
-MAX_RESPONSE_TOKENS = 400
+from peer_consensus import item_readings, peer_consensus  # noqa: E402
 
 
 def main() -> dict:
@@ -70,17 +62,9 @@ def main() -> dict:
     train_items = {units[key]["item_id"] for key in keys}
     layer = json.loads((args.work / "head" / "final" / "critic.json").read_text())["layer"]
     started = time.perf_counter()
-    loaded = load_base_model(args.base_model, dtype=inference_dtype())
-    readings = {
-        item["item_id"]: {
-            str(response["response_id"]): read_response(
-                loaded, item["question"], str(response["content"]), layer
-            )
-            for response in item["responses"]
-        }
-        for item in items
-        if item["item_id"] in train_items
-    }
+    readings = item_readings(
+        args.base_model, [item for item in items if item["item_id"] in train_items], layer
+    )
     seconds = time.perf_counter() - started
     likelihood = {rid: r.log_likelihood for item in readings.values() for rid, r in item.items()}
     consensus = peer_consensus(
@@ -108,58 +92,6 @@ def main() -> dict:
             for name, features in feature_sets.items()
         },
     }
-
-
-@dataclass(frozen=True)
-class ResponseReading:
-    """What one forward pass of the base model reads of a response after its instruction."""
-
-    log_likelihood: float
-    """Mean log-probability of the response's tokens."""
-    hidden_mean: np.ndarray
-    """Mean hidden state over the response's tokens after decoder layer ``layer``."""
-
-
-def read_response(
-    loaded: LoadedModel, instruction: str, response: str, layer: int
-) -> ResponseReading:
-    """The response after the instruction (chat template, the instruction as the user turn)."""
-    tokenizer = loaded.tokenizer
-    prompt = tokenizer.apply_chat_template(
-        [{"role": "user", "content": instruction}], tokenize=False, add_generation_prompt=True
-    )
-    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"][-MAX_INSTRUCTION_TOKENS:]
-    answer_ids = tokenizer(response, add_special_tokens=False)["input_ids"][:MAX_RESPONSE_TOKENS]
-    answer_ids = answer_ids or [tokenizer.eos_token_id]
-    ids = torch.tensor([prompt_ids + answer_ids], device=loaded.model.device)
-    with torch.no_grad():
-        output = loaded.model.eval()(input_ids=ids, output_hidden_states=True)
-    logits = output.logits[0, :-1].float()
-    chosen = torch.log_softmax(logits, -1)[torch.arange(ids.shape[1] - 1), ids[0, 1:]]
-    hidden = output.hidden_states[layer][0, len(prompt_ids) :].float().mean(0)
-    return ResponseReading(float(chosen[-len(answer_ids) :].mean()), hidden.cpu().numpy())
-
-
-def peer_consensus(items: dict[str, dict[str, np.ndarray]]) -> dict[str, float]:
-    """Each response's mean cosine similarity to the other responses of its item.
-
-    ``items``: item → response id → vector. With three or more responses the item's mean vector
-    is taken off first, so that what every answer to the instruction shares (its topic) does not
-    count as agreement; two responses are compared as they are (centred, they would always be
-    opposite); a lone response scores 0.
-    """
-    consensus = {}
-    for responses in items.values():
-        ids = list(responses)
-        vectors = np.stack([responses[rid] for rid in ids]).astype(np.float64)
-        if len(ids) > 2:
-            vectors = vectors - vectors.mean(0)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-12
-        similarity = vectors @ vectors.T
-        for n, rid in enumerate(ids):
-            others = np.delete(similarity[n], n)
-            consensus[rid] = float(others.mean()) if len(others) else 0.0
-    return consensus
 
 
 def _pair_columns(

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from bench.stacking_probe import nested_cv, peer_consensus, read_response
+from bench.peer_consensus import peer_consensus, read_response
+from bench.stacking_probe import nested_cv
 from critic.modeling import load_base_model
 
 LABELS = np.array(["A", "B", "tie"])
