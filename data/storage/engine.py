@@ -245,9 +245,10 @@ def _install_writer_gate(engine: Engine, gate: _WriterGate) -> None:
 def session_scope(engine: Engine) -> Iterator[Session]:
     """A session that commits when the block succeeds and rolls back when it raises.
 
-    A locked SQLite database, an exhausted pool or an unreachable server surfaces as
-    :class:`DatabaseBusy` / :class:`DatabaseUnavailable` with one plain line (the driver's error
-    is kept as ``__cause__``); everything the block did is rolled back.
+    A locked SQLite database, an exhausted pool, a PostgreSQL transaction cancelled for its lock
+    waits (a deadlock) or an unreachable server surfaces as :class:`DatabaseBusy` /
+    :class:`DatabaseUnavailable` with one plain line (the driver's error is kept as
+    ``__cause__``); everything the block did is rolled back.
 
     On a SQLite file, the sessions of this process take turns, in arrival order, for the whole
     block (a block nested in one of the same thread shares its turn). Their transactions run
@@ -319,6 +320,12 @@ def _session(engine: Engine) -> Iterator[Session]:
 
 
 _BUSY_WORDS = ("database is locked", "database table is locked", "busy")
+_CANCELLED_WAITS = {
+    "40P01": "a deadlock",
+    "40001": "a serialization failure",
+    "55P03": "a lock timeout",
+}
+"""PostgreSQL's SQLSTATEs of a transaction cancelled for its waits on others' (the server is up)."""
 
 
 def database_problem(error: BaseException, engine: Engine) -> DatabaseProblem | None:
@@ -336,6 +343,12 @@ def database_problem(error: BaseException, engine: Engine) -> DatabaseProblem | 
     text = str(getattr(error, "orig", error)).lower()
     if engine.url.get_backend_name() == "sqlite" and any(w in text for w in _BUSY_WORDS):
         return _busy(engine)
+    sqlstate = getattr(getattr(error, "orig", None), "sqlstate", None)
+    if sqlstate in _CANCELLED_WAITS:
+        return DatabaseBusy(
+            f"the database {where} cancelled this change: it waited on another transaction "
+            f"({_CANCELLED_WAITS[sqlstate]}); nothing was saved. Try again."
+        )
     return DatabaseUnavailable(
         f"the database {where} is unavailable (could not connect or the connection dropped); "
         "nothing was saved. Check that the database server is running, then try again."

@@ -196,3 +196,40 @@ def test_a_read_scope_never_writes(tmp_path: Path) -> None:
     with read_scope(engine) as reader:
         assert reader.execute(text("SELECT count(*) FROM t")).scalar_one() == 0
     engine.dispose()
+
+
+def test_a_postgresql_deadlock_is_database_busy_not_an_unreachable_server(pg_url: str) -> None:
+    """Two blocks update two rows in opposite orders: PostgreSQL cancels one (deadlock_detected).
+    That block's error says the change was cancelled, and nothing of it stays; it used to say
+    the server was unreachable."""
+    engine = make_engine(pg_url)
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE crossed (id int PRIMARY KEY, touched int)"))
+        connection.execute(text("INSERT INTO crossed VALUES (1, 0), (2, 0)"))
+    first_rows_held = threading.Barrier(2, timeout=30)
+    outcomes: dict[int, BaseException | None] = {}
+
+    def cross(first: int, second: int) -> None:
+        touch = text("UPDATE crossed SET touched = touched + 1 WHERE id = :id")
+        try:
+            with session_scope(engine) as session:
+                session.execute(touch, {"id": first})
+                first_rows_held.wait()  # each holds its first row: the second updates cross
+                session.execute(touch, {"id": second})
+            outcomes[first] = None
+        except BaseException as error:  # noqa: BLE001 - checked below
+            outcomes[first] = error
+
+    threads = [threading.Thread(target=cross, args=rows) for rows in ((1, 2), (2, 1))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    cancelled = [error for error in outcomes.values() if error is not None]
+    assert len(outcomes) == 2 and len(cancelled) == 1, outcomes
+    assert isinstance(cancelled[0], DatabaseBusy), repr(cancelled[0])
+    assert "cancelled this change" in str(cancelled[0]) and "deadlock" in str(cancelled[0])
+    with engine.connect() as connection:  # the surviving block's two updates only
+        touched = connection.execute(text("SELECT sum(touched) FROM crossed")).scalar()
+    assert touched == 2
+    engine.dispose()
