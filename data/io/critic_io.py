@@ -15,8 +15,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
+from sqlalchemy import select as core_select
+from sqlalchemy import union
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -43,7 +44,11 @@ from schemas.tables import (
     utcnow,
 )
 
-_Row = TypeVar("_Row", Item, Pair, Response)
+_ANNOTATIONS = core_table(Annotation)
+_PAIRS = core_table(Pair)
+_RESPONSES = core_table(Response)
+_UNITS = core_table(Unit)
+_USERS = core_table(User)
 
 
 @dataclass(frozen=True)
@@ -101,34 +106,60 @@ def campaign_info(session: Session, name: str) -> CampaignInfo:
 
 
 def campaign_units(session: Session, campaign_id: int) -> list[CampaignUnit]:
-    """Every unit of the campaign with its content, ordered by unit id (flagged ones too)."""
-    units = list(
-        session.exec(select(Unit).where(Unit.campaign_id == campaign_id).order_by(col(Unit.id)))
-    )
-    items = _by_id(session, Item, {unit.item_pk for unit in units})
-    pairs = _by_id(session, Pair, {unit.pair_pk for unit in units if unit.pair_pk is not None})
-    response_pks = {unit.response_pk for unit in units if unit.response_pk is not None}
-    for pair in pairs.values():
-        response_pks.update((pair.response_a_pk, pair.response_b_pk))
-    responses = {
-        pk: _response_content(row) for pk, row in _by_id(session, Response, response_pks).items()
+    """Every unit of the campaign with its content, ordered by unit id (flagged ones too).
+
+    Items, pairs and responses are selected by the campaign's units in SQL, not by a list of
+    ids: SQLite refuses a statement with more than 250,000 parameters (its limit here), which a
+    campaign of that many units would need. Units, pairs and responses are read as columns, not
+    ORM objects, which a million-unit campaign would hold in the session's identity map.
+    """
+    units = session.execute(
+        core_select(_UNITS.c.id, _UNITS.c.item_pk, _UNITS.c.response_pk, _UNITS.c.pair_pk)
+        .where(_UNITS.c.campaign_id == campaign_id)
+        .order_by(_UNITS.c.id)
+    ).all()
+    own = _UNITS.c.campaign_id == campaign_id
+    pair_ids = core_select(_UNITS.c.pair_pk).where(own)
+    pairs = {
+        row.id: (row.response_a_pk, row.response_b_pk)
+        for row in session.execute(
+            core_select(_PAIRS.c.id, _PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk).where(
+                _PAIRS.c.id.in_(pair_ids)
+            )
+        )
     }
-    item_contents = {pk: item_content(row) for pk, row in items.items()}
+    response_ids = union(
+        core_select(_UNITS.c.response_pk).where(own),
+        core_select(_PAIRS.c.response_a_pk).where(_PAIRS.c.id.in_(pair_ids)),
+        core_select(_PAIRS.c.response_b_pk).where(_PAIRS.c.id.in_(pair_ids)),
+    )
+    responses = {
+        row.id: ResponseContent(row.response_id, row.model, row.content, row.id)
+        for row in session.execute(
+            core_select(
+                _RESPONSES.c.id, _RESPONSES.c.response_id, _RESPONSES.c.model, _RESPONSES.c.content
+            ).where(_RESPONSES.c.id.in_(response_ids))
+        )
+    }
+    items = {
+        stored_id(item): item_content(item)
+        for item in session.exec(
+            select(Item).where(col(Item.id).in_(core_select(_UNITS.c.item_pk).where(own)))
+        )
+    }
     result = []
     for unit in units:
         chosen: tuple[ResponseContent, ...]
         if unit.pair_pk is not None:
-            pair = pairs[unit.pair_pk]
-            chosen = (responses[pair.response_a_pk], responses[pair.response_b_pk])
+            response_a, response_b = pairs[unit.pair_pk]
+            chosen = (responses[response_a], responses[response_b])
             key = pair_unit_key(chosen[0].response_id, chosen[1].response_id)
         elif unit.response_pk is not None:
             chosen = (responses[unit.response_pk],)
             key = response_unit_key(chosen[0].response_id)
         else:
             raise ValueError(f"unit {unit.id} has neither a response nor a pair")
-        result.append(
-            CampaignUnit(stored_id(unit), key, item_contents[unit.item_pk], chosen, unit.pair_pk)
-        )
+        result.append(CampaignUnit(unit.id, key, items[unit.item_pk], chosen, unit.pair_pk))
     return result
 
 
@@ -136,24 +167,25 @@ def annotated_units(session: Session, campaign_id: int) -> list[AnnotatedUnit]:
     """Units that have at least one live human annotation, with those labels.
 
     Labels are sorted by annotator name; the adjudicated label is the live adjudication's score
-    (pointwise) or preference (pairwise), or None.
+    (pointwise) or preference (pairwise), or None. The answers are read as columns, not ORM
+    objects (a million-unit campaign has millions).
     """
-    rows = session.exec(
-        select(Annotation, User.name)
-        .join(User, col(User.id) == Annotation.annotator_id)
-        .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
+    answers = _ANNOTATIONS
+    rows = session.execute(
+        core_select(
+            answers.c.unit_id,
+            _USERS.c.name,
+            answers.c.score,
+            answers.c.preference,
+            answers.c.shown_order,
+            answers.c.rationale,
+        )
+        .join(_USERS, _USERS.c.id == answers.c.annotator_id)
+        .where(answers.c.campaign_id == campaign_id, answers.c.is_live.is_(True))
     ).all()
     labels: dict[int, list[HumanLabel]] = defaultdict(list)
-    for annotation, annotator in rows:
-        labels[annotation.unit_id].append(
-            HumanLabel(
-                annotator=annotator,
-                score=annotation.score,
-                preference=annotation.preference,
-                shown_order=annotation.shown_order,
-                rationale=annotation.rationale,
-            )
-        )
+    for unit_id, annotator, score, preference, shown_order, rationale in rows:
+        labels[unit_id].append(HumanLabel(annotator, score, preference, shown_order, rationale))
     adjudications = session.exec(
         select(Adjudication).where(Adjudication.campaign_id == campaign_id, Adjudication.is_live)
     ).all()
@@ -226,16 +258,3 @@ def image_resolver(engine: Engine) -> Callable[[str], Path]:
     """Stored CONTENT image path → file in the data folder of ``engine``'s database (confined)."""
     root = engine_data_dir(engine)
     return lambda stored_path: resolve_image(stored_path, root)
-
-
-def _by_id(session: Session, table: type[_Row], ids: set[int]) -> dict[int, _Row]:
-    if not ids:
-        return {}
-    rows = session.exec(select(table).where(col(table.id).in_(sorted(ids)))).all()
-    return {stored_id(row): row for row in rows}
-
-
-def _response_content(response: Response) -> ResponseContent:
-    return ResponseContent(
-        response.response_id, response.model, response.content, stored_id(response)
-    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from campaign_factory import build_annotated_campaigns
+from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from data.io.critic_io import (
@@ -46,3 +47,24 @@ def test_units_labels_judgements_and_cache(any_engine: Engine) -> None:
         cached = cached_outputs(session, "m", "t@1", ["abc", "zzz"])
     assert list(cached) == ["abc"] and cached["abc"].output == "[[A]]"
     assert cached["abc"].usage == {"total_tokens": 3}
+
+
+def test_a_campaign_is_read_without_a_parameter_per_unit(engine: Engine) -> None:
+    """SQLite refuses a statement with more parameters than its limit (250,000 here, so a campaign
+    of that many units once failed ``export sft``, ``critic score`` and ``judge run``). With the limit lowered
+    to 8, fewer than the campaigns' units, responses and items, both reads still work."""
+    import sqlite3
+
+    build_annotated_campaigns(engine)
+
+    def few_parameters(connection: sqlite3.Connection, _record: object) -> None:
+        connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 8)
+
+    event.listen(engine, "connect", few_parameters)
+    engine.dispose()  # new connections, each with the lowered limit
+    with session_scope(engine) as session:
+        pairs = campaign_units(session, campaign_info(session, "pairs").id)
+        annotated = annotated_units(session, campaign_info(session, "amb").id)
+    assert len(pairs) == 6 and len(annotated) == 12
+    assert [r.response_id for r in pairs[0].responses] == ["item-0/model-x", "item-0/model-y"]
+    assert [label.annotator for label in annotated[0].labels] == ["alice", "bob", "carol"]
