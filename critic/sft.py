@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, cast, get_args
@@ -117,12 +117,12 @@ def export_campaign_sft(
     template = template or builtin_template(info.protocol.name, language)
     options = replace(options, show_reference=options.show_reference and info.show_reference)
     records = build_sft_records(units, info.protocol, template, options, image_resolver(engine))
-    write_sft(records, target)
+    written = write_sft(records, target)
     return SftExportSummary(
         path=Path(target) if isinstance(target, str | Path) else None,
-        records=len(records),
-        train=sum(record.split == "train" for record in records),
-        eval=sum(record.split == "eval" for record in records),
+        records=written.records,
+        train=written.train,
+        eval=written.eval,
         units=len(units),
         items=len({unit.unit.item.item_id for unit in units}),
         prompt_id=template.prompt_id(vision=options.vision),
@@ -135,8 +135,10 @@ def build_sft_records(
     template: PromptTemplate,
     options: SftOptions,
     resolve_image: Callable[[str], Path],
-) -> list[SftRecord]:
-    """Training records for annotated units (see the module docstring)."""
+) -> Iterator[SftRecord]:
+    """Training records for annotated units (see the module docstring), one at a time: a large
+    campaign's records, each with its whole prompt, are written as they are made, not held.
+    The options are checked here, before the first record."""
     if not 0 <= options.eval_fraction < 1:
         raise ValueError(f"--eval-fraction is {options.eval_fraction}; give a number in [0, 1)")
     named = options.consensus or ("mean" if protocol.is_pointwise else "majority")
@@ -145,8 +147,19 @@ def build_sft_records(
         allowed = "mean, median" if protocol.is_pointwise else "majority"
         raise ValueError(f"consensus {named!r} does not apply to {protocol.name}: use {allowed}")
     eval_items = split_items(sorted({u.unit.item.item_id for u in units}), options)
+    return _records(units, protocol, template, options, resolve_image, consensus, eval_items)
+
+
+def _records(
+    units: list[AnnotatedUnit],
+    protocol: Protocol,
+    template: PromptTemplate,
+    options: SftOptions,
+    resolve_image: Callable[[str], Path],
+    consensus: ConsensusRule,
+    eval_items: set[str],
+) -> Iterator[SftRecord]:
     rng = random.Random(options.seed)
-    records = []
     for annotated in units:
         split = "eval" if annotated.unit.item.item_id in eval_items else "train"
         labels = {label.annotator: _label_value(label, protocol) for label in annotated.labels}
@@ -160,26 +173,23 @@ def build_sft_records(
             target = _consensus_target(annotated, protocol, consensus, labels)
             targets = [(*target, rng.random() < 0.5)] if target else []
         for value, rationale, annotators, source, swapped in targets:
-            records.append(
-                _record(
-                    annotated,
-                    protocol,
-                    template,
-                    options,
-                    resolve_image,
-                    value,
-                    rationale,
-                    meta={
-                        "annotators": annotators,
-                        "split": split,
-                        "label": value,
-                        "label_source": source,
-                        "labels": labels,
-                    },
-                    swapped=swapped,
-                )
+            yield _record(
+                annotated,
+                protocol,
+                template,
+                options,
+                resolve_image,
+                value,
+                rationale,
+                meta={
+                    "annotators": annotators,
+                    "split": split,
+                    "label": value,
+                    "label_source": source,
+                    "labels": labels,
+                },
+                swapped=swapped,
             )
-    return records
 
 
 def split_items(item_ids: list[str], options: SftOptions) -> set[str]:
@@ -194,23 +204,46 @@ def split_items(item_ids: list[str], options: SftOptions) -> set[str]:
     return set(shuffled[:count])
 
 
-def write_sft(records: list[SftRecord], target: Path | IO[str] | IO[bytes]) -> None:
+@dataclass
+class SftCounts:
+    """Records written, and how many of them are in each split."""
+
+    records: int = 0
+    train: int = 0
+    eval: int = 0
+
+    def count(self, record: SftRecord) -> SftRecord:
+        self.records += 1
+        if record.split == "eval":
+            self.eval += 1
+        else:
+            self.train += 1
+        return record
+
+
+def write_sft(records: Iterable[SftRecord], target: Path | IO[str] | IO[bytes]) -> SftCounts:
     """Write records as JSON Lines to a path (written to a temporary file, then moved into
-    place) or to an open stream (text, or binary as UTF-8)."""
+    place; nothing is left behind if making a record fails) or to an open stream (text, or
+    binary as UTF-8)."""
+    counts = SftCounts()
+    lines = (counts.count(record).to_json() + "\n" for record in records)
     if not isinstance(target, str | Path):
-        lines = (record.to_json() + "\n" for record in records)
         if isinstance(target, io.TextIOBase):
             target.writelines(lines)
         else:
             cast(IO[bytes], target).writelines(line.encode("utf-8") for line in lines)
-        return
+        return counts
     path = Path(target)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".part")
-    with partial.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(record.to_json() + "\n")
+    try:
+        with partial.open("w", encoding="utf-8") as handle:
+            handle.writelines(lines)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     partial.replace(path)
+    return counts
 
 
 def read_sft(path: Path) -> list[SftRecord]:

@@ -16,7 +16,15 @@ from calibration.pairwise import LABELS
 from calibration.reference import consensus
 from calibration.scale import Scale
 from critic.parsing import parse_judgement
-from critic.sft import SftFileError, SftOptions, _consensus_value, export_campaign_sft, read_sft
+from critic.sft import (
+    SftFileError,
+    SftOptions,
+    SftRecord,
+    _consensus_value,
+    export_campaign_sft,
+    read_sft,
+    write_sft,
+)
 from schemas.protocols import ALIGNMMBENCH, PAIRWISE, get_protocol, to_canonical
 
 runner = CliRunner()
@@ -197,3 +205,27 @@ def test_the_training_target_is_the_reference_calibration_grades_against(
     code = consensus(matrix, rule, pairwise=pairwise)  # type: ignore[arg-type]
     reference = LABELS[int(code[0])] if pairwise else float(Scale.of(chosen).round(code)[0])
     assert _consensus_value(labels, chosen, rule) == reference == expected
+
+
+def test_a_failure_while_making_records_leaves_no_file(tmp_path: Path) -> None:
+    """The records come from a generator (a large campaign's are not held); if making one fails,
+    neither the file nor its ``.part`` is left, and the error is the caller's."""
+    made: list[int] = []
+
+    def records(fail: bool):  # type: ignore[no-untyped-def]
+        for n, split in enumerate(["train", "eval", "train"]):
+            made.append(n)
+            turns = [{"role": "user", "content": str(n)}, {"role": "assistant", "content": "[[7]]"}]
+            yield SftRecord(messages=turns, meta={"split": split})
+        if fail:
+            raise ValueError("a unit whose record cannot be made")
+
+    path = tmp_path / "out" / "sft.jsonl"
+    counts = write_sft(records(fail=False), path)
+    assert (counts.records, counts.train, counts.eval) == (3, 2, 1)
+    assert [r.meta["split"] for r in read_sft(path)] == ["train", "eval", "train"]
+    made.clear()
+    with pytest.raises(ValueError, match="cannot be made"):
+        write_sft(records(fail=True), tmp_path / "failed.jsonl")
+    assert made == [0, 1, 2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no failed.jsonl(.part)
