@@ -1,5 +1,5 @@
-"""The Calibration page's work on a campaign, and the *Campaigns* page's report, done in a worker
-process.
+"""The Calibration page's work on a campaign, and the *Campaigns* page's report and training
+file, done in a worker process.
 
 Why a process: reading a large campaign and calibrating it is seconds of pandas and numpy that
 hold the GIL. In the app's own process every annotator's submit, served by a thread of that
@@ -18,6 +18,7 @@ which is also the key under which the page caches the results.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pickle
 import subprocess
@@ -43,6 +44,7 @@ from calibration.compare import JudgeComparison, compare_judges
 from calibration.consistency import ConsistencyReport, cross_protocol_consistency
 from calibration.cost import Prices
 from calibration.pairwise import UnparsedRule
+from critic.sft import SftOptions, export_campaign_sft
 from data.io.campaign_input import CampaignCalibrationInput
 from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
 from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
@@ -127,6 +129,12 @@ def page_audit(
 def campaign_report(url: str, campaign_id: int) -> CampaignReportFiles:
     """The *Campaigns* page's report files of a campaign, read and calibrated in the worker."""
     return _run(_campaign_report, url, campaign_id)
+
+
+def campaign_sft_file(url: str, campaign: str) -> bytes:
+    """The *Campaigns* page's critic training file of ``campaign``: ``critiquelab export sft``
+    with its default options, written in the worker."""
+    return _run(_sft_file, url, campaign)
 
 
 def page_consistency(
@@ -325,6 +333,12 @@ def _consistency(
 
 def _campaign_report(url: str, campaign_id: int) -> CampaignReportFiles:
     return campaign_report_files(_engine(url), campaign_id)
+
+
+def _sft_file(url: str, campaign: str) -> bytes:
+    buffer = io.BytesIO()
+    export_campaign_sft(_engine(url), campaign, buffer, SftOptions())
+    return buffer.getvalue()
 
 
 def _serve() -> None:

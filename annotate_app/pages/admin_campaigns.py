@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import io
 from functools import partial
 
 import pandas as pd
 import streamlit as st
 
 from annotate_app.auth import require_role
-from annotate_app.calibration_worker import campaign_report
+from annotate_app.calibration_worker import campaign_report, campaign_sft_file
 from annotate_app.campaign_calibration import CampaignReportFiles
 from annotate_app.db import get_engine
 from annotate_app.disagreement_views import render_review_settings
 from annotate_app.render import safe_markdown
 from annotate_app.text import escape_markdown
-from critic.sft import SftOptions, export_campaign_sft
 from data.io.downloads import MEDIA_TYPES, annotations_export
 from data.io.exporters.files import EXPORT_FORMATS
 from data.io.frames import campaign_judges
@@ -50,10 +48,10 @@ def _annotations_file(campaign_name: str, export_format: str) -> bytes:
 
 
 def _sft_file(campaign_name: str) -> bytes:
-    """The critic training file of ``critiquelab export sft`` with its default options."""
-    buffer = io.BytesIO()
-    export_campaign_sft(engine, campaign_name, buffer, SftOptions())
-    return buffer.getvalue()
+    """The critic training file of ``critiquelab export sft`` with its default options, written
+    by the calibration worker (a large campaign's units are read outside the annotators'
+    process)."""
+    return campaign_sft_file(engine.url.render_as_string(hide_password=False), campaign_name)
 
 
 def _calibration_report(campaign: Campaign) -> CampaignReportFiles:

@@ -327,6 +327,8 @@ def _refuse_campaign_reads(patch: pytest.MonkeyPatch) -> None:
 
     for module in ("data.io.frames", "data.io.campaign_input", "annotate_app.audit_views"):
         patch.setattr(f"{module}.campaign_judgement_frame", refuse, raising=False)
+    for module in ("data.io.critic_io", "critic.sft"):  # the training file's read
+        patch.setattr(f"{module}.annotated_units", refuse)
 
 
 def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
@@ -369,6 +371,8 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
         at.button(key="build_report").click().run()
         assert "2 units with a reference, 1 of them adjudicated" in at.caption[-1].value
         files = at.session_state["campaign_calibration_report"][1]
+        at.button(key="build_sft").click().run()  # again: the adjudication is its label now
+        sft = at.session_state["campaign_sft_file"][1]
     assert files.result.judges["gpt-4"].metric("mae").value == 0.0  # 7 vs the adjudicated 7
     # the files of ``critiquelab calibrate --campaign``, the reviewers' causes included
     cli_html, cli_json = tmp_path / "cli.html", tmp_path / "cli.json"
@@ -378,6 +382,11 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
     assert "too lenient" in files.html
     assert files.html == cli_html.read_text("utf-8")
     assert files.result.to_json() == cli_json.read_text("utf-8")
+    cli_sft = tmp_path / "cli-sft.jsonl"  # and the training file of ``export sft``
+    written = CliRunner().invoke(app, ["--db", db_url, "export", "sft", "--campaign", "camp",
+                                       "-o", str(cli_sft)])  # fmt: skip
+    assert written.exit_code == 0, written.output
+    assert sft == cli_sft.read_bytes() and sft.count(b"\n") == 2
 
 
 def test_the_review_page_shows_user_and_model_text_as_text(world):
