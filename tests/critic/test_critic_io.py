@@ -50,9 +50,10 @@ def test_units_labels_judgements_and_cache(any_engine: Engine) -> None:
 
 
 def test_a_campaign_is_read_without_a_parameter_per_unit(engine: Engine) -> None:
-    """SQLite refuses a statement with more parameters than its limit (250,000 here, so a campaign
-    of that many units once failed ``export sft``, ``critic score`` and ``judge run``). With the limit lowered
-    to 8, fewer than the campaigns' units, responses and items, both reads still work."""
+    """SQLite refuses a statement with more parameters than its limit (250,000 here), so a
+    campaign of that many units once failed ``export sft``, ``critic score`` and ``judge run``.
+    With the limit lowered to 8, fewer than the campaigns' units, responses and items, both reads
+    still work."""
     import sqlite3
 
     build_annotated_campaigns(engine)
