@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -212,7 +213,7 @@ def test_a_failure_while_making_records_leaves_no_file(tmp_path: Path) -> None:
     neither the file nor its ``.part`` is left, and the error is the caller's."""
     made: list[int] = []
 
-    def records(fail: bool):  # type: ignore[no-untyped-def]
+    def records(fail: bool) -> Iterator[SftRecord]:
         for n, split in enumerate(["train", "eval", "train"]):
             made.append(n)
             turns = [{"role": "user", "content": str(n)}, {"role": "assistant", "content": "[[7]]"}]
