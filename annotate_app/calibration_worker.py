@@ -33,6 +33,7 @@ from sqlalchemy.engine import Engine
 from annotate_app.campaign_calibration import (
     CampaignReportFiles,
     calibrate_input,
+    campaign_consistency,
     campaign_report_files,
     load_campaign,
     only_units,
@@ -41,16 +42,13 @@ from annotate_app.campaign_calibration import (
 from calibration import CalibrationOptions, CalibrationReport
 from calibration.audits import JudgeAudit, audit_judges
 from calibration.compare import JudgeComparison, compare_judges
-from calibration.consistency import ConsistencyReport, cross_protocol_consistency
+from calibration.consistency import ConsistencyReport
 from calibration.cost import Prices
 from calibration.pairwise import UnparsedRule
 from critic.sft import SftOptions, export_campaign_sft
 from data.io.campaign_input import CampaignCalibrationInput
-from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
 from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
-from data.services.campaigns import campaign_protocol, get_campaign
 from data.storage.engine import make_engine, read_scope
-from schemas.core import stored_id
 from schemas.protocols import Protocol
 
 T = TypeVar("T")
@@ -311,23 +309,8 @@ def _audit(
 def _consistency(
     url: str, pointwise_id: int, pairwise_id: int, delta: float, bootstrap: int
 ) -> ConsistencyReport:
-    with read_scope(_engine(url)) as session:
-        campaigns = [get_campaign(session, i) for i in (pointwise_id, pairwise_id)]
-        frames = [campaign_judgement_frame(session, stored_id(c)) for c in campaigns]
-        overrides = (
-            campaign_reference_overrides(session, pointwise_id),
-            campaign_reference_overrides(session, pairwise_id),
-        )
-        protocol = campaign_protocol(campaigns[0])
-        names = (campaigns[0].name, campaigns[1].name)
-    return cross_protocol_consistency(
-        frames[0],
-        frames[1],
-        protocol,
-        names=names,
-        delta=delta,
-        overrides=overrides,
-        bootstrap=bootstrap,
+    return campaign_consistency(
+        _engine(url), pointwise_id, pairwise_id, delta=delta, bootstrap=bootstrap
     )
 
 

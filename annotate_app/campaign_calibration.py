@@ -21,7 +21,9 @@ from annotate_app.disagreement_review import report_html
 from calibration import CalibrationOptions, CalibrationReport, calibrate, krippendorff_alpha
 from calibration.analysis import check_judges
 from calibration.audits import JudgeAudit, audit_judges
+from calibration.consistency import ConsistencyReport, cross_protocol_consistency
 from calibration.cost import Prices
+from calibration.errors import CalibrationInputError
 from calibration.reference import NoMajorityRule
 from calibration.result import CalibrationResult
 from calibration.tables import select_units
@@ -37,6 +39,7 @@ from data.services.monitor import human_rating_matrices
 from data.storage.engine import read_scope
 from schemas.core import stored_id
 from schemas.protocols import Protocol
+from schemas.tables import Campaign
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,52 @@ def campaign_judge_audit(
         judges=wanted,
         no_majority=no_majority,
         overrides=overrides,
+        bootstrap=bootstrap,
+        seed=seed,
+    )
+
+
+def check_one_dataset(scores: Campaign, preferences: Campaign) -> None:
+    """:class:`CalibrationInputError` unless the two campaigns judge the same dataset."""
+    if scores.dataset_id != preferences.dataset_id:
+        raise CalibrationInputError(
+            f"{scores.name} and {preferences.name} are campaigns of different datasets; "
+            "give a pointwise and a pairwise campaign of one dataset"
+        )
+
+
+def campaign_consistency(
+    engine: Engine,
+    pointwise: str | int,
+    pairwise: str | int,
+    *,
+    delta: float | None = None,
+    no_majority: NoMajorityRule = "tie",
+    judges: Sequence[str] | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> ConsistencyReport:
+    """Do ``pairwise``'s preferences agree with ``pointwise``'s scores? Two campaigns of one
+    dataset, read in one read-only snapshot (:func:`calibration.consistency.
+    cross_protocol_consistency`): ``consistency`` of ``critiquelab calibrate``, and the
+    Calibration page's block."""
+    with read_scope(engine) as session:
+        scores, preferences = get_campaign(session, pointwise), get_campaign(session, pairwise)
+        check_one_dataset(scores, preferences)
+        ids = stored_id(scores), stored_id(preferences)
+        frames = [campaign_judgement_frame(session, campaign_id) for campaign_id in ids]
+        overrides = tuple(campaign_reference_overrides(session, i) for i in ids)
+        protocol = campaign_protocol(scores)
+        names = scores.name, preferences.name
+    return cross_protocol_consistency(
+        frames[0],
+        frames[1],
+        protocol,
+        names=names,
+        delta=delta,
+        no_majority=no_majority,
+        overrides=(overrides[0], overrides[1]),
+        judges=tuple(judges) if judges else None,
         bootstrap=bootstrap,
         seed=seed,
     )

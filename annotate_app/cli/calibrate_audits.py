@@ -11,12 +11,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy.engine import Engine
-
-from annotate_app.campaign_calibration import campaign_judge_audit
+from annotate_app.campaign_calibration import (
+    campaign_consistency,
+    campaign_judge_audit,
+    check_one_dataset,
+)
 from annotate_app.cli.context import CliState
 from calibration.audits import JudgeAudit
-from calibration.consistency import ConsistencyReport, cross_protocol_consistency
+from calibration.consistency import ConsistencyReport
 from calibration.cost import Prices, parse_prices
 from calibration.errors import CalibrationInputError
 from calibration.reference import NoMajorityRule
@@ -26,11 +28,8 @@ from calibration.report_audits import (
     consistency_section,
     consistency_text,
 )
-from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
-from data.queue import campaign_protocol
 from data.services.campaigns import get_campaign
 from data.storage.engine import session_scope
-from schemas.core import stored_id
 
 
 @dataclass(frozen=True)
@@ -146,7 +145,10 @@ def campaign_audits(
         )
     consistency = None
     if inputs.consistency is not None:
-        consistency = _consistency(engine, cli, inputs, judges, no_majority, bootstrap, seed)
+        only = consistency_only(
+            cli, inputs, judges=judges, no_majority=no_majority, bootstrap=bootstrap, seed=seed
+        )
+        consistency = only.consistency
     return AuditOutputs(consistency=consistency, judge_audit=audit)
 
 
@@ -159,50 +161,26 @@ def consistency_only(
     bootstrap: int,
     seed: int,
 ) -> AuditOutputs:
-    """``calibrate --consistency P Q`` without ``--campaign``."""
-    report = _consistency(cli.engine(), cli, inputs, judges, no_majority, bootstrap, seed)
-    return AuditOutputs(consistency=report)
-
-
-def _consistency(
-    engine: Engine,
-    cli: CliState,
-    inputs: AuditInputs,
-    judges: list[str] | None,
-    no_majority: NoMajorityRule,
-    bootstrap: int,
-    seed: int,
-) -> ConsistencyReport:
+    """``calibrate --consistency P Q`` (alone, or beside ``--campaign``)."""
     assert inputs.consistency is not None
-    pointwise_name, pairwise_name = inputs.consistency
+    pointwise, pairwise = inputs.consistency
+    engine = cli.engine()
     with session_scope(engine) as session:
-        pointwise = get_campaign(session, pointwise_name)
-        pairwise = get_campaign(session, pairwise_name)
-        if pointwise.dataset_id != pairwise.dataset_id:
-            raise CalibrationInputError(
-                f"--consistency: {pointwise.name} and {pairwise.name} are campaigns of different "
-                "datasets; give a pointwise and a pairwise campaign of one dataset"
-            )
-        _check_order(pointwise.name, pointwise.protocol, pairwise.name, pairwise.protocol)
-        frames = [campaign_judgement_frame(session, stored_id(c)) for c in (pointwise, pairwise)]
-        overrides = (
-            campaign_reference_overrides(session, stored_id(pointwise)),
-            campaign_reference_overrides(session, stored_id(pairwise)),
-        )
-        protocol = campaign_protocol(pointwise)
+        first, second = get_campaign(session, pointwise), get_campaign(session, pairwise)
+        check_one_dataset(first, second)  # before the order: two campaigns that cannot pair
+        _check_order(first.name, first.protocol, second.name, second.protocol)
     with cli.progress("consistency", total=None):
-        return cross_protocol_consistency(
-            frames[0],
-            frames[1],
-            protocol,
-            names=(pointwise.name, pairwise.name),
+        report = campaign_consistency(
+            engine,
+            pointwise,
+            pairwise,
             delta=inputs.delta,
             no_majority=no_majority,
-            overrides=overrides,
-            judges=tuple(judges) if judges else None,
+            judges=judges,
             bootstrap=bootstrap,
             seed=seed,
         )
+    return AuditOutputs(consistency=report)
 
 
 def _check_order(first: str, first_protocol: str, second: str, second_protocol: str) -> None:
