@@ -1,5 +1,5 @@
-"""The Calibration page's work on a campaign, and the *Campaigns* page's report and training
-file, done in a worker process.
+"""The Calibration page's work on a campaign, and the *Campaigns* page's downloads (annotations,
+training file, report), done in a worker process.
 
 Why a process: reading a large campaign and calibrating it is seconds of pandas and numpy that
 hold the GIL. In the app's own process every annotator's submit, served by a thread of that
@@ -47,6 +47,7 @@ from calibration.cost import Prices
 from calibration.pairwise import UnparsedRule
 from critic.sft import SftOptions, export_campaign_sft
 from data.io.campaign_input import CampaignCalibrationInput
+from data.io.downloads import annotations_export
 from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
 from data.storage.engine import make_engine, read_scope
 from schemas.protocols import Protocol
@@ -127,6 +128,12 @@ def page_audit(
 def campaign_report(url: str, campaign_id: int) -> CampaignReportFiles:
     """The *Campaigns* page's report files of a campaign, read and calibrated in the worker."""
     return _run(_campaign_report, url, campaign_id)
+
+
+def campaign_annotations_file(url: str, campaign: str, export_format: str) -> bytes:
+    """The *Campaigns* page's annotations download: ``critiquelab export annotations`` in
+    ``export_format``, read in a read-only snapshot in the worker."""
+    return _run(_annotations_file, url, campaign, export_format)
 
 
 def campaign_sft_file(url: str, campaign: str) -> bytes:
@@ -316,6 +323,11 @@ def _consistency(
 
 def _campaign_report(url: str, campaign_id: int) -> CampaignReportFiles:
     return campaign_report_files(_engine(url), campaign_id)
+
+
+def _annotations_file(url: str, campaign: str, export_format: str) -> bytes:
+    with read_scope(_engine(url)) as session:
+        return annotations_export(session, campaign, export_format)
 
 
 def _sft_file(url: str, campaign: str) -> bytes:

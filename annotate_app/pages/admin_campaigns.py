@@ -8,13 +8,17 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app.auth import require_role
-from annotate_app.calibration_worker import campaign_report, campaign_sft_file
+from annotate_app.calibration_worker import (
+    campaign_annotations_file,
+    campaign_report,
+    campaign_sft_file,
+)
 from annotate_app.campaign_calibration import CampaignReportFiles
 from annotate_app.db import get_engine
 from annotate_app.disagreement_views import render_review_settings
 from annotate_app.render import safe_markdown
 from annotate_app.text import escape_markdown
-from data.io.downloads import MEDIA_TYPES, annotations_export
+from data.io.downloads import MEDIA_TYPES
 from data.io.exporters.files import EXPORT_FORMATS
 from data.io.frames import campaign_judges
 from data.queue.priority import ROUTING_MODES
@@ -43,8 +47,11 @@ ERRORS = (ValueError, PermissionDenied)
 
 
 def _annotations_file(campaign_name: str, export_format: str) -> bytes:
-    with session_scope(engine) as session:
-        return annotations_export(session, campaign_name, export_format)
+    """``critiquelab export annotations``'s file, written by the calibration worker from a
+    read-only snapshot (a large campaign's answers are read outside the annotators' process,
+    and no writer waits for it)."""
+    url = engine.url.render_as_string(hide_password=False)
+    return campaign_annotations_file(url, campaign_name, export_format)
 
 
 def _sft_file(campaign_name: str) -> bytes:

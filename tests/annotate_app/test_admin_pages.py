@@ -329,6 +329,7 @@ def _refuse_campaign_reads(patch: pytest.MonkeyPatch) -> None:
         patch.setattr(f"{module}.campaign_judgement_frame", refuse, raising=False)
     for module in ("data.io.critic_io", "critic.sft"):  # the training file's read
         patch.setattr(f"{module}.annotated_units", refuse)
+    patch.setattr("data.io.downloads.annotation_records", refuse)  # the annotations' read
 
 
 def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
@@ -373,6 +374,10 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
         files = at.session_state["campaign_calibration_report"][1]
         at.button(key="build_sft").click().run()  # again: the adjudication is its label now
         sft = at.session_state["campaign_sft_file"][1]
+        # what the page's annotation buttons download when clicked (AppTest does not click them)
+        url = engine.url.render_as_string(hide_password=False)
+        downloads = {f: calibration_worker.campaign_annotations_file(url, "camp", f) for f in
+                     ("jsonl", "csv", "parquet")}  # fmt: skip
     assert files.result.judges["gpt-4"].metric("mae").value == 0.0  # 7 vs the adjudicated 7
     # the files of ``critiquelab calibrate --campaign``, the reviewers' causes included
     cli_html, cli_json = tmp_path / "cli.html", tmp_path / "cli.json"
@@ -387,6 +392,13 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
                                        "-o", str(cli_sft)])  # fmt: skip
     assert written.exit_code == 0, written.output
     assert sft == cli_sft.read_bytes() and sft.count(b"\n") == 2
+    for export_format, data in downloads.items():
+        cli_file = tmp_path / f"cli-annotations.{export_format}"
+        written = CliRunner().invoke(app, ["--db", db_url, "export", "annotations", "--campaign",
+                                           "camp", "-o", str(cli_file)])  # fmt: skip
+        assert written.exit_code == 0, written.output
+        assert data == cli_file.read_bytes(), export_format
+    assert downloads["jsonl"].count(b"\n") == 5  # the world's five answers
 
 
 def test_the_review_page_shows_user_and_model_text_as_text(world):

@@ -1,16 +1,19 @@
-"""Judge-guided routing set on the Campaigns page in a real browser, then served to an annotator."""
+"""The Campaigns page in a real browser: judge-guided routing set there and served to an annotator;
+its annotations download."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from admin_factory import PASSWORD, add_campaign, add_dataset, add_people, units_of
+from admin_factory import PASSWORD, add_campaign, add_dataset, add_people, answer, units_of
 from playwright.sync_api import expect
 from sqlmodel import select
+from typer.testing import CliRunner
 
+from annotate_app.cli.main import app
 from data.io.judgements import insert_judgements
-from schemas.tables import Campaign, Judgement, Response
+from schemas.tables import Campaign, Judgement, Response, User
 from tests.browser_fixtures import ARTIFACTS, choose_option, click_option
 
 pytestmark = pytest.mark.e2e
@@ -59,3 +62,28 @@ def test_routing_set_in_the_browser_serves_the_disputed_unit_first(
 
         view = next_unit(session, campaign.id, get_user(session, "cat").id)
         assert view is not None and view.unit_id == seeded.disputed
+
+
+def test_the_annotations_download_is_the_commands_file(
+    seeded: Any, page: Any, login: Any, tmp_path: Any
+) -> None:
+    """The Campaigns page's annotations download, written by the calibration worker of the real
+    server, is the file ``critiquelab export annotations`` writes."""
+    with seeded.session() as session:
+        people = {user.name: user.id for user in session.exec(select(User))}
+        unit = units_of(session, session.exec(select(Campaign)).one().id)[0]
+        answer(session, unit, people["ann"], score=4, seconds=30)
+    login(page, seeded.url, "root", PASSWORD)
+    page.get_by_role("link", name="Campaigns").click()
+    with page.expect_download() as caught:
+        page.get_by_role("button", name="Annotations (JSONL)").click()
+    downloaded = tmp_path / "page.jsonl"
+    caught.value.save_as(downloaded)
+    exported = tmp_path / "cli.jsonl"
+    written = CliRunner().invoke(
+        app, ["--db", seeded.db_url, "export", "annotations", "--campaign", "camp", "-o",
+              str(exported)],
+    )  # fmt: skip
+    assert written.exit_code == 0, written.output
+    assert downloaded.read_bytes() == exported.read_bytes()
+    assert b'"score": 4' in downloaded.read_bytes()
