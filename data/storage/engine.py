@@ -380,7 +380,9 @@ def head_revision() -> str:
 
 
 def current_revision(engine: Engine) -> str | None:
-    with engine.connect() as connection:
+    """The schema revision the database carries (None: no schema yet), read without the write
+    lock: a command that opens an up-to-date database does not wait for, or hold up, writers."""
+    with engine.execution_options(**{_READ_ONLY: True}).connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
 
@@ -401,5 +403,7 @@ def upgrade_database(engine: Engine) -> str:
                 f"revision {current}, which this CritiqueLab does not know: it was written by a "
                 "newer version. Upgrade CritiqueLab (pip install -U critiquelab) to open it."
             ) from None
-    command.upgrade(alembic_config(engine), "head")
-    return head_revision()
+    head = head_revision()
+    if current != head:  # an up-to-date database is left alone: no write transaction at all
+        command.upgrade(alembic_config(engine), "head")
+    return head
