@@ -42,7 +42,7 @@ from data.io.critic_io import (
     judged_keys,
     store_cached_output,
 )
-from data.storage.engine import session_scope
+from data.storage.engine import read_scope, session_scope
 
 Usage = dict[str, int]
 """Token counts as the endpoint reports them (``prompt_tokens``, ``completion_tokens``...)."""
@@ -136,7 +136,7 @@ def judge_campaign_remote(
     started = time.perf_counter()
     if options.concurrency < 1:
         raise ValueError(f"--concurrency is {options.concurrency}; give 1 or more")
-    with session_scope(engine) as session:
+    with read_scope(engine) as session:
         info = campaign_info(session, campaign)
         template = options.template or builtin_template(info.protocol.name, options.language)
         prompt_id = template.prompt_id(vision=options.vision)

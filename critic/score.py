@@ -54,7 +54,7 @@ from data.io.critic_io import (
     judged_keys,
     store_judgements,
 )
-from data.storage.engine import session_scope
+from data.storage.engine import read_scope, session_scope
 from schemas.protocols import Protocol
 from schemas.readouts import DEBIASED_SUFFIX, PROBS_SUFFIX
 from schemas.tables import Judgement
@@ -122,7 +122,7 @@ def score_campaign(
     vision = critic.kind == "vision" if options.vision is None else options.vision
     if vision and critic.kind != "vision":
         raise ValueError("--vision needs a vision-language critic; this one is text-only")
-    with session_scope(engine) as session:
+    with read_scope(engine) as session:
         info = campaign_info(session, campaign)
         template = options.template or builtin_template(info.protocol.name, options.language)
         prompt_id = template.prompt_id(vision=vision)

@@ -36,7 +36,7 @@ from data.io.critic_io import (
     campaign_info,
     image_resolver,
 )
-from data.storage.engine import session_scope
+from data.storage.engine import read_scope
 from schemas.protocols import PREFERENCES, Protocol, to_shown
 
 _RULES: dict[str, ConsensusRule] = {rule: rule for rule in get_args(ConsensusRule)}
@@ -107,7 +107,7 @@ def export_campaign_sft(
 ) -> SftExportSummary:
     """Write the training file of ``campaign``'s human judgements (FORMATS.md §4) to ``target``:
     a path, or an open text or binary stream (UTF-8), e.g. a page's download buffer."""
-    with session_scope(engine) as session:
+    with read_scope(engine) as session:
         info = campaign_info(session, campaign)
         units = annotated_units(session, info.id)
     if not units:

@@ -14,7 +14,7 @@ from data.io.exporters import (
     write_judgement_records,
 )
 from data.io.exporters.tags import export_disagreement_tags
-from data.storage.engine import session_scope
+from data.storage.engine import read_scope
 
 export_app = typer.Typer(help="Export annotations and judgements to files.")
 
@@ -36,7 +36,7 @@ def export_annotations(  # not ``annotations``: the name the __future__ import b
 ) -> None:
     """Human judgements of a campaign (FORMATS.md §3, with annotator, seconds, revision)."""
     cli = state(ctx)
-    with session_scope(cli.engine()) as session:
+    with read_scope(cli.engine()) as session:
         records = annotation_records(session, campaign, all_revisions=all_revisions)
     written = write_judgement_records(records, output, export_format or _format_of(output))
     cli.emit({"written": written, "output": str(output)}, text=f"wrote {written} to {output}")
@@ -52,7 +52,7 @@ def judgments(
 ) -> None:
     """Model judgements (FORMATS.md §3); `judgments import` reads the file back unchanged."""
     cli = state(ctx)
-    with session_scope(cli.engine()) as session:
+    with read_scope(cli.engine()) as session:
         records = model_judgement_records(session, judges=judges or (), campaign_name=campaign)
     written = write_judgement_records(records, output, export_format or _format_of(output))
     cli.emit({"written": written, "output": str(output)}, text=f"wrote {written} to {output}")
@@ -71,7 +71,7 @@ def disagreement_tags(
     """Reviewers' causes of judge–human disagreements (FORMATS.md "Disagreement tags")."""
     cli = state(ctx)
     export_format = export_format or _format_of(output)
-    with session_scope(cli.engine()) as session:
+    with read_scope(cli.engine()) as session:
         written = export_disagreement_tags(
             session, campaign, output, export_format, all_tags=all_tags
         )
@@ -86,7 +86,7 @@ def dataset(
 ) -> None:
     """A dataset as a §1 JSONL file with its images copied beside it (re-importable)."""
     cli = state(ctx)
-    with session_scope(cli.engine()) as session:
+    with read_scope(cli.engine()) as session:
         result = export_dataset(session, name, output)
     cli.emit(
         result,
