@@ -40,6 +40,8 @@ from schemas.tables import Campaign
 
 user = require_role("admin")
 engine = get_engine()
+WORKER_URL = engine.url.render_as_string(hide_password=False)
+"""The database as the calibration worker opens it (password kept: the worker connects)."""
 SFT_KEY, REPORT_KEY = "campaign_sft_file", "campaign_calibration_report"
 # Bad input is a ValueError across the project (CampaignError, CampaignSettingsError, the
 # scale parser's errors); a wrong role is PermissionDenied. Anything else is a bug and shows.
@@ -50,22 +52,20 @@ def _annotations_file(campaign_name: str, export_format: str) -> bytes:
     """``critiquelab export annotations``'s file, written by the calibration worker from a
     read-only snapshot (a large campaign's answers are read outside the annotators' process,
     and no writer waits for it)."""
-    url = engine.url.render_as_string(hide_password=False)
-    return campaign_annotations_file(url, campaign_name, export_format)
+    return campaign_annotations_file(WORKER_URL, campaign_name, export_format)
 
 
 def _sft_file(campaign_name: str) -> bytes:
     """The critic training file of ``critiquelab export sft`` with its default options, written
     by the calibration worker (a large campaign's units are read outside the annotators'
     process)."""
-    return campaign_sft_file(engine.url.render_as_string(hide_password=False), campaign_name)
+    return campaign_sft_file(WORKER_URL, campaign_name)
 
 
 def _calibration_report(campaign: Campaign) -> CampaignReportFiles:
     """The files of ``critiquelab calibrate --campaign``, computed by the calibration worker: a
     large campaign's rows are read and calibrated outside the process that serves annotators."""
-    url = engine.url.render_as_string(hide_password=False)
-    return campaign_report(url, stored_id(campaign))
+    return campaign_report(WORKER_URL, stored_id(campaign))
 
 
 st.title("Campaigns")
