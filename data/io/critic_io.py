@@ -27,28 +27,18 @@ from data.io.frames import item_content
 from data.io.judgements import insert_judgements
 from data.services.campaigns import campaign_protocol, get_campaign
 from data.storage.engine import engine_data_dir
-from schemas.core import core_table, stored_id
+from schemas.core import stored_id
+from schemas.core_tables import ANNOTATIONS, JUDGE_CACHE, PAIRS, RESPONSES, UNITS, USERS
 from schemas.ids import pair_unit_key, response_unit_key
 from schemas.items import ItemContent, ResponseContent
 from schemas.protocols import Protocol
 from schemas.tables import (
     Adjudication,
-    Annotation,
     Item,
     JudgeCache,
     Judgement,
-    Pair,
-    Response,
-    Unit,
-    User,
     utcnow,
 )
-
-_ANNOTATIONS = core_table(Annotation)
-_PAIRS = core_table(Pair)
-_RESPONSES = core_table(Response)
-_UNITS = core_table(Unit)
-_USERS = core_table(User)
 
 
 @dataclass(frozen=True)
@@ -114,37 +104,37 @@ def campaign_units(session: Session, campaign_id: int) -> list[CampaignUnit]:
     ORM objects, which a million-unit campaign would hold in the session's identity map.
     """
     units = session.execute(
-        core_select(_UNITS.c.id, _UNITS.c.item_pk, _UNITS.c.response_pk, _UNITS.c.pair_pk)
-        .where(_UNITS.c.campaign_id == campaign_id)
-        .order_by(_UNITS.c.id)
+        core_select(UNITS.c.id, UNITS.c.item_pk, UNITS.c.response_pk, UNITS.c.pair_pk)
+        .where(UNITS.c.campaign_id == campaign_id)
+        .order_by(UNITS.c.id)
     ).all()
-    own = _UNITS.c.campaign_id == campaign_id
-    pair_ids = core_select(_UNITS.c.pair_pk).where(own)
+    own = UNITS.c.campaign_id == campaign_id
+    pair_ids = core_select(UNITS.c.pair_pk).where(own)
     pairs = {
         row.id: (row.response_a_pk, row.response_b_pk)
         for row in session.execute(
-            core_select(_PAIRS.c.id, _PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk).where(
-                _PAIRS.c.id.in_(pair_ids)
+            core_select(PAIRS.c.id, PAIRS.c.response_a_pk, PAIRS.c.response_b_pk).where(
+                PAIRS.c.id.in_(pair_ids)
             )
         )
     }
     response_ids = union(
-        core_select(_UNITS.c.response_pk).where(own),
-        core_select(_PAIRS.c.response_a_pk).where(_PAIRS.c.id.in_(pair_ids)),
-        core_select(_PAIRS.c.response_b_pk).where(_PAIRS.c.id.in_(pair_ids)),
+        core_select(UNITS.c.response_pk).where(own),
+        core_select(PAIRS.c.response_a_pk).where(PAIRS.c.id.in_(pair_ids)),
+        core_select(PAIRS.c.response_b_pk).where(PAIRS.c.id.in_(pair_ids)),
     )
     responses = {
         row.id: ResponseContent(row.response_id, row.model, row.content, row.id)
         for row in session.execute(
             core_select(
-                _RESPONSES.c.id, _RESPONSES.c.response_id, _RESPONSES.c.model, _RESPONSES.c.content
-            ).where(_RESPONSES.c.id.in_(response_ids))
+                RESPONSES.c.id, RESPONSES.c.response_id, RESPONSES.c.model, RESPONSES.c.content
+            ).where(RESPONSES.c.id.in_(response_ids))
         )
     }
     items = {
         stored_id(item): item_content(item)
         for item in session.exec(
-            select(Item).where(col(Item.id).in_(core_select(_UNITS.c.item_pk).where(own)))
+            select(Item).where(col(Item.id).in_(core_select(UNITS.c.item_pk).where(own)))
         )
     }
     result = []
@@ -170,17 +160,17 @@ def annotated_units(session: Session, campaign_id: int) -> list[AnnotatedUnit]:
     (pointwise) or preference (pairwise), or None. The answers are read as columns, not ORM
     objects (a million-unit campaign has millions).
     """
-    answers = _ANNOTATIONS
+    answers = ANNOTATIONS
     rows = session.execute(
         core_select(
             answers.c.unit_id,
-            _USERS.c.name,
+            USERS.c.name,
             answers.c.score,
             answers.c.preference,
             answers.c.shown_order,
             answers.c.rationale,
         )
-        .join(_USERS, _USERS.c.id == answers.c.annotator_id)
+        .join(USERS, USERS.c.id == answers.c.annotator_id)
         .where(answers.c.campaign_id == campaign_id, answers.c.is_live.is_(True))
     ).all()
     labels: dict[int, list[HumanLabel]] = defaultdict(list)
@@ -239,7 +229,6 @@ def store_cached_output(
     session: Session, model: str, prompt_id: str, input_sha256: str, output: str, usage: dict
 ) -> None:
     """Remember a remote answer; a key that is already cached is left as it is."""
-    table = core_table(JudgeCache)
     values = {
         "model": model,
         "prompt_id": prompt_id,
@@ -250,7 +239,7 @@ def store_cached_output(
     }
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = insert(table).values(values).on_conflict_do_nothing()
+    statement = insert(JUDGE_CACHE).values(values).on_conflict_do_nothing()
     session.connection().execute(statement)
 
 

@@ -7,15 +7,14 @@ judge, adds nothing the second time: rows whose key already exists are skipped, 
 
 from __future__ import annotations
 
-from sqlalchemy import Insert, Table, func, select
+from sqlalchemy import Insert, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
 from data.queue.routing import refresh_routing_for_judgements
-from schemas.core import core_table
+from schemas.core_tables import JUDGEMENTS
 from schemas.tables import Judgement
 
-_JUDGEMENT_TABLE: Table = core_table(Judgement)
 _KEY_COLUMNS = ("judge", "prompt_id", "unit_key", "shown_order", "sample")
 
 
@@ -33,16 +32,16 @@ def insert_judgements(session: Session, rows: list[Judgement]) -> int:
     dialect = session.get_bind().dialect.name
     statement: Insert
     if dialect == "sqlite":
-        statement = sqlite.insert(_JUDGEMENT_TABLE).on_conflict_do_nothing(
+        statement = sqlite.insert(JUDGEMENTS).on_conflict_do_nothing(
             index_elements=list(_KEY_COLUMNS)
         )
     elif dialect == "postgresql":
-        statement = postgresql.insert(_JUDGEMENT_TABLE).on_conflict_do_nothing(
+        statement = postgresql.insert(JUDGEMENTS).on_conflict_do_nothing(
             constraint="uq_judgement_key"
         )
     else:
         raise RuntimeError(f"unsupported database dialect {dialect!r}: use SQLite or PostgreSQL")
-    result = session.connection().execute(statement.returning(_JUDGEMENT_TABLE.c.id), values)
+    result = session.connection().execute(statement.returning(JUDGEMENTS.c.id), values)
     added = len(result.all())
     if added:  # judge-routed campaigns re-rank their units on their judges' new outputs
         refresh_routing_for_judgements(session, rows)
@@ -51,15 +50,15 @@ def insert_judgements(session: Session, rows: list[Judgement]) -> int:
 
 def count_judgements(session: Session, judge: str | None = None) -> int:
     """Number of stored judgements, optionally of one judge."""
-    query = select(func.count()).select_from(_JUDGEMENT_TABLE)
+    query = select(func.count()).select_from(JUDGEMENTS)
     if judge is not None:
-        query = query.where(_JUDGEMENT_TABLE.c.judge == judge)
+        query = query.where(JUDGEMENTS.c.judge == judge)
     return int(session.connection().execute(query).scalar_one())
 
 
 def _column_values(row: Judgement) -> dict[str, object]:
     return {
         column.name: getattr(row, column.name)
-        for column in _JUDGEMENT_TABLE.columns
+        for column in JUDGEMENTS.columns
         if column.name != "id"
     }

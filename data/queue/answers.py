@@ -16,10 +16,6 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session
 
 from data.queue.common import (
-    ANNOTATIONS,
-    ASSIGNMENTS,
-    DRAFTS,
-    UNITS,
     campaign_row,
     check_answer,
     live_annotation,
@@ -36,6 +32,7 @@ from data.queue.records import (
 from data.queue.revisions import revise
 from data.services.campaigns import get_campaign
 from schemas.core import stored_id
+from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, DRAFTS, UNITS
 from schemas.tables import Annotation, Assignment, utcnow
 
 

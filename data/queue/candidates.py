@@ -42,7 +42,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
-from data.queue.common import ASSIGNMENTS, UNITS
+from schemas.core_tables import ASSIGNMENTS, UNITS
 
 WAIT_SECONDS = 10.0
 """The longest one lease waits for units that other transactions hold (PostgreSQL). Those are

@@ -11,22 +11,11 @@ from sqlmodel import Session, col, select
 
 from data.queue.records import AnswerInvalid, AssignmentNotFound
 from data.services.campaigns import campaign_protocol, get_campaign
-from schemas.core import core_table
+from schemas.core_tables import CAMPAIGNS, UNITS
 from schemas.protocols import to_canonical, to_shown
-from schemas.tables import Annotation, Assignment, Campaign, Draft, Item, Pair, Response, Unit
+from schemas.tables import Annotation, Assignment, Campaign, Draft
 
-# The tables, for Core statements on the hot path (no ORM compile or object loading).
-ANNOTATIONS = core_table(Annotation)
-ASSIGNMENTS = core_table(Assignment)
-_CAMPAIGNS = core_table(Campaign)
-DRAFTS = core_table(Draft)
-ITEMS = core_table(Item)
-PAIRS = core_table(Pair)
-RESPONSES = core_table(Response)
-UNITS = core_table(Unit)
-
-
-_CAMPAIGN_ROW = core_select(_CAMPAIGNS).where(_CAMPAIGNS.c.id == bindparam("campaign_id"))
+_CAMPAIGN_ROW = core_select(CAMPAIGNS).where(CAMPAIGNS.c.id == bindparam("campaign_id"))
 
 
 def campaign_row(session: Session, campaign_id: int) -> Any:

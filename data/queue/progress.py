@@ -6,8 +6,8 @@ from sqlalchemy import and_, bindparam, func
 from sqlalchemy import select as core_select
 from sqlmodel import Session
 
-from data.queue.common import ASSIGNMENTS, UNITS
 from data.queue.records import AssignmentNotFound, UnitProgress
+from schemas.core_tables import ASSIGNMENTS, UNITS
 
 _SHOWN = ASSIGNMENTS.alias("shown")
 _SHOWN_UNIT = UNITS.alias("shown_unit")

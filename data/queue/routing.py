@@ -19,7 +19,6 @@ from sqlalchemy import bindparam, update
 from sqlmodel import Session, col, select
 
 from data.io.frames import campaign_judgements
-from data.queue.common import UNITS
 from data.queue.priority import (
     DEFAULT_STRATIFIED_SHARE,
     PREFERENCE_AXIS,
@@ -37,6 +36,7 @@ from data.queue.priority import (
 from data.services.campaigns import CampaignError, campaign_protocol, get_campaign
 from data.storage.audit import record_event
 from schemas.core import stored_id
+from schemas.core_tables import UNITS
 from schemas.tables import Campaign, Judgement, Unit
 
 _SET_PRIORITY = (

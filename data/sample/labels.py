@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Table, insert, update
+from sqlalchemy import insert, update
 from sqlmodel import Session, col, select
 
 from data.io.judgements import insert_judgements
@@ -33,14 +33,10 @@ from data.sample.synthetic import (
     rng_for,
 )
 from data.services.campaigns import unit_key_map
-from schemas.core import core_table
+from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, UNITS
 from schemas.ids import parse_unit_key
 from schemas.protocols import get_protocol, to_canonical
-from schemas.tables import Annotation, Assignment, Campaign, Judgement, Unit
-
-_ASSIGNMENTS: Table = core_table(Assignment)
-_ANNOTATIONS: Table = core_table(Annotation)
-_UNITS: Table = core_table(Unit)
+from schemas.tables import Annotation, Campaign, Judgement, Unit
 
 BASE_TIME = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 """When the finished sample campaigns started (fixed, so that builds are identical)."""
@@ -118,15 +114,15 @@ def add_annotations(
             )
     connection = session.connection()
     assignment_ids = connection.execute(
-        insert(_ASSIGNMENTS).returning(_ASSIGNMENTS.c.id, sort_by_parameter_order=True),
+        insert(ASSIGNMENTS).returning(ASSIGNMENTS.c.id, sort_by_parameter_order=True),
         assignments,
     ).scalars()
     for annotation, assignment_id in zip(annotations, assignment_ids, strict=True):
         annotation["assignment_id"] = assignment_id
-    connection.execute(insert(_ANNOTATIONS), annotations)
+    connection.execute(insert(ANNOTATIONS), annotations)
     connection.execute(
-        update(_UNITS)
-        .where(_UNITS.c.id.in_([unit.unit_id for unit in units]))
+        update(UNITS)
+        .where(UNITS.c.id.in_([unit.unit_id for unit in units]))
         .values(slots_taken=len(annotators), n_submitted=len(annotators))
     )
     return len(annotations)

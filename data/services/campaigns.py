@@ -13,7 +13,7 @@ from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
 from data.storage.audit import record_event
-from schemas.core import core_table
+from schemas.core_tables import RESPONSES
 from schemas.ids import id_problem, pair_unit_key, response_unit_key
 from schemas.protocols import Protocol, get_protocol
 from schemas.tables import Campaign, Dataset, Item, Pair, Response, Unit
@@ -203,8 +203,7 @@ def unit_key_map(session: Session, campaign_id: int) -> dict[int, str]:
 
 def unit_keys(session: Session, campaign_id: int) -> list[tuple[int, str, str, bool]]:
     """``(unit id, unit key, item id, flagged)`` for every unit of the campaign, by unit id."""
-    responses = core_table(Response)
-    ra, rb = responses.alias("ra"), responses.alias("rb")
+    ra, rb = RESPONSES.alias("ra"), RESPONSES.alias("rb")
     pointwise = session.exec(
         select(Unit.id, Response.response_id, Item.item_id, Unit.flagged)
         .join(Response, col(Response.id) == col(Unit.response_pk))

@@ -7,19 +7,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import TypeAdapter
-from sqlalchemy import Table
 from sqlmodel import Session, col, select
 
 from data.io.frames import campaign_judgements
 from data.io.importers.judgements import COLUMNS_IN_META
 from data.services.campaigns import campaign_protocol, get_campaign
-from schemas.core import core_table
+from schemas.core_tables import PAIRS, RESPONSES
 from schemas.protocols import Preference, get_protocol
 from schemas.records import JudgementRecord
-from schemas.tables import Annotation, Judgement, Pair, Response, Unit, User
+from schemas.tables import Annotation, Judgement, Unit, User
 
-_RESPONSES: Table = core_table(Response)
-_PAIRS: Table = core_table(Pair)
 _PREFERENCE = TypeAdapter(Preference | None)
 """Reads a stored preference (a ``str`` column; annotations' is kept to A, B or tie by a check
 constraint) as the record's :data:`~schemas.protocols.Preference`, checked as the record would."""
@@ -115,20 +112,18 @@ def _unit_names(
     pairs: dict[int, tuple[int, int]] = {}
     if pair_pks:
         for pk, a, b in session.connection().execute(
-            select(_PAIRS.c.id, _PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk).where(
-                _PAIRS.c.id.in_(pair_pks)
+            select(PAIRS.c.id, PAIRS.c.response_a_pk, PAIRS.c.response_b_pk).where(
+                PAIRS.c.id.in_(pair_pks)
             )
         ):
             pairs[pk] = (a, b)
             response_pks |= {a, b}
     responses: dict[int, str] = {}
-    query = select(_RESPONSES.c.id, _RESPONSES.c.response_id)
+    query = select(RESPONSES.c.id, RESPONSES.c.response_id)
     ordered = sorted(response_pks)
     for start in range(0, len(ordered), 500):
         chunk = ordered[start : start + 500]
-        responses.update(
-            session.connection().execute(query.where(_RESPONSES.c.id.in_(chunk))).all()
-        )
+        responses.update(session.connection().execute(query.where(RESPONSES.c.id.in_(chunk))).all())
     return {
         "responses": responses,
         "pairs": {pk: (responses[a], responses[b]) for pk, (a, b) in pairs.items()},

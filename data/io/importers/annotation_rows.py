@@ -17,13 +17,11 @@ from data.io.importers.annotation_labels import Label, Revisions
 from data.io.importers.annotation_units import ImportedUnit
 from data.services.campaigns import unit_key_map
 from data.storage.audit import record_event
-from schemas.core import core_table, stored_id
+from schemas.core import stored_id
+from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, UNITS
 from schemas.protocols import Protocol
-from schemas.tables import Annotation, Assignment, Campaign, Unit, User
+from schemas.tables import Annotation, Campaign, User
 
-_UNITS: Table = core_table(Unit)
-_ASSIGNMENTS: Table = core_table(Assignment)
-_ANNOTATIONS: Table = core_table(Annotation)
 LEASE_SECONDS = 900
 
 
@@ -90,7 +88,7 @@ def write_campaign(
     ordered = list(by_unit)
     unit_ids = _insert(
         session,
-        _UNITS,
+        UNITS,
         [
             {
                 "campaign_id": campaign.id,
@@ -125,7 +123,7 @@ def write_campaign(
     ]
     assignment_ids = _insert(
         session,
-        _ASSIGNMENTS,
+        ASSIGNMENTS,
         [
             _assignment(campaign, unit_id, slot, annotator_id, labels[0], now)
             for unit_id, slot, annotator_id, labels in placed
@@ -219,7 +217,7 @@ def _annotations(
                     "meta": meta,
                 }
             )
-        ids = _insert(session, _ANNOTATIONS, rows)
+        ids = _insert(session, ANNOTATIONS, rows)
         for (position, label, _live), annotation_id in zip(batch, ids, strict=True):
             if revision > 1:
                 _audit_revision(

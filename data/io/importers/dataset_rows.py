@@ -11,16 +11,12 @@ from collections.abc import Iterator
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import JSON, Connection, Table, insert, select
+from sqlalchemy import JSON, Connection, insert, select
 from sqlmodel import Session
 
 from data.io.importers.records import ItemPlan
-from schemas.core import core_table
-from schemas.tables import Item, Pair, Response
+from schemas.core_tables import ITEMS, PAIRS, RESPONSES
 
-_ITEMS: Table = core_table(Item)
-_RESPONSES: Table = core_table(Response)
-_PAIRS: Table = core_table(Pair)
 _LOOKUP_CHUNK = 500
 # json.dumps(sort_keys=True, ensure_ascii=False, default=str) without building an encoder per call
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
@@ -34,13 +30,13 @@ def insert_responses(connection: Connection, rows: list[dict[str, Any]]) -> None
     the CPU time of inserting a million responses. Other databases take the Core ``INSERT``.
     """
     if connection.dialect.name != "sqlite":
-        connection.execute(insert(_RESPONSES), rows)
+        connection.execute(insert(RESPONSES), rows)
         return
-    columns = [column for column in _RESPONSES.columns if column.name != "id"]
+    columns = [column for column in RESPONSES.columns if column.name != "id"]
     as_json = [index for index, column in enumerate(columns) if isinstance(column.type, JSON)]
     values_of = itemgetter(*(column.name for column in columns))
     statement = (
-        f"INSERT INTO {_RESPONSES.name} ({', '.join(column.name for column in columns)}) "
+        f"INSERT INTO {RESPONSES.name} ({', '.join(column.name for column in columns)}) "
         f"VALUES ({', '.join('?' for _ in columns)})"
     )
     parameters = []
@@ -54,8 +50,8 @@ def insert_responses(connection: Connection, rows: list[dict[str, Any]]) -> None
 
 def existing_items(session: Session, dataset_id: int) -> dict[str, tuple[int, str]]:
     """Item id → (primary key, content fingerprint) of the items the dataset already holds."""
-    query = select(_ITEMS.c.item_id, _ITEMS.c.id, _ITEMS.c.content_sha256).where(
-        _ITEMS.c.dataset_id == dataset_id
+    query = select(ITEMS.c.item_id, ITEMS.c.id, ITEMS.c.content_sha256).where(
+        ITEMS.c.dataset_id == dataset_id
     )
     return {item_id: (pk, sha) for item_id, pk, sha in session.connection().execute(query)}
 
@@ -64,26 +60,26 @@ def existing_responses(
     session: Session, response_ids: list[str]
 ) -> Iterator[tuple[str, tuple[int, str, int, str]]]:
     query = select(
-        _RESPONSES.c.response_id,
-        _RESPONSES.c.id,
-        _RESPONSES.c.content_sha256,
-        _ITEMS.c.dataset_id,
-        _ITEMS.c.item_id,
-    ).join(_ITEMS, _ITEMS.c.id == _RESPONSES.c.item_pk)
+        RESPONSES.c.response_id,
+        RESPONSES.c.id,
+        RESPONSES.c.content_sha256,
+        ITEMS.c.dataset_id,
+        ITEMS.c.item_id,
+    ).join(ITEMS, ITEMS.c.id == RESPONSES.c.item_pk)
     for start in range(0, len(response_ids), _LOOKUP_CHUNK):
         chunk = response_ids[start : start + _LOOKUP_CHUNK]
         for response_id, pk, sha, dataset_id, item_id in session.connection().execute(
-            query.where(_RESPONSES.c.response_id.in_(chunk))
+            query.where(RESPONSES.c.response_id.in_(chunk))
         ):
             yield response_id, (pk, sha, dataset_id, item_id)
 
 
 def item_pks(session: Session, dataset_id: int, item_ids: list[str]) -> dict[str, int]:
-    query = select(_ITEMS.c.item_id, _ITEMS.c.id).where(_ITEMS.c.dataset_id == dataset_id)
+    query = select(ITEMS.c.item_id, ITEMS.c.id).where(ITEMS.c.dataset_id == dataset_id)
     pks: dict[str, int] = {}
     for start in range(0, len(item_ids), _LOOKUP_CHUNK):
         chunk = item_ids[start : start + _LOOKUP_CHUNK]
-        pks.update(session.connection().execute(query.where(_ITEMS.c.item_id.in_(chunk))).all())
+        pks.update(session.connection().execute(query.where(ITEMS.c.item_id.in_(chunk))).all())
     return pks
 
 
@@ -96,17 +92,17 @@ def insert_pairs(
     connection = session.connection()
     response_pks: dict[str, int] = dict(
         connection.execute(
-            select(_RESPONSES.c.response_id, _RESPONSES.c.id)
-            .join(_ITEMS, _ITEMS.c.id == _RESPONSES.c.item_pk)
-            .where(_ITEMS.c.dataset_id == dataset_id)
+            select(RESPONSES.c.response_id, RESPONSES.c.id)
+            .join(ITEMS, ITEMS.c.id == RESPONSES.c.item_pk)
+            .where(ITEMS.c.dataset_id == dataset_id)
         ).all()
     )
     existing = {
         (a, b)
         for a, b in connection.execute(
-            select(_PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk)
-            .join(_ITEMS, _ITEMS.c.id == _PAIRS.c.item_pk)
-            .where(_ITEMS.c.dataset_id == dataset_id)
+            select(PAIRS.c.response_a_pk, PAIRS.c.response_b_pk)
+            .join(ITEMS, ITEMS.c.id == PAIRS.c.item_pk)
+            .where(ITEMS.c.dataset_id == dataset_id)
         )
     }
     rows = []
@@ -131,7 +127,7 @@ def insert_pairs(
                 }
             )
     if rows:
-        connection.execute(insert(_PAIRS), rows)
+        connection.execute(insert(PAIRS), rows)
     return len(rows)
 
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Table, insert, update
+from sqlalchemy import insert, update
 from sqlmodel import Session, select
 
 from data.io.content import store_image
@@ -34,12 +34,11 @@ from data.io.importers.images import ImageChecker
 from data.io.importers.records import ItemPlan
 from data.storage.audit import record_event
 from data.storage.engine import engine_data_dir
-from schemas.core import core_table, stored_id
+from schemas.core import stored_id
+from schemas.core_tables import ITEMS, RESPONSES
 from schemas.ids import id_problem
-from schemas.tables import Dataset, Item, Response
+from schemas.tables import Dataset
 
-_ITEMS: Table = core_table(Item)
-_RESPONSES: Table = core_table(Response)
 _BATCH_ROWS = 20_000  # items + responses checked and written at once
 
 
@@ -225,16 +224,16 @@ def _write_batch(
         return  # the import is refused: checking goes on, writing stops
     connection = session.connection()
     if new_items:
-        connection.execute(insert(_ITEMS), [{**p.row, "dataset_id": dataset.id} for p in new_items])
+        connection.execute(insert(ITEMS), [{**p.row, "dataset_id": dataset.id} for p in new_items])
     for prepared_item, item_pk in changed_items:
-        connection.execute(update(_ITEMS).where(_ITEMS.c.id == item_pk).values(**prepared_item.row))
+        connection.execute(update(ITEMS).where(ITEMS.c.id == item_pk).values(**prepared_item.row))
     pks = item_pks(session, dataset.id, [p.plan.item_id for p in prepared])
     if new_responses:
         insert_responses(
             connection, [{**row, "item_pk": pks[item_id]} for item_id, row in new_responses]
         )
     for row, response_pk in changed_responses:
-        connection.execute(update(_RESPONSES).where(_RESPONSES.c.id == response_pk).values(**row))
+        connection.execute(update(RESPONSES).where(RESPONSES.c.id == response_pk).values(**row))
     state.with_pairs.extend((p.plan, pks) for p in prepared if p.plan.pairs)
 
 

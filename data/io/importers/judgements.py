@@ -18,18 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Table, insert, select, tuple_, update
+from sqlalchemy import insert, select, tuple_, update
 from sqlmodel import Session
 
 from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import read_judgements
 from data.io.judgements import insert_judgements
 from data.storage.audit import record_event
-from schemas.core import core_table
+from schemas.core_tables import JUDGEMENTS, PAIRS, RESPONSES
 from schemas.ids import pair_unit_key, response_unit_key
 from schemas.protocols import InvalidJudgement, Protocol, get_protocol
 from schemas.records import JudgementRecord
-from schemas.tables import Judgement, Pair, Response, utcnow
+from schemas.tables import Judgement, utcnow
 
 KEY_COLUMNS: tuple[str, ...] = ("judge", "prompt_id", "unit_key", "shown_order", "sample")
 COLUMNS_IN_META: tuple[str, ...] = ("sample", "usage", "input_sha256")
@@ -45,9 +45,6 @@ COMPARED_COLUMNS: tuple[str, ...] = (
     "usage",
     "meta",
 )
-_JUDGEMENTS: Table = core_table(Judgement)
-_RESPONSES: Table = core_table(Response)
-_PAIRS: Table = core_table(Pair)
 _CHUNK = 500
 _Fail = Callable[[str, str], InvalidRecord]
 
@@ -107,7 +104,7 @@ def import_judgements(
     added = insert_judgements(session, [Judgement(**line.row) for line in new])
     for changed_line, pk in changed:
         session.connection().execute(
-            update(_JUDGEMENTS).where(_JUDGEMENTS.c.id == pk).values(**_compared(changed_line.row))
+            update(JUDGEMENTS).where(JUDGEMENTS.c.id == pk).values(**_compared(changed_line.row))
         )
     summary = JudgementImportSummary(added, len(changed), unchanged, pairs_added)
     record_event(
@@ -237,7 +234,7 @@ def _attach_units(session: Session, lines: list[_Line], source: str, problems: P
         {
             (a, b): pk
             for pk, a, b in session.connection().execute(
-                select(_PAIRS.c.id, _PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk)
+                select(PAIRS.c.id, PAIRS.c.response_a_pk, PAIRS.c.response_b_pk)
             )
         }
         if any("_pair" in line.row for line in lines)
@@ -252,7 +249,7 @@ def _attach_units(session: Session, lines: list[_Line], source: str, problems: P
     problems.check()
     if new_pairs:
         session.connection().execute(
-            insert(_PAIRS),
+            insert(PAIRS),
             [
                 {"item_pk": item, "response_a_pk": a, "response_b_pk": b, "source": "import"}
                 for (a, b), item in new_pairs.items()
@@ -262,8 +259,8 @@ def _attach_units(session: Session, lines: list[_Line], source: str, problems: P
             {
                 (a, b): pk
                 for pk, a, b in session.connection().execute(
-                    select(_PAIRS.c.id, _PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk).where(
-                        tuple_(_PAIRS.c.response_a_pk, _PAIRS.c.response_b_pk).in_(list(new_pairs))
+                    select(PAIRS.c.id, PAIRS.c.response_a_pk, PAIRS.c.response_b_pk).where(
+                        tuple_(PAIRS.c.response_a_pk, PAIRS.c.response_b_pk).in_(list(new_pairs))
                     )
                 )
             }
@@ -322,11 +319,11 @@ def _attach(
 def _responses(session: Session, response_ids: list[str]) -> dict[str, tuple[int, int]]:
     """``response_id -> (response pk, item pk)`` for the ids that exist."""
     found: dict[str, tuple[int, int]] = {}
-    query = select(_RESPONSES.c.response_id, _RESPONSES.c.id, _RESPONSES.c.item_pk)
+    query = select(RESPONSES.c.response_id, RESPONSES.c.id, RESPONSES.c.item_pk)
     for start in range(0, len(response_ids), _CHUNK):
         chunk = response_ids[start : start + _CHUNK]
         for response_id, pk, item_pk in session.connection().execute(
-            query.where(_RESPONSES.c.response_id.in_(chunk))
+            query.where(RESPONSES.c.response_id.in_(chunk))
         ):
             found[response_id] = (pk, item_pk)
     return found
@@ -336,12 +333,12 @@ def _classify(
     session: Session, lines: list[_Line], source: str, update_changed: bool, problems: Problems
 ) -> tuple[list[_Line], list[tuple[_Line, int]], int]:
     judges = sorted({line.row["judge"] for line in lines})
-    columns = [_JUDGEMENTS.c[name] for name in ("id", *KEY_COLUMNS, *COMPARED_COLUMNS)]
+    columns = [JUDGEMENTS.c[name] for name in ("id", *KEY_COLUMNS, *COMPARED_COLUMNS)]
     existing: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = {}
     for start in range(0, len(judges), _CHUNK):
         query = select(*columns)
         for row in session.connection().execute(
-            query.where(_JUDGEMENTS.c.judge.in_(judges[start : start + _CHUNK]))
+            query.where(JUDGEMENTS.c.judge.in_(judges[start : start + _CHUNK]))
         ):
             values = row._mapping
             existing[_key(values)] = (values["id"], {c: values[c] for c in COMPARED_COLUMNS})

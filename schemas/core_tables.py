@@ -1,0 +1,36 @@
+"""The Core table of each table model, for statements that read or write columns without the ORM
+(bulk inserts, column reads of large campaigns, the queue's locking queries).
+
+One handle per table, shared by every module that needs it.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Table
+
+from schemas.core import core_table
+from schemas.tables import (
+    Annotation,
+    Assignment,
+    Campaign,
+    Draft,
+    Item,
+    JudgeCache,
+    Judgement,
+    Pair,
+    Response,
+    Unit,
+    User,
+)
+
+ANNOTATIONS: Table = core_table(Annotation)
+ASSIGNMENTS: Table = core_table(Assignment)
+CAMPAIGNS: Table = core_table(Campaign)
+DRAFTS: Table = core_table(Draft)
+ITEMS: Table = core_table(Item)
+JUDGE_CACHE: Table = core_table(JudgeCache)
+JUDGEMENTS: Table = core_table(Judgement)
+PAIRS: Table = core_table(Pair)
+RESPONSES: Table = core_table(Response)
+UNITS: Table = core_table(Unit)
+USERS: Table = core_table(User)
