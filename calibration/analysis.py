@@ -41,6 +41,7 @@ from calibration.pointwise import PointwiseKernel
 from calibration.result import CalibrationResult
 from calibration.scale import Scale
 from calibration.units import UnitData, prepare_units
+from schemas.option_text import OptionText
 from schemas.protocols import Protocol
 
 DEFINITIONS: dict[str, str] = {
@@ -287,12 +288,17 @@ def _add_groups(data: UnitData, kernel, block: dict, options: CalibrationOptions
     for field_name in _grouping(data, options):
         if field_name not in data.meta.columns:
             raise CalibrationInputError(
-                f"--by {field_name}: no such field; use task, category, model, group, item_id "
-                "or a key of the items' or responses' meta"
+                OptionText(
+                    "{by} {field}: no such field; use task, category, model, group, item_id "
+                    "or a key of the items' or responses' meta",
+                    field=field_name,
+                )
             )
         names, weights = group_weights(data.meta[field_name].to_numpy(dtype=object))
         if not names:
-            raise CalibrationInputError(f"--by {field_name}: no unit has a value for it")
+            raise CalibrationInputError(
+                OptionText("{by} {field}: no unit has a value for it", field=field_name)
+            )
         values = kernel.evaluate(weights)
         values = {"n": kernel.n(weights), **values}
         block.setdefault("by", {})[field_name] = {

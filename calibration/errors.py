@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from schemas.option_text import OptionError
 
-class CalibrationInputError(ValueError):
+
+class CalibrationInputError(OptionError):
     """Input that calibration cannot use: a bad file line, an unknown option, no data at all.
 
-    The message names where the problem is (file:line, field) and what to do about it.
+    The message names where the problem is (file:line, field) and what to do about it; an
+    :class:`~schemas.option_text.OptionText` names the options to change.
     """

@@ -18,6 +18,7 @@ import numpy as np
 
 from calibration.errors import CalibrationInputError
 from calibration.pointwise import CORRELATION_METRICS
+from schemas.option_text import OptionText
 
 AggregateMode = Literal["mean", "fisher", "tanh-mean"]
 AGGREGATE_MODES: tuple[str, ...] = get_args(AggregateMode)
@@ -27,7 +28,11 @@ _FISHER_CLIP = 1 - 1e-12
 def check_aggregate(mode: str) -> None:
     if mode not in AGGREGATE_MODES:
         raise CalibrationInputError(
-            f"--aggregate {mode!r} is not one of " + ", ".join(AGGREGATE_MODES)
+            OptionText(
+                "{aggregate} {mode!r} is not one of {modes}",
+                mode=mode,
+                modes=", ".join(AGGREGATE_MODES),
+            )
         )
 
 

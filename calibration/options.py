@@ -9,6 +9,7 @@ from calibration.errors import CalibrationInputError
 from calibration.grouped import AggregateMode, check_aggregate
 from calibration.pairwise import UnparsedRule, check_unparsed_rule
 from calibration.reference import ConsensusRule, NoMajorityRule, check_consensus
+from schemas.option_text import OptionText
 from schemas.protocols import Protocol
 
 
@@ -45,6 +46,8 @@ class CalibrationOptions:
         check_unparsed_rule(self.unparsed)
         check_aggregate(self.aggregate)
         if self.bootstrap < 0:
-            raise CalibrationInputError(f"--bootstrap {self.bootstrap} must be 0 or more")
+            raise CalibrationInputError(
+                OptionText("{bootstrap} {value} must be 0 or more", value=self.bootstrap)
+            )
         if not 0 < self.calibration_fraction < 1:
             raise CalibrationInputError("the calibration split fraction must be between 0 and 1")

@@ -18,6 +18,7 @@ import numpy as np
 from scipy import sparse
 
 from calibration.errors import CalibrationInputError
+from schemas.option_text import OptionText
 from schemas.protocols import PREFERENCES
 
 UnparsedRule = Literal["wrong", "tie", "drop"]
@@ -44,7 +45,11 @@ PAIRWISE_METRICS: tuple[str, ...] = (
 def check_unparsed_rule(rule: str) -> None:
     if rule not in UNPARSED_RULES:
         raise CalibrationInputError(
-            f"--unparsed {rule!r} is not one of " + ", ".join(UNPARSED_RULES)
+            OptionText(
+                "{unparsed} {rule!r} is not one of {rules}",
+                rule=rule,
+                rules=", ".join(UNPARSED_RULES),
+            )
         )
 
 

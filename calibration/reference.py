@@ -11,6 +11,7 @@ from typing import Literal, get_args
 import numpy as np
 
 from calibration.errors import CalibrationInputError
+from schemas.option_text import OptionText
 
 ConsensusRule = Literal["mean", "median", "majority"]
 NoMajorityRule = Literal["tie", "drop"]
@@ -26,7 +27,11 @@ def no_majority_rule(text: str) -> NoMajorityRule:
         if text == rule:
             return rule
     raise CalibrationInputError(
-        f"--no-majority {text!r} is not one of " + ", ".join(NO_MAJORITY_RULES)
+        OptionText(
+            "{no_majority} {rule!r} is not one of {rules}",
+            rule=text,
+            rules=", ".join(NO_MAJORITY_RULES),
+        )
     )
 
 
@@ -34,12 +39,19 @@ def check_consensus(rule: str, no_majority: str, *, pairwise: bool) -> None:
     """Validate the consensus options (pairwise protocols allow only ``majority``)."""
     if rule not in CONSENSUS_RULES:
         raise CalibrationInputError(
-            f"--consensus {rule!r} is not one of " + ", ".join(CONSENSUS_RULES)
+            OptionText(
+                "{consensus} {rule!r} is not one of {rules}",
+                rule=rule,
+                rules=", ".join(CONSENSUS_RULES),
+            )
         )
     no_majority_rule(no_majority)
     if pairwise and rule != "majority":
         raise CalibrationInputError(
-            f"--consensus {rule} needs scores; pairwise preferences use --consensus majority"
+            OptionText(
+                "{consensus} {rule} needs scores; pairwise preferences use {consensus} majority",
+                rule=rule,
+            )
         )
 
 

@@ -125,7 +125,7 @@ def audit_caption(audit: JudgeAudit) -> str:
         )
     families = [b.family for b in audit.biases if b.family is not None]
     if not families:
-        text += " Self-preference needs a model-family mapping (--families FILE)."
+        text += " Self-preference needs a mapping of judges and models to their families."
     if audit.bootstrap:
         text += (
             f" 95% intervals: bootstrap over units, B = {audit.bootstrap}, seed {audit.seed} "
@@ -139,7 +139,8 @@ def cost_caption(audit: JudgeAudit) -> str:
     text = (
         "Per 1,000 units: mean over units whose every call was paid for (not cached) and recorded "
         "(tokens: judge run's usage; time: meta.latency). Price: user-stated prices per million "
-        "tokens (--price-in/--price-out or --prices FILE); — where not given or not recorded."
+        "tokens (input and output prices for every judge, or a price per judge); — where not "
+        "given or not recorded."
     )
     if any(c.source is not None for c in audit.costs):
         text += (

@@ -14,6 +14,7 @@ import pandas as pd
 from calibration.errors import CalibrationInputError
 from calibration.pairwise import LABELS
 from calibration.reference import ConsensusRule, NoMajorityRule, consensus, with_overrides
+from schemas.option_text import OptionText
 from schemas.protocols import Protocol
 from schemas.records import JUDGEMENT_FRAME_COLUMNS
 
@@ -139,9 +140,15 @@ def _coded_values(frame: pd.DataFrame, protocol: Protocol) -> pd.DataFrame:
         if off.any():
             row = frame[off].iloc[0]
             raise CalibrationInputError(
-                f"rater {row['rater']} on unit {row['unit']}: score {row['value']} is off the "
-                f"{protocol.name} scale ({protocol.describe_scale()}); fix the data or give "
-                "--protocol score --scale MIN:MAX[:STEP]"
+                OptionText(
+                    "rater {rater} on unit {unit}: score {value} is off the {name} scale "
+                    "({scale_text}); fix the data or give {protocol} score {scale} MIN:MAX[:STEP]",
+                    rater=row["rater"],
+                    unit=row["unit"],
+                    value=row["value"],
+                    name=protocol.name,
+                    scale_text=protocol.describe_scale(),
+                )
             )
         return frame.assign(code=code)
     codes = frame["value"].map(lambda v: float(LABELS.index(v)) if v in LABELS else np.nan)

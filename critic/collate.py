@@ -18,11 +18,13 @@ from typing import Any, Literal
 import torch
 from PIL import Image
 
+from schemas.option_text import OptionError, OptionText
+
 IGNORE_INDEX = -100
 """Label of tokens that carry no loss (prompt and padding), as transformers expects."""
 
 
-class ConversationTooLong(ValueError):
+class ConversationTooLong(OptionError):
     """A vision-language conversation longer than ``max_length`` (a cut would lose image tokens)."""
 
 
@@ -79,8 +81,12 @@ def encode_conversation(
     if overflow > 0:
         if processor is not None or overflow >= len(prompt_ids):
             raise ConversationTooLong(
-                f"conversation of {len(prompt_ids) + len(answer_ids)} tokens is longer than "
-                f"--max-length {max_length}; raise --max-length"
+                OptionText(
+                    "conversation of {tokens} tokens is longer than {max_length} {value}; "
+                    "raise {max_length}",
+                    tokens=len(prompt_ids) + len(answer_ids),
+                    value=max_length,
+                )
             )
         prompt_ids, truncated = prompt_ids[overflow:], True
     return EncodedConversation(
@@ -131,8 +137,10 @@ class CriticCollator:
 def _require_text_only(messages: list[dict[str, Any]]) -> None:
     for message in messages:
         if not isinstance(message["content"], str):
-            raise ValueError(
-                "this training file has vision-language prompts (content segments), but the base "
-                "model is a text-only causal LM: export with text-only prompts (no --vision) or "
-                "train a vision-language model"
+            raise OptionError(
+                OptionText(
+                    "this training file has vision-language prompts (content segments), but the "
+                    "base model is a text-only causal LM: export with text-only prompts (without "
+                    "{vision}) or train a vision-language model"
+                )
             )

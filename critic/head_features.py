@@ -13,9 +13,10 @@ import torch
 
 from critic.collate import CriticCollator, EncodedConversation, render_prompt
 from critic.modeling import LoadedModel
+from schemas.option_text import OptionError, OptionText
 
 
-class HeadSetupError(ValueError):
+class HeadSetupError(OptionError):
     """A head cannot be trained on this model or file, with what to do."""
 
 
@@ -33,7 +34,9 @@ def prompt_features(
     Layers are 1-based, 0 = the last. The model runs only up to the deepest layer asked for.
     """
     if loaded.processor is not None:
-        raise HeadSetupError("--objective head supports text-only causal models for now")
+        raise HeadSetupError(
+            OptionText("{objective} head supports text-only causal models for now")
+        )
     decoder = loaded.model.get_decoder().eval()
     blocks = decoder.layers
     wanted = sorted({layer or len(blocks) for layer in layers})

@@ -23,6 +23,7 @@ from critic.collate import CriticCollator, EncodedConversation, render_prompt
 from critic.judge_prompt import JudgePrompt
 from critic.modeling import LoadedModel
 from critic.prompts import format_value
+from schemas.option_text import OptionError, OptionText
 
 
 @dataclass(frozen=True)
@@ -192,10 +193,13 @@ def _candidate_tokens(
     for point in scale_points:
         ids = tokenizer(anchor + format_value(point), add_special_tokens=False)["input_ids"]
         if ids[: len(base)] != base or len(ids) == len(base):
-            raise ValueError(
-                f"the tokenizer merges the score {format_value(point)} with the answer prefix "
-                f"{answer_prefix!r}, so score-token probabilities cannot be read; score without "
-                "--expected-score"
+            raise OptionError(
+                OptionText(
+                    "the tokenizer merges the score {score} with the answer prefix {prefix!r}, "
+                    "so score-token probabilities cannot be read; score without {expected_score}",
+                    score=format_value(point),
+                    prefix=answer_prefix,
+                )
             )
         result[point] = tuple(ids[len(base) :])
     return result

@@ -22,12 +22,14 @@ from transformers import (
     AutoTokenizer,
 )
 
+from schemas.option_text import OptionError, OptionText
+
 ModelKind = Literal["causal", "vision"]
 CRITIC_INFO_FILE = "critic.json"
 """Written beside a trained critic's weights: base model, kind, protocol, template, training."""
 
 
-class ModelFolderError(ValueError):
+class ModelFolderError(OptionError):
     """A model path that is not a usable local model folder."""
 
 
@@ -142,8 +144,13 @@ def load_critic(path: Path | str, *, dtype: torch.dtype | None = None) -> Loaded
 def _base_folder(folder: Path, base: str | None) -> Path:
     if not base or not Path(base).is_dir():
         raise ModelFolderError(
-            f"{folder} is trained on top of the base model {base!r}, which is not a local folder; "
-            "put the base model there (or train a LoRA critic with --merge to save full weights)"
+            OptionText(
+                "{folder} is trained on top of the base model {base!r}, which is not a local "
+                "folder; put the base model there (or train a LoRA critic with {merge} to save "
+                "full weights)",
+                folder=folder,
+                base=base,
+            )
         )
     return Path(base)
 

@@ -43,6 +43,7 @@ from data.io.critic_io import (
     store_cached_output,
 )
 from data.storage.engine import read_scope, session_scope
+from schemas.option_text import OptionError, OptionText
 
 Usage = dict[str, int]
 """Token counts as the endpoint reports them (``prompt_tokens``, ``completion_tokens``...)."""
@@ -135,7 +136,9 @@ def judge_campaign_remote(
     """Judge every unit of ``campaign`` not yet judged by ``options.judge_name`` (see module)."""
     started = time.perf_counter()
     if options.concurrency < 1:
-        raise ValueError(f"--concurrency is {options.concurrency}; give 1 or more")
+        raise OptionError(
+            OptionText("{concurrency} is {value}; give 1 or more", value=options.concurrency)
+        )
     with read_scope(engine) as session:
         info = campaign_info(session, campaign)
         template = options.template or builtin_template(info.protocol.name, options.language)

@@ -55,6 +55,7 @@ from data.io.critic_io import (
     store_judgements,
 )
 from data.storage.engine import read_scope, session_scope
+from schemas.option_text import OptionError, OptionText
 from schemas.protocols import Protocol
 from schemas.readouts import DEBIASED_SUFFIX, PROBS_SUFFIX
 from schemas.tables import Judgement
@@ -118,10 +119,14 @@ def score_campaign(
     """Judge every unit of ``campaign`` not yet judged by ``options.judge_name``."""
     started = time.perf_counter()
     if options.samples > 1 and not options.generation.do_sample:
-        raise ValueError("--samples above 1 needs sampling: add --sample (greedy gives one answer)")
+        raise OptionError(
+            OptionText("{samples} above 1 needs sampling: add {sample} (greedy gives one answer)")
+        )
     vision = critic.kind == "vision" if options.vision is None else options.vision
     if vision and critic.kind != "vision":
-        raise ValueError("--vision needs a vision-language critic; this one is text-only")
+        raise OptionError(
+            OptionText("{vision} needs a vision-language critic; this one is text-only")
+        )
     with read_scope(engine) as session:
         info = campaign_info(session, campaign)
         template = options.template or builtin_template(info.protocol.name, options.language)
@@ -130,9 +135,13 @@ def score_campaign(
         done = judged_keys(session, options.judge_name, prompt_id)
     protocol = info.protocol
     if options.expected_score and not (protocol.is_pointwise and protocol.is_discrete):
-        raise ValueError("--expected-score needs a pointwise protocol with a discrete scale")
+        raise OptionError(
+            OptionText("{expected_score} needs a pointwise protocol with a discrete scale")
+        )
     if options.preference_probs and protocol.is_pointwise:
-        raise ValueError("--preference-probs needs a pairwise campaign; scores: --expected-score")
+        raise OptionError(
+            OptionText("{preference_probs} needs a pairwise campaign; scores: {expected_score}")
+        )
     if options.unit_keys is not None:
         units = [unit for unit in units if unit.unit_key in options.unit_keys]
     jobs = plan_jobs(

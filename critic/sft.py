@@ -37,6 +37,7 @@ from data.io.critic_io import (
     image_resolver,
 )
 from data.storage.engine import read_scope
+from schemas.option_text import OptionError, OptionText
 from schemas.protocols import PREFERENCES, Protocol, to_shown
 
 _RULES: dict[str, ConsensusRule] = {rule: rule for rule in get_args(ConsensusRule)}
@@ -140,7 +141,11 @@ def build_sft_records(
     campaign's records, each with its whole prompt, are written as they are made, not held.
     The options are checked here, before the first record."""
     if not 0 <= options.eval_fraction < 1:
-        raise ValueError(f"--eval-fraction is {options.eval_fraction}; give a number in [0, 1)")
+        raise OptionError(
+            OptionText(
+                "{eval_fraction} is {value}; give a number in [0, 1)", value=options.eval_fraction
+            )
+        )
     named = options.consensus or ("mean" if protocol.is_pointwise else "majority")
     consensus = _RULES.get(named)
     if consensus is None or (protocol.is_pointwise == (consensus == "majority")):

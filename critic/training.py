@@ -38,12 +38,13 @@ from critic.collate import CriticCollator, EncodedConversation, encode_conversat
 from critic.evaluation import EvalSummary, evaluate_records
 from critic.modeling import CRITIC_INFO_FILE, LoadedModel, cpu_has_bf16, load_base_model
 from critic.sft import SftRecord, read_sft
+from schemas.option_text import OptionError, OptionText
 
 FINAL_FOLDER = "final"
 CALIBRATION_FILE = "calibration.json"
 
 
-class TrainingSetupError(ValueError):
+class TrainingSetupError(OptionError):
     """Training options or folders that do not fit together, with what to do."""
 
 
@@ -255,17 +256,23 @@ def _check_output_dir(config: TrainConfig) -> None:
     )
     if config.resume and not checkpoints:
         raise TrainingSetupError(
-            f"--resume: there is no checkpoint in {config.output_dir} to resume from; drop --resume"
+            OptionText(
+                "{resume}: there is no checkpoint in {folder} to resume from; drop {resume}",
+                folder=config.output_dir,
+            )
         )
     if checkpoints and not config.resume:
         raise TrainingSetupError(
-            f"{config.output_dir} already holds checkpoints ({checkpoints[-1].name}); pass "
-            "--resume "
-            "to continue that run, or choose another -o folder"
+            OptionText(
+                "{folder} already holds checkpoints ({checkpoint}); pass {resume} to continue "
+                "that run, or choose another {output_dir}",
+                folder=config.output_dir,
+                checkpoint=checkpoints[-1].name,
+            )
         )
     if config.merge and not config.lora:
         raise TrainingSetupError(
-            "--merge only applies to LoRA training: add --lora or drop --merge"
+            OptionText("{merge} only applies to LoRA training: add {lora} or drop {merge}")
         )
 
 
@@ -293,7 +300,10 @@ def _last_layer_modules(model: Any, config: TrainConfig) -> list[str]:
     count = config.lora_last_layers
     if count is None or not 1 <= count <= len(layers):
         raise TrainingSetupError(
-            f"--lora-last-layers must be between 1 and {len(layers)}, the model's layers"
+            OptionText(
+                "{lora_last_layers} must be between 1 and {count}, the model's layers",
+                count=len(layers),
+            )
         )
     chosen = {id(module) for layer in layers[-count:] for module in layer.modules()}
     wanted = None if config.lora_target == "all-linear" else set(config.lora_target.split(","))

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from schemas.option_text import OptionError, OptionText
+
 ProtocolName = Literal["alignmmbench", "mmie", "pairwise", "score"]
 ProtocolKind = Literal["pointwise", "pairwise"]
 Preference = Literal["A", "B", "tie"]
@@ -350,7 +352,9 @@ def get_protocol(
     """The protocol called ``name``; ``score`` needs its scale."""
     if name == "score":
         if scale_min is None or scale_max is None:
-            raise ValueError("protocol 'score' needs a scale: give --scale MIN:MAX[:STEP]")
+            raise OptionError(
+                OptionText("protocol 'score' needs a scale: give {scale} MIN:MAX[:STEP]")
+            )
         return score_protocol(scale_min, scale_max, step)
     try:
         return PROTOCOLS[name]

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 import typer
 
-from annotate_app.cli.context import state, to_jsonable
+from annotate_app.cli.context import cli_flag, state, to_jsonable
 from annotate_app.cli.disagreements import review_flags
 from data.queue.routing import routing_plan, set_routing
 from data.services.campaign_progress import campaign_progress
@@ -163,7 +163,7 @@ def _routing_errors(action: Callable[[], T]) -> T:
     try:
         return action()
     except CampaignError as error:
-        message = str(error)
+        message = error.render(cli_flag)
         flags = [flag for word, flag in _ROUTING_FLAGS if word in message][:1]
         if not flags:
             raise

@@ -118,3 +118,13 @@ def to_jsonable(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return str(value)
+
+
+_FLAGS = {"output_dir": "-o", "pairs_per_item": "--pairs K"}
+"""Options whose flag is not their parameter name with dashes."""
+
+
+def cli_flag(option: str) -> str:
+    """How the command line names a library option in an error: its flag (``eval_fraction`` →
+    ``--eval-fraction``)."""
+    return _FLAGS.get(option, "--" + option.replace("_", "-"))

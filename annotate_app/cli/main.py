@@ -4,7 +4,8 @@ Each family lives in its own module and adds itself with ``register(app)``.
 
 Errors: the project's own input errors (``ValueError`` subclasses defined in its packages, or a
 plain ``ValueError`` raised by its code) are bad input, exit 2, one line on stderr per problem (a
-file reader names up to 50 bad lines); anything else, including a ``ValueError`` from inside
+file reader names up to 50 bad lines), with the options a message names given as this command's
+flags (:func:`cli_flag`); anything else, including a ``ValueError`` from inside
 numpy or pandas, exits 1 with one line. The traceback only with ``--debug``.
 """
 
@@ -28,8 +29,9 @@ from annotate_app.cli import (
     serve,
     users,
 )
-from annotate_app.cli.context import CliState
+from annotate_app.cli.context import CliState, cli_flag
 from data.storage.engine import default_db_url
+from schemas.option_text import OptionError
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILURE = 1
@@ -69,7 +71,8 @@ class _ErrorMappingGroup(TyperGroup):
             if cli is not None and cli.debug:
                 raise
             if _is_bad_input(error):
-                for line in str(error).splitlines() or [""]:  # a reader names every bad line
+                text = error.render(cli_flag) if isinstance(error, OptionError) else str(error)
+                for line in text.splitlines() or [""]:  # a reader names every bad line
                     if line.strip():
                         typer.echo(f"error: {_one_line_text(line)}", err=True)
                 raise typer.Exit(EXIT_BAD_INPUT) from None

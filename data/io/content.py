@@ -30,6 +30,7 @@ from typing import Any
 from PIL import Image
 
 from data.storage.engine import data_dir
+from schemas.option_text import OptionError, OptionText
 
 SEGMENT_TYPES: tuple[str, ...] = ("text", "image")
 MAX_IMAGE_PIXELS = 64_000_000
@@ -56,14 +57,15 @@ STORE_FOLDER = "images"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(//|[^\\/])")
 
 
-class ContentError(ValueError):
+class ContentError(OptionError):
     """CONTENT that is malformed, or an image that cannot be accepted.
 
     ``field`` names the place inside the record (``question[0].image``); the message says what
-    is wrong and what to do.
+    is wrong and what to do (an :class:`~schemas.option_text.OptionText` where it names an
+    option of the import).
     """
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str | OptionText) -> None:
         super().__init__(message)
         self.field = field
         self.message = message
@@ -155,12 +157,19 @@ def check_image(raw_path: Any, root: Path, field: str) -> CheckedImage:
     :data:`MAX_ASPECT_RATIO`. Raises :class:`ContentError`, or
     :class:`MissingImage` when only the file is missing.
     """
-    path = _confined(raw_path, root, field, hint="keep images inside it or pass --images-root")
+    path = _confined(
+        raw_path, root, field, hint=OptionText("keep images inside it or give {images_root}")
+    )
     if not path.is_file():
         raise MissingImage(
             field,
-            f"`{field}` names {raw_path}, which is not a file under {root}: add the file, fix "
-            "the path, pass --images-root, or import without images (--allow-missing-images)",
+            OptionText(
+                "`{field}` names {path}, which is not a file under {root}: add the file, fix the "
+                "path, give {images_root}, or import without images ({allow_missing_images})",
+                field=field,
+                path=raw_path,
+                root=root,
+            ),
         )
     size = path.stat().st_size
     if size > MAX_IMAGE_BYTES:
@@ -194,7 +203,7 @@ def resolve_image(stored_path: str, root: Path | None = None) -> Path:
     return _confined(stored_path, folder, "image", hint="stored images live in the data folder")
 
 
-def _confined(raw_path: Any, root: Path, field: str, *, hint: str) -> Path:
+def _confined(raw_path: Any, root: Path, field: str, *, hint: str | OptionText) -> Path:
     if not isinstance(raw_path, str) or not raw_path.strip():
         raise ContentError(field, f"`{field}` is {_kind(raw_path)}, but it must be a file path")
     if _URL.match(raw_path):
@@ -206,14 +215,27 @@ def _confined(raw_path: Any, root: Path, field: str, *, hint: str) -> Path:
     if PurePosixPath(raw_path).is_absolute() or PureWindowsPath(raw_path).is_absolute():
         raise ContentError(
             field,
-            f"`{field}` is an absolute path ({raw_path}); image paths are relative to {root}: "
-            "make it relative or pass --images-root",
+            OptionText(
+                "`{field}` is an absolute path ({path}); image paths are relative to {root}: "
+                "make it relative; {hint}",
+                field=field,
+                path=raw_path,
+                root=root,
+                hint=hint,
+            ),
         )
     base = root.resolve()
     resolved = (base / raw_path).resolve()
     if not resolved.is_relative_to(base):
         raise ContentError(
-            field, f"`{field}` path {raw_path} leads outside the image root {root}: {hint}"
+            field,
+            OptionText(
+                "`{field}` path {path} leads outside the image root {root}: {hint}",
+                field=field,
+                path=raw_path,
+                root=root,
+                hint=hint,
+            ),
         )
     return resolved
 

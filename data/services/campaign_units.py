@@ -18,6 +18,7 @@ from sqlmodel import Session, SQLModel, col, select
 from data.services.campaigns import CampaignError, CampaignSpec
 from schemas.core import core_table, stored_id
 from schemas.ids import PAIR_SEPARATOR
+from schemas.option_text import OptionText
 from schemas.protocols import Protocol
 from schemas.tables import Item, Pair, Response, Unit
 
@@ -78,8 +79,11 @@ def selected_responses(
         missing = sorted(set(models) - {r.model for r in responses})
         if missing:
             raise CampaignError(
-                "no responses of model(s) " + ", ".join(missing) + " in this dataset; "
-                "check the model names or drop them from --models"
+                OptionText(
+                    "no responses of model(s) {missing} in this dataset; check the model names "
+                    "or drop them from {models}",
+                    missing=", ".join(missing),
+                )
             )
     return responses
 
@@ -153,14 +157,15 @@ def _bulk_insert(session: Session, table: type[SQLModel], rows: list[dict[str, o
     session.connection().execute(insert(core_table(table)), rows)
 
 
-def _no_units_message(spec: CampaignSpec) -> str:
+def _no_units_message(spec: CampaignSpec) -> str | OptionText:
     what = f"dataset {spec.dataset!r}"
     if spec.models:
         what += " for models " + ", ".join(spec.models)
     if spec.protocol == "pairwise" and spec.pairs == "dataset":
-        return (
-            f"{what} has no imported pairs, so the campaign would have no units: "
-            "use --pairs all or --pairs K to generate pairs from each item's responses"
+        return OptionText(
+            "{what} has no imported pairs, so the campaign would have no units: use {pairs} all "
+            "or {pairs_per_item} to generate pairs from each item's responses",
+            what=what,
         )
     if spec.protocol == "pairwise":
         return f"{what} has no item with two or more responses, so there are no pairs to compare"

@@ -15,6 +15,7 @@ from sqlmodel import Session, col, select
 from data.storage.audit import record_event
 from schemas.core_tables import RESPONSES
 from schemas.ids import id_problem, pair_unit_key, response_unit_key
+from schemas.option_text import OptionError, OptionText
 from schemas.protocols import Protocol, get_protocol
 from schemas.tables import Campaign, Dataset, Item, Pair, Response, Unit
 
@@ -22,7 +23,7 @@ PairSampling = Literal["dataset", "all", "sample"]
 PAIR_SAMPLING_MODES: tuple[str, ...] = ("dataset", "all", "sample")
 
 
-class CampaignError(ValueError):
+class CampaignError(OptionError):
     """A campaign that cannot be created or found as asked, with what to do instead."""
 
 
@@ -245,8 +246,11 @@ def _check_settings(spec: CampaignSpec) -> None:
             f"pair sampling {spec.pairs!r} is not one of: " + ", ".join(PAIR_SAMPLING_MODES)
         )
     if spec.pairs == "sample" and (spec.pairs_per_item is None or spec.pairs_per_item < 1):
-        raise CampaignError("sampling pairs needs pairs_per_item >= 1 (--pairs K)")
+        raise CampaignError(OptionText("sampling pairs needs {pairs_per_item} of 1 or more"))
     if spec.protocol != "score" and spec.scale is not None:
         raise CampaignError(
-            f"--scale applies to the score protocol only; {spec.protocol} has a fixed scale"
+            OptionText(
+                "{scale} applies to the score protocol only; {protocol_name} has a fixed scale",
+                protocol_name=spec.protocol,
+            )
         )

@@ -72,5 +72,5 @@ def test_unparsed_rules():
 
 
 def test_bad_rule_is_a_clear_error():
-    with pytest.raises(ValueError, match="--unparsed 'maybe' is not one of wrong, tie, drop"):
+    with pytest.raises(ValueError, match="^unparsed 'maybe' is not one of wrong, tie, drop$"):
         pairwise_metrics(["A"], ["A"], unparsed="maybe")

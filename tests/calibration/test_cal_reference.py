@@ -53,9 +53,7 @@ def test_pairwise_consensus_must_be_majority():
     frame = pd.DataFrame(
         {"unit": ["p:a|b"], "rater": ["annotator:x"], "kind": ["human"], "value": ["A"]}
     )
-    with pytest.raises(
-        CalibrationInputError, match="pairwise preferences use --consensus majority"
-    ):
+    with pytest.raises(CalibrationInputError, match="pairwise preferences use consensus majority"):
         calibrate(frame, CalibrationOptions(PAIRWISE, consensus="mean", bootstrap=0))
 
 

@@ -49,7 +49,7 @@ def test_too_long_prompt_is_cut_on_the_left_keeping_the_answer(tokenizer) -> Non
     cut = encode_conversation(MESSAGES, [], tokenizer=tokenizer, max_length=n_answer + 5)
     assert cut.truncated and len(cut.input_ids) == n_answer + 5
     assert cut.input_ids == full.input_ids[-(n_answer + 5) :]
-    with pytest.raises(ConversationTooLong, match="--max-length"):
+    with pytest.raises(ConversationTooLong, match="longer than max length .*; raise max length"):
         encode_conversation(MESSAGES, [], tokenizer=tokenizer, max_length=n_answer)
 
 

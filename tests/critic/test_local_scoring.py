@@ -178,7 +178,7 @@ def test_vision_critic_sees_the_images(
         engine, "amb", critic, ScoreOptions(judge_name="tiny-vl", generation=SHORT)
     )
     assert summary.prompt_id == "alignmmbench-en-vl@1" and summary.stored == 12
-    with pytest.raises(ValueError, match="--vision needs a vision-language critic"):
+    with pytest.raises(ValueError, match="^vision needs a vision-language critic"):
         score_campaign(
             engine, "amb", load_critic(tiny_llama), ScoreOptions(judge_name="x", vision=True)
         )

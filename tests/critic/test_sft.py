@@ -185,6 +185,11 @@ def test_export_sft_command(engine: Engine, campaigns: dict, tmp_path: Path) -> 
         ],
     )
     assert wrong.exit_code == 2 and "use mean, median" in wrong.output
+    fraction = ["export", "sft", "--campaign", "amb", "-o", str(out), "--eval-fraction", "1.5"]
+    refused = runner.invoke(app, ["--db", url, *fraction])
+    # the library says "eval fraction"; the command names its flag
+    assert refused.exit_code == 2
+    assert "error: --eval-fraction is 1.5; give a number in [0, 1)" in refused.output
 
 
 @pytest.mark.parametrize(

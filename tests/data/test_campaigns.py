@@ -120,7 +120,8 @@ def test_pairwise_from_dataset_and_error_without_imported_pairs(engine: Engine) 
         assert sorted(unit_key_map(session, campaign.id).values()) == [
             f"p:i{n}/m-a|i{n}/m-b" for n in range(3)
         ]
-        with pytest.raises(CampaignError, match="has no imported pairs.*--pairs all or --pairs K"):
+        no_pairs = "has no imported pairs.*use pairs all or pairs per item"
+        with pytest.raises(CampaignError, match=no_pairs):
             create_campaign(session, CampaignSpec("d2", "toy", "pairwise", models=("m-c", "m-d")))
 
 
@@ -131,7 +132,7 @@ def test_pairwise_from_dataset_and_error_without_imported_pairs(engine: Engine) 
         (CampaignSpec("x", "toy", "likert"), "unknown protocol 'likert'"),
         (CampaignSpec("x", "toy", "score"), "needs a scale"),
         (CampaignSpec("x", "toy", "alignmmbench", overlap=0), "overlap is 0"),
-        (CampaignSpec("x", "toy", "pairwise", pairs="sample"), "pairs_per_item >= 1"),
+        (CampaignSpec("x", "toy", "pairwise", pairs="sample"), "needs pairs per item of 1 or more"),
         (CampaignSpec("x", "toy", "mmie", models=("zzz",)), "no responses of model(s) zzz"),
         (CampaignSpec("amb\u202e1", "toy", "mmie"), "holds a bidirectional control (U+202E)"),
         (CampaignSpec("amb-1 ", "toy", "mmie"), "starts or ends with white space"),

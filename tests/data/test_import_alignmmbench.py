@@ -11,6 +11,7 @@ from importing_fixtures import make_image, snapshot, write_jsonl
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from annotate_app.cli.context import cli_flag
 from data.io.importers import InvalidRecord, MissingImages, import_alignmmbench
 from data.storage.engine import session_scope
 from schemas.benchmarks import ALIGNMMBENCH_TASKS
@@ -38,8 +39,12 @@ def test_real_metadata_imports_completely_with_allow_missing_images(
     assert str(error.value) == (
         f"{metadata}:1: `question[0].image` images/000000000.jpg not found: 4,978 image "
         "reference(s) to 1,054 file(s) are missing; they were looked for under "
-        f"{metadata.parent}. Pass --images-root DIR where the images are, or import the text "
-        "alone with --allow-missing-images"
+        f"{metadata.parent}. Give images root where the images are, or import the text "
+        "alone with allow missing images"
+    )
+    assert error.value.render(cli_flag).endswith(
+        "Give --images-root where the images are, or import the text alone with "
+        "--allow-missing-images"
     )
     with session_scope(engine) as session:
         summary = import_alignmmbench(session, metadata, allow_missing_images=True)

@@ -12,6 +12,7 @@ from importing_fixtures import item_record, make_image, snapshot, write_jsonl
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from annotate_app.cli.context import cli_flag
 from data.io.content import iter_images, resolve_image
 from data.io.importers import InvalidRecord, MissingImages, import_jsonl
 from data.storage.engine import data_dir, session_scope
@@ -79,8 +80,9 @@ def test_reimport_is_idempotent_and_changes_need_update(any_engine: Engine, fold
         _import(engine, path)
     assert str(error.value) == (
         f"{path}:2: response 'item-1/m0' is already stored with different content: import "
-        "with --update to replace it, or give it a new response_id"
+        "with update to replace it, or give it a new response_id"
     )
+    assert error.value.render(cli_flag) == str(error.value).replace(" update ", " --update ")
     assert snapshot(engine) == before
     updated = _import(engine, path, update=True)
     assert (updated.responses_updated, updated.responses_unchanged) == (1, 3)
@@ -131,21 +133,21 @@ def _bad_cases(folder: Path) -> list[tuple[str, object, str]]:
          "images/broken.png, which Pillow cannot read as an image (UnidentifiedImageError: "
          f"cannot identify image file '{folder / 'images' / 'broken.png'}'): replace the file"),
         ("path escaping the root", with_image("../outside.png"), "`question[0].image` path "
-         f"../outside.png leads outside the image root {root}: keep images inside it or pass "
-         "--images-root"),
+         f"../outside.png leads outside the image root {root}: keep images inside it or give "
+         "images root"),
         ("symlink escaping the root", with_image("images/link.png"), "`question[0].image` path "
-         f"images/link.png leads outside the image root {root}: keep images inside it or pass "
-         "--images-root"),
+         f"images/link.png leads outside the image root {root}: keep images inside it or give "
+         "images root"),
         ("absolute path", with_image(str(outside)), f"`question[0].image` is an absolute path "
-         f"({outside}); image paths are relative to {root}: make it relative or pass "
-         "--images-root"),
+         f"({outside}); image paths are relative to {root}: make it relative; keep images "
+         "inside it or give images root"),
         ("URL", with_image("https://example.com/cat.png"), "`question[0].image` is a URL "
          "(https://example.com/cat.png); CritiqueLab does not download images: save the file "
          f"under {root} and give its relative path"),
         ("missing image", with_image("images/dog.png"), "`question[0].image` images/dog.png not "
          "found: 1 image reference(s) to 1 file(s) are missing; they were looked for under "
-         f"{root}. Pass --images-root DIR where the images are, or import the text alone with "
-         "--allow-missing-images"),
+         f"{root}. Give images root where the images are, or import the text alone with "
+         "allow missing images"),
     ]  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from importing_fixtures import item_record, make_image, snapshot, write_jsonl
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from annotate_app.cli.context import cli_flag
 from data.io.exporters import model_judgement_records, write_judgement_records
 from data.io.importers import InvalidRecord, import_jsonl, import_judgements, read_judgement_records
 from data.storage.engine import make_engine, session_scope, upgrade_database
@@ -87,8 +88,9 @@ def test_changed_judgement_is_refused_unless_update(engine: Engine, tmp_path: Pa
         _import(engine, path)
     assert str(error.value) == (
         f"{path}:1: judge 'gpt-4' already has a different judgement of r:item-0/m0 "
-        "(prompt 'alignmmbench-zh@1'): import with --update to replace it"
+        "(prompt 'alignmmbench-zh@1'): import with update to replace it"
     )
+    assert error.value.render(cli_flag).endswith("import with --update to replace it")
     summary = _import(engine, path, update_changed=True)
     assert (summary.updated, summary.unchanged) == (1, 4)
 
@@ -97,7 +99,7 @@ def test_changed_judgement_is_refused_unless_update(engine: Engine, tmp_path: Pa
     ("change", "message"),
     [
         ({"score": 11}, "`score` is 11, but alignmmbench scores are integers 1–10. Fix the line "
-         "or import with --protocol score --scale 0:11."),
+         "or import with protocol score scale 0:11."),
         ({"score": "eight"}, "`score` is 'eight' (str), but it must be a number (or null)"),
         ({"protocol": "likert"}, "`protocol` is 'likert' (str); use one of alignmmbench, mmie, "
          "pairwise, score"),

@@ -65,7 +65,7 @@ def test_entries_with_one_id_are_one_item_with_several_responses(
          "answer needs the model's name"),
         ([_entry("SA_1", "anole", answer=[{"image": "../a.png"}])], "entry 1: "
          "`responses[0].content[0].image` path ../a.png leads outside the image root ROOT: keep "
-         "images inside it or pass --images-root"),
+         "images inside it or give images root"),
     ],
 )  # fmt: skip
 def test_errors_name_the_entry_and_write_nothing(

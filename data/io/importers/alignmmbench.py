@@ -20,6 +20,7 @@ from data.io.importers.datasets import ImportSummary, import_items
 from data.io.importers.errors import InvalidRecord
 from data.io.importers.records import ItemPlan, parse_item
 from data.io.importers.sources import read_json_lines
+from schemas.option_text import Message
 
 METADATA_KEYS = ("question_id", "image_path", "history", "prompt", "ref_answer", "task", "category")
 RESPONSE_KEYS = ("question_id", "predict")
@@ -103,7 +104,7 @@ def _plans(metadata: Path, answers: _Answers) -> Iterator[ItemPlan]:
 
 
 def _item_record(line: Any, source: str, number: int) -> dict[str, Any]:
-    def fail(field: str, message: str) -> InvalidRecord:
+    def fail(field: str, message: Message) -> InvalidRecord:
         return InvalidRecord(source, number, field, message)
 
     if not isinstance(line, dict):
@@ -134,7 +135,7 @@ def _item_record(line: Any, source: str, number: int) -> dict[str, Any]:
     }
 
 
-def _history(turns: Any, fail: Callable[[str, str], InvalidRecord]) -> list[dict[str, Any]]:
+def _history(turns: Any, fail: Callable[[str, Message], InvalidRecord]) -> list[dict[str, Any]]:
     if not isinstance(turns, list):
         raise fail("history", f"`history` is {turns!r}, but it must be a list of turns")
     history = []

@@ -13,6 +13,7 @@ from typing import Any
 from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import JudgementLine
 from data.services.users import USER_NAME_PATTERN
+from schemas.option_text import Message
 from schemas.protocols import InvalidJudgement, Protocol, get_protocol
 
 HUMAN_PREFIX = "annotator:"
@@ -41,7 +42,7 @@ class Label:
     synthetic: bool
     meta: dict[str, Any]
 
-    def error(self, field: str | None, message: str) -> InvalidRecord:
+    def error(self, field: str | None, message: Message) -> InvalidRecord:
         return InvalidRecord(self.source, self.location, field, message)
 
 

@@ -37,6 +37,7 @@ from data.storage.engine import engine_data_dir
 from schemas.core import stored_id
 from schemas.core_tables import ITEMS, RESPONSES
 from schemas.ids import id_problem
+from schemas.option_text import OptionText
 from schemas.tables import Dataset
 
 _BATCH_ROWS = 20_000  # items + responses checked and written at once
@@ -347,9 +348,12 @@ def _classify_items(
             problems.add(
                 item.plan.error(
                     "item_id",
-                    f"item {item.plan.item_id!r} is already in dataset {dataset.name!r} with "
-                    "different content: import with --update to replace it, or give it a new "
-                    "item_id",
+                    OptionText(
+                        "item {item_id!r} is already in dataset {dataset!r} with different "
+                        "content: import with {update} to replace it, or give it a new item_id",
+                        item_id=item.plan.item_id,
+                        dataset=dataset.name,
+                    ),
                 )
             )
     return new, changed, unchanged
@@ -388,8 +392,11 @@ def _classify_responses(
             problems.add(
                 item.plan.error(
                     "response_id",
-                    f"response {row['response_id']!r} is already stored with different content: "
-                    "import with --update to replace it, or give it a new response_id",
+                    OptionText(
+                        "response {response_id!r} is already stored with different content: "
+                        "import with {update} to replace it, or give it a new response_id",
+                        response_id=row["response_id"],
+                    ),
                 )
             )
     return new, changed, unchanged

@@ -7,6 +7,8 @@ so a user fixes every line in one pass.
 
 from __future__ import annotations
 
+from schemas.option_text import Message, OptionError, OptionNamer, OptionText, render_message
+
 MAX_PROBLEMS = 50
 """Problems gathered before a reader stops: enough to fix a file in one pass, short to read."""
 
@@ -17,22 +19,28 @@ def _one_line(text: str) -> str:
     return " ".join(text.encode("utf-8", "backslashreplace").decode("utf-8").split())
 
 
-class InvalidRecord(ValueError):
+class InvalidRecord(OptionError):
     """A record of an import file that cannot be accepted; nothing was written.
 
     ``str(error)`` is one line: ``FILE:LINE: what is wrong and what to do`` (``FILE: ...`` when
-    the problem is the file as a whole, ``location`` None).
+    the problem is the file as a whole, ``location`` None). A message that names an option of the
+    import (an :class:`~schemas.option_text.OptionText`) is rendered by :meth:`render`.
     """
 
     def __init__(
-        self, source: str, location: int | str | None, field: str | None, message: str
+        self, source: str, location: int | str | None, field: str | None, message: Message
     ) -> None:
         self.source = source
         self.location = location
         self.field = field
-        self.message = _one_line(message)
-        where = source if location is None else f"{source}:{location}"
-        super().__init__(f"{where}: {self.message}")
+        self.text = message
+        self.message = _one_line(str(message))
+        self.where = source if location is None else f"{source}:{location}"
+        super().__init__(f"{self.where}: {self.message}")
+
+    def render(self, name_option: OptionNamer) -> str:
+        """``FILE:LINE: message`` with the message's options named by ``name_option``."""
+        return f"{self.where}: {_one_line(render_message(self.text, name_option))}"
 
 
 class InvalidFile(InvalidRecord):
@@ -47,12 +55,18 @@ class InvalidFile(InvalidRecord):
         first = problems[0]
         self.problems = tuple(problems)
         self.stopped = stopped
-        super().__init__(first.source, first.location, first.field, first.message)
+        super().__init__(first.source, first.location, first.field, first.text)
         self.args = ("\n".join(self.lines()),)
 
-    def lines(self) -> list[str]:
-        """One line per problem, and a last line when reading stopped at the limit."""
-        lines = [InvalidRecord.__str__(problem) for problem in self.problems]
+    def lines(self, name_option: OptionNamer | None = None) -> list[str]:
+        """One line per problem, and a last line when reading stopped at the limit; options
+        named by ``name_option`` (default: the library's words)."""
+        lines = [
+            InvalidRecord.__str__(problem)
+            if name_option is None
+            else InvalidRecord.render(problem, name_option)
+            for problem in self.problems
+        ]
         if self.stopped:
             lines.append(
                 f"{self.source}: stopped after {len(self.problems)} problems; fix these and "
@@ -62,6 +76,10 @@ class InvalidFile(InvalidRecord):
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
+
+    def render(self, name_option: OptionNamer) -> str:
+        """Every problem, one per line, with options named by ``name_option``."""
+        return "\n".join(self.lines(name_option))
 
 
 class Problems:
@@ -105,9 +123,14 @@ class MissingImages(InvalidRecord):
         self.count = count
         self.files = files
         self.root = root
-        message = (
-            f"`{field}` {example} not found: {count:,} image reference(s) to {files:,} file(s) "
-            f"are missing; they were looked for under {root}. Pass --images-root DIR where the "
-            "images are, or import the text alone with --allow-missing-images"
+        message = OptionText(
+            "`{field}` {example} not found: {count:,} image reference(s) to {files:,} file(s) "
+            "are missing; they were looked for under {root}. Give {images_root} where the images "
+            "are, or import the text alone with {allow_missing_images}",
+            field=field,
+            example=example,
+            count=count,
+            files=files,
+            root=root,
         )
         super().__init__(source, location, field, message)

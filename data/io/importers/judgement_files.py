@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from data.io.importers.errors import InvalidRecord
 from data.io.importers.strict_json import loads
+from schemas.option_text import Message
 from schemas.protocols import PREFERENCES, PROTOCOL_NAMES
 from schemas.records import JudgementRecord
 from schemas.tables import PARSE_STATUSES
@@ -44,7 +45,7 @@ JSON_TEXT_FIELDS = frozenset(("pair", "shown", "meta"))
 MAX_SAMPLE = 2**31 - 1
 """Largest ``meta.sample``: the column is a 32-bit integer on every database."""
 _JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-_Fail = Callable[[str | None, str], InvalidRecord]
+_Fail = Callable[[str | None, Message], InvalidRecord]
 
 
 def decode_table_row(
@@ -68,7 +69,7 @@ def decode_table_row(
 def parse_judgement(raw: Any, source: str, location: int | str) -> JudgementRecord:
     """Check one judgement object; return its record or raise :class:`InvalidRecord`."""
 
-    def fail(field: str | None, message: str) -> InvalidRecord:
+    def fail(field: str | None, message: Message) -> InvalidRecord:
         return InvalidRecord(source, location, field, message)
 
     if not isinstance(raw, dict):

@@ -27,6 +27,7 @@ from data.io.judgements import insert_judgements
 from data.storage.audit import record_event
 from schemas.core_tables import JUDGEMENTS, PAIRS, RESPONSES
 from schemas.ids import pair_unit_key, response_unit_key
+from schemas.option_text import Message, OptionText
 from schemas.protocols import InvalidJudgement, Protocol, get_protocol
 from schemas.records import JudgementRecord
 from schemas.tables import Judgement, utcnow
@@ -46,7 +47,7 @@ COMPARED_COLUMNS: tuple[str, ...] = (
     "meta",
 )
 _CHUNK = 500
-_Fail = Callable[[str, str], InvalidRecord]
+_Fail = Callable[[str, Message], InvalidRecord]
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def _protocol(
 def _row(
     record: JudgementRecord, forced: Protocol | None, source: str, location: int | str
 ) -> dict[str, Any]:
-    def fail(field: str, message: str) -> InvalidRecord:
+    def fail(field: str, message: Message) -> InvalidRecord:
         return InvalidRecord(source, location, field, message)
 
     if record.judge_kind != "model":
@@ -188,8 +189,12 @@ def _pointwise(record: JudgementRecord, protocol: Protocol, fail: _Fail) -> dict
             high = max(protocol.scale_max or 0, math.ceil(record.score))
             raise fail(
                 "score",
-                f"{error}. Fix the line or import with --protocol score --scale "
-                f"{_number(low)}:{_number(high)}.",
+                OptionText(
+                    "{error}. Fix the line or import with {protocol} score {scale} {low}:{high}.",
+                    error=error,
+                    low=_number(low),
+                    high=_number(high),
+                ),
             ) from None
         if record.score_percent is not None and protocol.percent:
             expected = protocol.percent_of(score)
@@ -357,9 +362,13 @@ def _classify(
                     source,
                     line.location,
                     "judge",
-                    f"judge {line.row['judge']!r} already has a different judgement of "
-                    f"{line.row['unit_key']} (prompt {line.row['prompt_id']!r}): "
-                    "import with --update to replace it",
+                    OptionText(
+                        "judge {judge!r} already has a different judgement of {unit_key} (prompt "
+                        "{prompt_id!r}): import with {update} to replace it",
+                        judge=line.row["judge"],
+                        unit_key=line.row["unit_key"],
+                        prompt_id=line.row["prompt_id"],
+                    ),
                 )
             )
     problems.check()

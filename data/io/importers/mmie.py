@@ -18,6 +18,7 @@ from data.io.importers.datasets import ImportSummary, import_items
 from data.io.importers.errors import InvalidRecord
 from data.io.importers.records import ItemPlan, parse_item
 from data.io.importers.sources import read_json_document
+from schemas.option_text import Message
 
 ENTRY_KEYS = ("id", "question", "answer", "model", "gt_answer")
 
@@ -74,7 +75,7 @@ def read_mmie(path: Path) -> list[ItemPlan]:
 def _entry(
     entry: Any, source: str, location: str
 ) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
-    def fail(field: str, message: str) -> InvalidRecord:
+    def fail(field: str, message: Message) -> InvalidRecord:
         return InvalidRecord(source, location, field, message)
 
     if not isinstance(entry, dict):
@@ -105,7 +106,7 @@ def _entry(
     return item_id, record, response
 
 
-def _content(value: Any, field: str, fail: Callable[[str, str], InvalidRecord]) -> Any:
+def _content(value: Any, field: str, fail: Callable[[str, Message], InvalidRecord]) -> Any:
     """MMIE segments ``{"text", "image"}`` (either may be null) as CONTENT segments, text first."""
     if isinstance(value, str):
         return value

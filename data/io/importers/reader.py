@@ -35,6 +35,7 @@ from data.io.importers.sources import (
     report,
 )
 from data.io.importers.strict_json import loads
+from schemas.option_text import Message
 from schemas.records import JUDGEMENT_FRAME_COLUMNS, JudgementRecord
 
 __all__ = [
@@ -70,7 +71,7 @@ class JudgementLine:
     def where(self) -> str:
         return f"{self.source}:{self.location}"
 
-    def error(self, field: str | None, message: str) -> InvalidRecord:
+    def error(self, field: str | None, message: Message) -> InvalidRecord:
         """An error about this line."""
         return InvalidRecord(self.source, self.location, field, message)
 

@@ -14,6 +14,7 @@ from data.io.content import ContentError, validate_content
 from data.io.importers.errors import InvalidRecord
 from schemas.benchmarks import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES
 from schemas.ids import check_id, check_response_id
+from schemas.option_text import Message
 
 BENCHMARKS: tuple[str, ...] = ("alignmmbench", "mmie", "generic")
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
@@ -34,7 +35,7 @@ ITEM_KEYS = frozenset(
 )
 RESPONSE_KEYS = frozenset(("response_id", "model", "content", "meta"))
 
-Fail = Callable[[str | None, str], InvalidRecord]
+Fail = Callable[[str | None, Message], InvalidRecord]
 """Builds the error for a field of the record being parsed."""
 
 
@@ -66,14 +67,14 @@ class ItemPlan:
     responses: list[ResponsePlan] = field(default_factory=list)
     pairs: list[tuple[str, str]] = field(default_factory=list)
 
-    def error(self, field_name: str | None, message: str) -> InvalidRecord:
+    def error(self, field_name: str | None, message: Message) -> InvalidRecord:
         return InvalidRecord(self.source, self.location, field_name, message)
 
 
 def parse_item(record: Any, source: str, location: int | str) -> ItemPlan:
     """Check one §1 record and return its plan, or raise :class:`InvalidRecord`."""
 
-    def fail(field_name: str | None, message: str) -> InvalidRecord:
+    def fail(field_name: str | None, message: Message) -> InvalidRecord:
         return InvalidRecord(source, location, field_name, message)
 
     if not isinstance(record, dict):

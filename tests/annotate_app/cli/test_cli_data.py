@@ -64,7 +64,8 @@ def test_bad_input_exits_2_with_one_line_and_the_database_unchanged(
     assert result.exit_code == 2
     assert result.stderr == (
         f"error: {path}:2: `question[0].image` is an absolute path (/etc/passwd); image paths "
-        f"are relative to {tmp_path}: make it relative or pass --images-root\n"
+        f"are relative to {tmp_path}: make it relative; keep images inside it or give "
+        "--images-root\n"
     )
     listed = runner.invoke(app, [*db, "--json", "campaign", "create", "c", "--dataset", "items",
                                  "--protocol", "mmie"])  # fmt: skip
