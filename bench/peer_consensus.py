@@ -78,16 +78,20 @@ def peer_consensus(items: dict[str, dict[str, np.ndarray]]) -> dict[str, float]:
 
 
 def item_readings(
-    base_model: Path, items: list[dict[str, Any]], layer: int
+    base_model: Path, items: list[dict[str, Any]], layer: int, *, with_instruction: bool = True
 ) -> dict[str, dict[str, ResponseReading]]:
     """item id → response id → :func:`read_response` of every response of ``items`` (the
     converted PandaLM items: ``question`` and ``responses``), with the model in its inference
-    precision."""
+    precision. ``with_instruction=False`` reads each response after an empty user turn instead:
+    its log-likelihood without the instruction, for the pointwise mutual information."""
     loaded = load_base_model(base_model, dtype=inference_dtype())
     return {
         item["item_id"]: {
             str(response["response_id"]): read_response(
-                loaded, item["question"], str(response["content"]), layer
+                loaded,
+                item["question"] if with_instruction else "",
+                str(response["content"]),
+                layer,
             )
             for response in item["responses"]
         }

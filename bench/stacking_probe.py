@@ -16,7 +16,11 @@ out-of-fold log-loss and accuracy with ties of:
   responses to the same instruction (:func:`peer_consensus` of the mean hidden state over the
   response's tokens at the head's layer, read in the same forward pass as the log-likelihood),
   and their difference. Several models answer each instruction; a response that says what the
-  others say is more often the better one, a signal no judge of the pair alone can see.
+  others say is more often the better one, a signal no judge of the pair alone can see;
+* ``no-lm+pmi`` and ``no-lm+head+consensus+pmi``: with each response's pointwise mutual
+  information with its instruction (its mean token log-probability after the instruction minus
+  after an empty user turn) and their difference. An answer that the instruction explains
+  better than the model's prior alone is, by this reading, more on topic.
 
 The test split is never read. Run after ``bench/judge_quality.py`` (its ``--work`` folder)::
 
@@ -65,12 +69,24 @@ def main() -> dict:
     readings = item_readings(
         args.base_model, [item for item in items if item["item_id"] in train_items], layer
     )
+    alone = item_readings(
+        args.base_model,
+        [item for item in items if item["item_id"] in train_items],
+        layer,
+        with_instruction=False,
+    )
     seconds = time.perf_counter() - started
     likelihood = {rid: r.log_likelihood for item in readings.values() for rid, r in item.items()}
     consensus = peer_consensus(
         {item: {rid: r.hidden_mean for rid, r in rs.items()} for item, rs in readings.items()}
     )
     loglik = _pair_columns(likelihood, units, keys)
+    mutual_information = {
+        rid: likelihood[rid] - reading.log_likelihood
+        for item in alone.values()
+        for rid, reading in item.items()
+    }
+    pmi = _pair_columns(mutual_information, units, keys)
     agreement = _pair_columns(consensus, units, keys)
     feature_sets = {
         "no-lm": shortcuts,
@@ -80,6 +96,8 @@ def main() -> dict:
         "loglik": loglik,
         "no-lm+consensus": np.hstack([shortcuts, agreement]),
         "no-lm+head+consensus": np.hstack([shortcuts, head, agreement]),
+        "no-lm+pmi": np.hstack([shortcuts, pmi]),
+        "no-lm+head+consensus+pmi": np.hstack([shortcuts, head, agreement, pmi]),
     }
     return {
         "train_pairs": len(keys),

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from bench.peer_consensus import peer_consensus, read_response
+from bench.peer_consensus import item_readings, peer_consensus, read_response
 from bench.stacking_probe import nested_cv
-from critic.modeling import load_base_model
+from critic.modeling import inference_dtype, load_base_model
 
 LABELS = np.array(["A", "B", "tie"])
 
@@ -42,6 +42,27 @@ def test_a_response_is_read_as_the_models_loss_and_hidden_states_on_its_tokens(
     other = read_response(loaded, instruction, "a different answer entirely", layer)
     assert other.log_likelihood != pytest.approx(reading.log_likelihood, rel=1e-3)
     assert not np.allclose(other.hidden_mean, reading.hidden_mean)
+
+
+def test_items_are_read_with_their_instruction_or_after_an_empty_user_turn(
+    tiny_llama: Path,
+) -> None:
+    """The probe's pointwise mutual information is the difference of these two readings."""
+    items = [
+        {
+            "item_id": "cats",
+            "question": "Count the cats.",
+            "responses": [{"response_id": "r1", "content": "two cats"}],
+        }
+    ]
+    loaded = load_base_model(tiny_llama, dtype=inference_dtype())  # as item_readings loads it
+    after = item_readings(tiny_llama, items, 1)["cats"]["r1"]
+    alone = item_readings(tiny_llama, items, 1, with_instruction=False)["cats"]["r1"]
+    expected_after = read_response(loaded, "Count the cats.", "two cats", 1)
+    expected_alone = read_response(loaded, "", "two cats", 1)
+    assert after.log_likelihood == pytest.approx(expected_after.log_likelihood, rel=1e-5)
+    assert alone.log_likelihood == pytest.approx(expected_alone.log_likelihood, rel=1e-5)
+    assert alone.log_likelihood != pytest.approx(after.log_likelihood, rel=1e-4)
 
 
 def test_peer_consensus_is_the_mean_cosine_similarity_to_the_items_other_responses() -> None:
