@@ -30,7 +30,7 @@ from annotate_app.db import get_engine
 from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
-from data.storage.engine import DatabaseProblem, session_scope
+from data.storage.engine import DatabaseProblem, in_transaction, session_scope
 from schemas.core import stored_id
 
 user = require_role("annotator", "reviewer", "admin")
@@ -154,18 +154,22 @@ def _submit(key: str, assignment_id: int) -> None:
     payload = read_payload(key, "submit")
     if payload is None or payload.unit != assignment_id:
         return
+
+    def submit_then_lease(session: Session) -> tuple[queue.SubmitStep, list[queue.OtherAnswer]]:
+        step = queue.submit_and_next(
+            session,
+            assignment_id,
+            user.id,
+            score=payload.score,
+            preference=payload.preference,
+            rationale=payload.rationale,
+            seconds=payload.seconds,
+        )
+        return step, queue.others_answers(session, step.unit_id, user.id)
+
     try:
-        with session_scope(engine) as session:
-            step = queue.submit_and_next(
-                session,
-                assignment_id,
-                user.id,
-                score=payload.score,
-                preference=payload.preference,
-                rationale=payload.rationale,
-                seconds=payload.seconds,
-            )
-            others = queue.others_answers(session, step.unit_id, user.id)
+        # a PostgreSQL deadlock cancels the whole step; it runs once more before a refusal
+        step, others = in_transaction(engine, submit_then_lease)
     except queue.LeaseLost as error:
         _save_draft_after_refusal(assignment_id, payload)
         state["annotate_lost"] = (str(error), payload.rationale)

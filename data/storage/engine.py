@@ -15,9 +15,10 @@ import sqlite3
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -45,6 +46,16 @@ class DatabaseProblem(RuntimeError):
 
 class DatabaseBusy(DatabaseProblem):
     """SQLite stayed locked past the busy timeout, or every pooled connection stayed in use."""
+
+
+class TransactionCancelled(DatabaseBusy):
+    """PostgreSQL cancelled the transaction for its waits on other transactions (a deadlock, a
+    serialization failure, a lock timeout): the server is up, and the same work may succeed when
+    run again in a new transaction (:func:`in_transaction` does so for the first two)."""
+
+    def __init__(self, message: str, sqlstate: str) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
 
 
 class DatabaseUnavailable(DatabaseProblem):
@@ -274,6 +285,34 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         turn.release(me)
 
 
+RUN_AGAIN_SQLSTATES = frozenset({"40P01", "40001"})
+"""Cancellations after which :func:`in_transaction` runs the work again: ``deadlock_detected``
+and ``serialization_failure``, the two that PostgreSQL's documentation says to handle by retrying
+the whole transaction. A lock timeout is a wait that ran out, not a conflict resolved."""
+
+Result = TypeVar("Result")
+
+
+def in_transaction(
+    engine: Engine, work: Callable[[Session], Result], *, attempts: int = 2
+) -> Result:
+    """``work`` in :func:`session_scope`, and its result; run again from the start when
+    PostgreSQL cancelled the transaction to break a deadlock or a serialization conflict.
+
+    The cancelled transaction was rolled back whole, so nothing of the first run stays; ``work``
+    must do nothing outside the database that a second run would repeat. After ``attempts`` runs,
+    or on any other error, the error is raised as :func:`session_scope` raises it.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            with session_scope(engine) as session:
+                return work(session)
+        except TransactionCancelled as cancelled:
+            if cancelled.sqlstate not in RUN_AGAIN_SQLSTATES or attempt == attempts:
+                raise
+    raise ValueError(f"attempts is {attempts}; give 1 or more")
+
+
 @contextmanager
 def read_scope(engine: Engine) -> Iterator[Session]:
     """A session for reading only: it never waits for writers, and writers never wait for it.
@@ -345,9 +384,10 @@ def database_problem(error: BaseException, engine: Engine) -> DatabaseProblem | 
         return _busy(engine)
     sqlstate = getattr(getattr(error, "orig", None), "sqlstate", None)
     if sqlstate in _CANCELLED_WAITS:
-        return DatabaseBusy(
+        return TransactionCancelled(
             f"the database {where} cancelled this change: it waited on another transaction "
-            f"({_CANCELLED_WAITS[sqlstate]}); nothing was saved. Try again."
+            f"({_CANCELLED_WAITS[sqlstate]}); nothing was saved. Try again.",
+            sqlstate,
         )
     return DatabaseUnavailable(
         f"the database {where} is unavailable (could not connect or the connection dropped); "

@@ -9,9 +9,18 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 import data.storage.engine
-from data.storage.engine import DatabaseBusy, make_engine, read_scope, session_scope
+from data.storage.engine import (
+    DatabaseBusy,
+    TransactionCancelled,
+    in_transaction,
+    make_engine,
+    read_scope,
+    session_scope,
+)
 
 
 def test_writers_are_served_in_arrival_order(tmp_path: Path) -> None:
@@ -228,8 +237,72 @@ def test_a_postgresql_deadlock_is_database_busy_not_an_unreachable_server(pg_url
     cancelled = [error for error in outcomes.values() if error is not None]
     assert len(outcomes) == 2 and len(cancelled) == 1, outcomes
     assert isinstance(cancelled[0], DatabaseBusy), repr(cancelled[0])
+    assert isinstance(cancelled[0], TransactionCancelled) and cancelled[0].sqlstate == "40P01"
     assert "cancelled this change" in str(cancelled[0]) and "deadlock" in str(cancelled[0])
     with engine.connect() as connection:  # the surviving block's two updates only
         touched = connection.execute(text("SELECT sum(touched) FROM crossed")).scalar()
     assert touched == 2
+    engine.dispose()
+
+
+def _crossed_table(pg_url: str, name: str) -> Engine:
+    engine = make_engine(pg_url)
+    with engine.begin() as connection:
+        connection.execute(text(f"CREATE TABLE {name} (id int PRIMARY KEY, touched int)"))
+        connection.execute(text(f"INSERT INTO {name} VALUES (1, 0), (2, 0)"))
+    return engine
+
+
+def test_in_transaction_runs_a_step_that_a_deadlock_cancelled_once_more(pg_url: str) -> None:
+    """The crossing blocks above, run by :func:`in_transaction` (as the annotation page runs its
+    submit): the cancelled one runs again from the start, and both blocks' updates stay."""
+    engine = _crossed_table(pg_url, "crossed_again")
+    first_rows_held = threading.Barrier(2, timeout=30)
+    runs = {1: 0, 2: 0}
+    outcomes: dict[int, BaseException | None] = {}
+
+    def cross(first: int, second: int) -> None:
+        touch = text("UPDATE crossed_again SET touched = touched + 1 WHERE id = :id")
+
+        def work(session: Session) -> None:
+            runs[first] += 1
+            session.execute(touch, {"id": first})
+            if runs[first] == 1:
+                first_rows_held.wait()  # both hold their first row: the second updates cross
+            session.execute(touch, {"id": second})
+
+        try:
+            in_transaction(engine, work)
+            outcomes[first] = None
+        except BaseException as error:  # noqa: BLE001 - checked below
+            outcomes[first] = error
+
+    threads = [threading.Thread(target=cross, args=rows) for rows in ((1, 2), (2, 1))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert outcomes == {1: None, 2: None}
+    assert sorted(runs.values()) == [1, 2]  # one block was cancelled and ran again
+    with engine.connect() as connection:  # all four updates: nothing lost, nothing doubled
+        touched = connection.execute(text("SELECT sum(touched) FROM crossed_again")).scalar()
+    assert touched == 4
+    engine.dispose()
+
+
+def test_in_transaction_does_not_run_again_after_a_lock_timeout(pg_url: str) -> None:
+    """A wait that ran out is not a conflict that PostgreSQL resolved: it is refused at once."""
+    engine = _crossed_table(pg_url, "held")
+    runs = []
+
+    def work(session: Session) -> None:
+        runs.append(1)
+        session.execute(text("SET LOCAL lock_timeout = '50ms'"))
+        session.execute(text("UPDATE held SET touched = 1 WHERE id = 1"))
+
+    with engine.connect() as holder, holder.begin():
+        holder.execute(text("UPDATE held SET touched = 2 WHERE id = 1"))  # holds the row
+        with pytest.raises(TransactionCancelled) as refused:
+            in_transaction(engine, work)
+    assert refused.value.sqlstate == "55P03" and len(runs) == 1
     engine.dispose()
