@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -207,44 +208,6 @@ def test_a_read_scope_never_writes(tmp_path: Path) -> None:
     engine.dispose()
 
 
-def test_a_postgresql_deadlock_is_database_busy_not_an_unreachable_server(pg_url: str) -> None:
-    """Two blocks update two rows in opposite orders: PostgreSQL cancels one (deadlock_detected).
-    That block's error says the change was cancelled, and nothing of it stays; it used to say
-    the server was unreachable."""
-    engine = make_engine(pg_url)
-    with engine.begin() as connection:
-        connection.execute(text("CREATE TABLE crossed (id int PRIMARY KEY, touched int)"))
-        connection.execute(text("INSERT INTO crossed VALUES (1, 0), (2, 0)"))
-    first_rows_held = threading.Barrier(2, timeout=30)
-    outcomes: dict[int, BaseException | None] = {}
-
-    def cross(first: int, second: int) -> None:
-        touch = text("UPDATE crossed SET touched = touched + 1 WHERE id = :id")
-        try:
-            with session_scope(engine) as session:
-                session.execute(touch, {"id": first})
-                first_rows_held.wait()  # each holds its first row: the second updates cross
-                session.execute(touch, {"id": second})
-            outcomes[first] = None
-        except BaseException as error:  # noqa: BLE001 - checked below
-            outcomes[first] = error
-
-    threads = [threading.Thread(target=cross, args=rows) for rows in ((1, 2), (2, 1))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    cancelled = [error for error in outcomes.values() if error is not None]
-    assert len(outcomes) == 2 and len(cancelled) == 1, outcomes
-    assert isinstance(cancelled[0], DatabaseBusy), repr(cancelled[0])
-    assert isinstance(cancelled[0], TransactionCancelled) and cancelled[0].sqlstate == "40P01"
-    assert "cancelled this change" in str(cancelled[0]) and "deadlock" in str(cancelled[0])
-    with engine.connect() as connection:  # the surviving block's two updates only
-        touched = connection.execute(text("SELECT sum(touched) FROM crossed")).scalar()
-    assert touched == 2
-    engine.dispose()
-
-
 def _crossed_table(pg_url: str, name: str) -> Engine:
     engine = make_engine(pg_url)
     with engine.begin() as connection:
@@ -253,28 +216,30 @@ def _crossed_table(pg_url: str, name: str) -> Engine:
     return engine
 
 
-def test_in_transaction_runs_a_step_that_a_deadlock_cancelled_once_more(pg_url: str) -> None:
-    """The crossing blocks above, run by :func:`in_transaction` (as the annotation page runs its
-    submit): the cancelled one runs again from the start, and both blocks' updates stay."""
-    engine = _crossed_table(pg_url, "crossed_again")
+def _crossing(
+    engine: Engine, table: str, run: Callable[[Callable[[Session], None]], None]
+) -> tuple[dict[int, BaseException | None], dict[int, int]]:
+    """Two threads update rows 1 then 2, and 2 then 1, each ``run``-ning its block; a barrier
+    lets the second updates start only once both first rows are held (on a block's first run),
+    so the two cross: PostgreSQL cancels one. Each thread's outcome, and its block's runs."""
     first_rows_held = threading.Barrier(2, timeout=30)
     runs = {1: 0, 2: 0}
     outcomes: dict[int, BaseException | None] = {}
 
     def cross(first: int, second: int) -> None:
-        touch = text("UPDATE crossed_again SET touched = touched + 1 WHERE id = :id")
+        touch = text(f"UPDATE {table} SET touched = touched + 1 WHERE id = :id")
 
-        def work(session: Session) -> None:
+        def block(session: Session) -> None:
             runs[first] += 1
             session.execute(touch, {"id": first})
             if runs[first] == 1:
-                first_rows_held.wait()  # both hold their first row: the second updates cross
+                first_rows_held.wait()
             session.execute(touch, {"id": second})
 
         try:
-            in_transaction(engine, work)
+            run(block)
             outcomes[first] = None
-        except BaseException as error:  # noqa: BLE001 - checked below
+        except BaseException as error:  # noqa: BLE001 - checked by the tests
             outcomes[first] = error
 
     threads = [threading.Thread(target=cross, args=rows) for rows in ((1, 2), (2, 1))]
@@ -282,11 +247,42 @@ def test_in_transaction_runs_a_step_that_a_deadlock_cancelled_once_more(pg_url: 
         thread.start()
     for thread in threads:
         thread.join(60)
+    return outcomes, runs
+
+
+def _touched(engine: Engine, table: str) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(text(f"SELECT sum(touched) FROM {table}")).scalar_one())
+
+
+def test_a_postgresql_deadlock_is_database_busy_not_an_unreachable_server(pg_url: str) -> None:
+    """Two blocks update two rows in opposite orders: PostgreSQL cancels one (deadlock_detected).
+    That block's error says the change was cancelled, and nothing of it stays; it used to say
+    the server was unreachable."""
+    engine = _crossed_table(pg_url, "crossed")
+
+    def in_session_scope(block: Callable[[Session], None]) -> None:
+        with session_scope(engine) as session:
+            block(session)
+
+    outcomes, _ = _crossing(engine, "crossed", in_session_scope)
+    cancelled = [error for error in outcomes.values() if error is not None]
+    assert len(outcomes) == 2 and len(cancelled) == 1, outcomes
+    assert isinstance(cancelled[0], DatabaseBusy), repr(cancelled[0])
+    assert isinstance(cancelled[0], TransactionCancelled) and cancelled[0].sqlstate == "40P01"
+    assert "cancelled this change" in str(cancelled[0]) and "deadlock" in str(cancelled[0])
+    assert _touched(engine, "crossed") == 2  # the surviving block's two updates only
+    engine.dispose()
+
+
+def test_in_transaction_runs_a_step_that_a_deadlock_cancelled_once_more(pg_url: str) -> None:
+    """The crossing blocks above, run by :func:`in_transaction` (as the annotation page runs its
+    submit): the cancelled one runs again from the start, and both blocks' updates stay."""
+    engine = _crossed_table(pg_url, "crossed_again")
+    outcomes, runs = _crossing(engine, "crossed_again", lambda block: in_transaction(engine, block))
     assert outcomes == {1: None, 2: None}
     assert sorted(runs.values()) == [1, 2]  # one block was cancelled and ran again
-    with engine.connect() as connection:  # all four updates: nothing lost, nothing doubled
-        touched = connection.execute(text("SELECT sum(touched) FROM crossed_again")).scalar()
-    assert touched == 4
+    assert _touched(engine, "crossed_again") == 4  # all four updates: none lost, none doubled
     engine.dispose()
 
 
