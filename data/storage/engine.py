@@ -303,14 +303,17 @@ def in_transaction(
     must do nothing outside the database that a second run would repeat. After ``attempts`` runs,
     or on any other error, the error is raised as :func:`session_scope` raises it.
     """
-    for attempt in range(1, attempts + 1):
+    if attempts < 1:
+        raise ValueError(f"attempts is {attempts}; give 1 or more")
+    for _ in range(attempts - 1):
         try:
             with session_scope(engine) as session:
                 return work(session)
         except TransactionCancelled as cancelled:
-            if cancelled.sqlstate not in RUN_AGAIN_SQLSTATES or attempt == attempts:
+            if cancelled.sqlstate not in RUN_AGAIN_SQLSTATES:
                 raise
-    raise ValueError(f"attempts is {attempts}; give 1 or more")
+    with session_scope(engine) as session:  # the last run: whatever it raises is raised
+        return work(session)
 
 
 @contextmanager

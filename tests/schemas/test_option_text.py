@@ -43,6 +43,7 @@ def test_values_are_inserted_as_text_and_nested_texts_use_the_same_names() -> No
 
 def test_flags_that_differ_from_the_parameter_name() -> None:
     assert cli_flag("output_dir") == "-o"
+    assert cli_flag("models") == "--model"  # repeatable: one --model per model
     assert cli_flag("pairs_per_item") == "--pairs K"
     assert cli_flag("allow_missing_images") == "--allow-missing-images"
 
@@ -113,3 +114,30 @@ def test_the_scan_finds_a_flag_where_there_is_one() -> None:
     assert [
         node.value for node in _strings_that_are_not_docstrings(tree) if FLAG.search(node.value)
     ] == ["pass --images-root"]
+
+
+def test_every_option_a_library_message_names_is_a_flag_of_the_command_line() -> None:
+    """An option named in a library message must render as a flag some command has."""
+    cli_source = "\n".join(
+        path.read_text("utf-8") for path in sorted((ROOT / "annotate_app" / "cli").glob("*.py"))
+    )
+    named = set()
+    for package in LIBRARY_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "OptionText"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                ):
+                    values = {keyword.arg: None for keyword in node.keywords if keyword.arg}
+                    named.update(OptionText(node.args[0].value, **values).options)
+    assert {"eval_fraction", "images_root", "update", "output_dir"} <= named  # the scan works
+    missing = {
+        option: cli_flag(option)
+        for option in named
+        if not re.search(rf"[\"/]{re.escape(cli_flag(option).split()[0])}[\"/]", cli_source)
+    }
+    assert missing == {}
