@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import typer
 
-from annotate_app.cli.context import cli_flag, state, to_jsonable
+from annotate_app.cli.context import state, to_jsonable
 from annotate_app.cli.disagreements import review_flags
 from data.queue.routing import routing_plan, set_routing
 from data.services.campaign_progress import campaign_progress
@@ -24,7 +22,6 @@ from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.protocols import parse_scale
 
-T = TypeVar("T")
 _ROUTING_HELP = (
     "least-annotated | judge-disagreement | judge-uncertainty | stratified (see PROTOCOLS.md)."
 )
@@ -104,7 +101,7 @@ def create(
     )
     cli = state(ctx)
     with review_flags(), session_scope(cli.engine()) as session:
-        campaign = _routing_errors(lambda: create_campaign(session, spec))
+        campaign = create_campaign(session, spec)
         progress = campaign_progress(session, stored_id(campaign))
         plan = routing_plan(session, campaign)
     cli.emit(
@@ -138,9 +135,7 @@ def set_routing_command(
     """Change which units a campaign serves first, and re-rank its units now."""
     cli = state(ctx)
     with session_scope(cli.engine()) as session:
-        plan = _routing_errors(
-            lambda: set_routing(session, name, routing, _judges(routing_judges), stratified_share)
-        )
+        plan = set_routing(session, name, routing, _judges(routing_judges), stratified_share)
     cli.emit(
         {
             "campaign": name,
@@ -156,27 +151,6 @@ def set_routing_command(
 
 def _judges(text: str | None) -> tuple[str, ...] | None:
     return tuple(name.strip() for name in text.split(",")) if text else None
-
-
-def _routing_errors(action: Callable[[], T]) -> T:
-    """Run ``action``; a routing error gets the flag to change added to its message."""
-    try:
-        return action()
-    except CampaignError as error:
-        message = error.render(cli_flag)
-        flags = [flag for word, flag in _ROUTING_FLAGS if word in message][:1]
-        if not flags:
-            raise
-        raise CampaignError(f"{message} ({flags[0]})") from None
-
-
-_ROUTING_FLAGS = (
-    ("unknown routing", "--routing"),
-    ("share", "--stratified-share"),
-    ("judge", "--routing-judges"),
-    ("routing", "--routing"),
-)
-"""The flag to name for a routing error, by the first of these words its message holds."""
 
 
 @campaign_app.command("status")

@@ -120,7 +120,12 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
-_FLAGS = {"models": "--model", "output_dir": "-o", "pairs_per_item": "--pairs K"}
+_FLAGS = {
+    "models": "--model",
+    "output_dir": "-o",
+    "pairs_per_item": "--pairs K",
+    "routing_share": "--stratified-share",
+}
 """Options whose flag is not their parameter name with dashes."""
 
 

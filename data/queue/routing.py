@@ -37,6 +37,7 @@ from data.services.campaigns import CampaignError, campaign_protocol, get_campai
 from data.storage.audit import record_event
 from schemas.core import stored_id
 from schemas.core_tables import UNITS
+from schemas.option_text import OptionText
 from schemas.tables import Campaign, Judgement, Unit
 
 _SET_PRIORITY = (
@@ -51,30 +52,55 @@ def check_routing(
     the combination makes no sense (nothing is guessed or clamped)."""
     if routing not in ROUTING_MODES:
         raise CampaignError(
-            f"unknown routing {routing!r}: choose one of {', '.join(ROUTING_MODES)}"
+            OptionText(
+                "unknown routing {value!r}: choose one of {modes} ({routing})",
+                value=routing,
+                modes=", ".join(ROUTING_MODES),
+            )
         )
     names = [name.strip() for name in judges or () if name.strip()]
     if len(set(names)) != len(names):
-        raise CampaignError(f"routing judges name a judge twice: {', '.join(names)}")
+        raise CampaignError(
+            OptionText("{routing_judges} name a judge twice: {names}", names=", ".join(names))
+        )
     if routing == "least-annotated":
         if names or share is not None:
             raise CampaignError(
-                "least-annotated routing uses no judges and no stratified share: leave them out"
+                OptionText(
+                    "least-annotated routing uses no judges and no stratified share: leave them "
+                    "out ({routing_judges}, {routing_share})"
+                )
             )
         return routing, None, None
     if not names:
-        raise CampaignError(f"{routing} routing needs the judges whose outputs order the queue")
+        raise CampaignError(
+            OptionText(
+                "{value} routing needs the judges whose outputs order the queue ({routing_judges})",
+                value=routing,
+            )
+        )
     if routing == "judge-disagreement" and len(names) < 2:
-        raise CampaignError("judge-disagreement routing needs at least two judges to compare")
+        raise CampaignError(
+            OptionText(
+                "judge-disagreement routing needs at least two judges to compare ({routing_judges})"
+            )
+        )
     if routing != "stratified":
         if share is not None:
-            raise CampaignError("a stratified share applies only to stratified routing")
+            raise CampaignError(
+                OptionText(
+                    "a stratified share applies only to stratified routing ({routing_share})"
+                )
+            )
         return routing, names, None
     share = DEFAULT_STRATIFIED_SHARE if share is None else float(share)
     if not 0 < share < 1:
         raise CampaignError(
-            f"the stratified share is {share}, but it must be between 0 and 1 (exclusive), "
-            "e.g. 0.2 for one unit in five served in random order"
+            OptionText(
+                "the stratified share is {value}, but it must be between 0 and 1 (exclusive), "
+                "e.g. 0.2 for one unit in five served in random order ({routing_share})",
+                value=share,
+            )
         )
     return routing, names, share
 

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 from typer.testing import CliRunner
 
+from annotate_app.cli.context import cli_flag
 from annotate_app.cli.main import app
 from data import queue
 from data.io.judgements import insert_judgements
@@ -219,6 +220,11 @@ def test_routing_settings_are_checked() -> None:
     ]:
         with pytest.raises(CampaignError, match=message):
             check_routing(routing, judges, share)
+    # the page reads the option in the library's words; the CLI names its flag
+    with pytest.raises(CampaignError) as refused:
+        check_routing("judge-disagreement", ["j"], None)
+    assert str(refused.value).endswith("to compare (routing judges)")
+    assert refused.value.render(cli_flag).endswith("to compare (--routing-judges)")
 
 
 @pytest.mark.parametrize("routing", ["least-annotated", "judge-disagreement", "stratified"])
