@@ -30,7 +30,7 @@ from typing import Any
 from PIL import Image
 
 from data.storage.engine import data_dir
-from schemas.option_text import OptionError, OptionText
+from schemas.option_text import Message, OptionError, OptionText
 
 SEGMENT_TYPES: tuple[str, ...] = ("text", "image")
 MAX_IMAGE_PIXELS = 64_000_000
@@ -65,7 +65,7 @@ class ContentError(OptionError):
     option of the import).
     """
 
-    def __init__(self, field: str, message: str | OptionText) -> None:
+    def __init__(self, field: str, message: Message) -> None:
         super().__init__(message)
         self.field = field
         self.message = message
@@ -203,7 +203,7 @@ def resolve_image(stored_path: str, root: Path | None = None) -> Path:
     return _confined(stored_path, folder, "image", hint="stored images live in the data folder")
 
 
-def _confined(raw_path: Any, root: Path, field: str, *, hint: str | OptionText) -> Path:
+def _confined(raw_path: Any, root: Path, field: str, *, hint: Message) -> Path:
     if not isinstance(raw_path, str) or not raw_path.strip():
         raise ContentError(field, f"`{field}` is {_kind(raw_path)}, but it must be a file path")
     if _URL.match(raw_path):
