@@ -1,7 +1,7 @@
 """Annotate: the next unit of a campaign beside the answer panel, the rubric under the panel.
 
 Drafts are saved as the annotator types (and kept in the browser at every keystroke); a submit
-stores the answer and leases the next unit in one transaction (:func:`data.queue.submit_and_next`),
+stores the answer and leases the next unit in one transaction (:func:`data.queue.submit_step`),
 and that unit appears in the same run. Nothing here decides anything: :mod:`data.queue` does.
 Laid out for 1280×720: a one-line header with the progress bar, the answer column sticky.
 
@@ -30,7 +30,7 @@ from annotate_app.db import get_engine
 from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
-from data.storage.engine import DatabaseProblem, in_transaction, session_scope
+from data.storage.engine import DatabaseProblem, session_scope
 from schemas.core import stored_id
 
 user = require_role("annotator", "reviewer", "admin")
@@ -154,10 +154,9 @@ def _submit(key: str, assignment_id: int) -> None:
     payload = read_payload(key, "submit")
     if payload is None or payload.unit != assignment_id:
         return
-
-    def submit_then_lease(session: Session) -> tuple[queue.SubmitStep, list[queue.OtherAnswer]]:
-        step = queue.submit_and_next(
-            session,
+    try:
+        step, others = queue.submit_step(
+            engine,
             assignment_id,
             user.id,
             score=payload.score,
@@ -165,11 +164,6 @@ def _submit(key: str, assignment_id: int) -> None:
             rationale=payload.rationale,
             seconds=payload.seconds,
         )
-        return step, queue.others_answers(session, step.unit_id, user.id)
-
-    try:
-        # a PostgreSQL deadlock cancels the whole step; it runs once more before a refusal
-        step, others = in_transaction(engine, submit_then_lease)
     except queue.LeaseLost as error:
         _save_draft_after_refusal(assignment_id, payload)
         state["annotate_lost"] = (str(error), payload.rationale)

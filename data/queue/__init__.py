@@ -24,7 +24,7 @@ The modules: :mod:`~data.queue.leases` (the next unit), :mod:`~data.queue.drafts
 :mod:`~data.queue.records` (what they return and raise) and :mod:`~data.queue.common`.
 """
 
-from data.queue.answers import submit, submit_and_next
+from data.queue.answers import submit, submit_and_next, submit_step
 from data.queue.common import campaign_protocol
 from data.queue.drafts import save_draft
 from data.queue.give_back import flag, skip
@@ -89,6 +89,7 @@ __all__ = [
     "skip",
     "submit",
     "submit_and_next",
+    "submit_step",
     "submitted_count",
     "unit_progress",
 ]

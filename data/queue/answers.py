@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, delete, insert, update
 from sqlalchemy import select as core_select
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session
 
@@ -27,10 +28,13 @@ from data.queue.records import (
     AssignmentNotFound,
     CampaignNotOpen,
     LeaseLost,
+    OtherAnswer,
     SubmitStep,
 )
 from data.queue.revisions import revise
+from data.queue.views import others_answers
 from data.services.campaigns import get_campaign
+from data.storage.engine import in_transaction
 from schemas.core import stored_id
 from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, DRAFTS, UNITS
 from schemas.tables import Annotation, Assignment, utcnow
@@ -119,6 +123,39 @@ def submit_and_next(
     counting = Counting(values["unit_id"], lambda: _count_answer(session, values["unit_id"]))
     following = next_unit_of_campaign(session, stored.campaign, annotator_id, now, counting)
     return SubmitStep(stored.annotation_id, values["unit_id"], values["campaign_id"], following)
+
+
+def submit_step(
+    engine: Engine,
+    assignment_id: int,
+    annotator_id: int,
+    *,
+    score: float | None = None,
+    preference: str | None = None,
+    rationale: str,
+    seconds: float = 0.0,
+) -> tuple[SubmitStep, list[OtherAnswer]]:
+    """The annotation page's Ctrl+Enter: :func:`submit_and_next` and the other humans' answers
+    the campaign shows after a submit, in one transaction.
+
+    The transaction runs in :func:`~data.storage.engine.in_transaction`: when PostgreSQL cancels
+    it to break a deadlock (a submit retaking an expired lease can meet one), it runs once more
+    before the refusal reaches the annotator.
+    """
+
+    def submit_then_lease(session: Session) -> tuple[SubmitStep, list[OtherAnswer]]:
+        step = submit_and_next(
+            session,
+            assignment_id,
+            annotator_id,
+            score=score,
+            preference=preference,
+            rationale=rationale,
+            seconds=seconds,
+        )
+        return step, others_answers(session, step.unit_id, annotator_id)
+
+    return in_transaction(engine, submit_then_lease)
 
 
 def _submit_otherwise(

@@ -609,6 +609,29 @@ def test_unit_view_is_blind_to_other_humans_and_judges(engine: Engine) -> None:
         assert queue.others_answers(session, alice_view.unit_id, alice) == []
 
 
+def test_the_pages_submit_step_stores_leases_and_shows_the_others_in_one_call(
+    engine: Engine,
+) -> None:
+    campaign_id, (alice, bob) = build_campaign(
+        engine, items=1, overlap=2, show_others_after_submit=True
+    )
+    with session_scope(engine) as session:
+        session.get(Unit, 2).flagged = True  # both annotators get unit 1, and nothing after it
+    bob_view = _lease(engine, campaign_id, bob)
+    _submit(engine, bob_view, bob, score=3, rationale="bob's reasons for three")
+    alice_view = _lease(engine, campaign_id, alice)
+    assert alice_view.unit_id == bob_view.unit_id
+    step, others = queue.submit_step(
+        engine, alice_view.assignment_id, alice, score=8, rationale=RATIONALE, seconds=12
+    )
+    assert others == [queue.OtherAnswer(3.0, None, "bob's reasons for three")]
+    assert (step.unit_id, step.revision, step.next_unit) == (alice_view.unit_id, 1, None)
+    with Session(engine) as session:  # committed
+        stored = session.get(Annotation, step.annotation_id)
+        assert (stored.annotator_id, stored.score, stored.seconds) == (alice, 8, 12)
+        _check_counters(session, campaign_id)
+
+
 def test_unit_view_hides_the_reference_when_the_campaign_does(engine: Engine) -> None:
     campaign_id, (alice, _) = build_campaign(engine, show_reference=False)
     view = _lease(engine, campaign_id, alice)
