@@ -18,7 +18,6 @@ which is also the key under which the page caches the results.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import pickle
 import subprocess
@@ -26,6 +25,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
@@ -136,10 +136,15 @@ def campaign_annotations_file(url: str, campaign: str, export_format: str) -> by
     return _run(_annotations_file, url, campaign, export_format)
 
 
-def campaign_sft_file(url: str, campaign: str) -> bytes:
+def campaign_sft_file(url: str, campaign: str, target: Path) -> int:
     """The *Campaigns* page's critic training file of ``campaign``: ``critiquelab export sft``
-    with its default options, written in the worker."""
-    return _run(_sft_file, url, campaign)
+    with its default options, written by the worker at ``target``; returns its size in bytes.
+
+    The file goes to disk, not back through the pipe: at 200,000 units it is about 400 MB, which
+    the page would otherwise hold in the admin's session. When the export refuses (a campaign
+    with nothing to train on), nothing is left at ``target`` and the refusal is raised here.
+    """
+    return _run(_sft_file, url, campaign, target)
 
 
 def page_consistency(
@@ -330,10 +335,14 @@ def _annotations_file(url: str, campaign: str, export_format: str) -> bytes:
         return annotations_export(session, campaign, export_format)
 
 
-def _sft_file(url: str, campaign: str) -> bytes:
-    buffer = io.BytesIO()
-    export_campaign_sft(_engine(url), campaign, buffer, SftOptions())
-    return buffer.getvalue()
+def _sft_file(url: str, campaign: str, target: Path) -> int:
+    try:
+        with target.open("wb") as handle:
+            export_campaign_sft(_engine(url), campaign, handle, SftOptions())
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+    return target.stat().st_size
 
 
 def _serve() -> None:

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app.auth import require_role
+from annotate_app.built_file import BuiltFile
 from annotate_app.calibration_worker import (
     campaign_annotations_file,
     campaign_report,
@@ -55,11 +56,17 @@ def _annotations_file(campaign_name: str, export_format: str) -> bytes:
     return campaign_annotations_file(WORKER_URL, campaign_name, export_format)
 
 
-def _sft_file(campaign_name: str) -> bytes:
+def _sft_file(campaign_name: str) -> BuiltFile:
     """The critic training file of ``critiquelab export sft`` with its default options, written
-    by the calibration worker (a large campaign's units are read outside the annotators'
-    process)."""
-    return campaign_sft_file(WORKER_URL, campaign_name)
+    to disk by the calibration worker (a large campaign's units are read outside the annotators'
+    process, and its file stays out of the session)."""
+    built = BuiltFile(".jsonl")
+    try:
+        campaign_sft_file(WORKER_URL, campaign_name, built.path)
+    except BaseException:
+        built.remove()
+        raise
+    return built
 
 
 def _calibration_report(campaign: Campaign) -> CampaignReportFiles:
@@ -278,7 +285,7 @@ built_sft = st.session_state.get(SFT_KEY)
 if built_sft and built_sft[0] == campaign.id:
     sft_column.download_button(
         "Download SFT (JSONL)",
-        built_sft[1],
+        built_sft[1].path.read_bytes,
         f"{campaign.name}-sft.jsonl",
         "application/jsonl",
         key="dl_sft",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import krippendorff
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ import calibration  # noqa: F401  (heavy imports paid once here, not inside a ti
 import critic.sft  # noqa: F401
 from annotate_app import calibration_worker
 from annotate_app.auth import USER_KEY
+from annotate_app.built_file import BuiltFile
 from annotate_app.cli.main import app
 from annotate_app.navigation import APP_DIR
 from annotate_app.text import escape_markdown, safe_markdown
@@ -312,6 +315,31 @@ def test_audit_page_lists_and_exports_the_changes(world):
     ]
 
 
+def test_a_refused_training_file_leaves_no_file_behind(world, tmp_path, calibration_worker_stopped):
+    engine, people, _ = world
+    with session_scope(engine) as session:
+        add_campaign(session, "unanswered", actor_id=people["root"].id)
+    url = engine.url.render_as_string(hide_password=False)
+    target = tmp_path / "sft.jsonl"
+    with pytest.raises(ValueError, match="has no human annotations yet"):
+        calibration_worker.campaign_sft_file(url, "unanswered", target)
+    assert not target.exists()
+    assert calibration_worker.campaign_sft_file(url, "camp", target) == target.stat().st_size > 0
+
+
+def test_a_built_file_is_removed_when_dropped_or_removed():
+    built = BuiltFile(".jsonl")
+    path = built.path
+    assert path.read_bytes() == b""
+    built = None
+    gc.collect()
+    assert not path.exists()
+    built = BuiltFile(".jsonl")
+    built.remove()
+    assert not built.path.exists()
+    built.remove()  # once is enough; a second time does nothing
+
+
 @pytest.fixture
 def calibration_worker_stopped():
     yield
@@ -363,6 +391,9 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
         at.button(key="build_sft").click().run()
         assert not _errors(at), _errors(at)
         assert "Download SFT (JSONL)" in [b.label for b in at.get("download_button")]
+        first_sft = at.session_state["campaign_sft_file"][1]
+        assert isinstance(first_sft, BuiltFile) and first_sft.path.stat().st_size > 0
+        first_sft_path, first_sft = first_sft.path, None
         with session_scope(engine) as session:
             adjudicate(session, people["rita"].id, unit.id, score=7, note="The judge is right.")
             queue = disagreement_queue(
@@ -373,7 +404,10 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
         assert "2 units with a reference, 1 of them adjudicated" in at.caption[-1].value
         files = at.session_state["campaign_calibration_report"][1]
         at.button(key="build_sft").click().run()  # again: the adjudication is its label now
-        sft = at.session_state["campaign_sft_file"][1]
+        sft = at.session_state["campaign_sft_file"][1].path.read_bytes()
+        at.run()
+        gc.collect()
+        assert not first_sft_path.exists()  # then the file it replaced is gone with it
         # what the page's annotation buttons download when clicked (AppTest does not click them)
         url = engine.url.render_as_string(hide_password=False)
         downloads = {f: calibration_worker.campaign_annotations_file(url, "camp", f) for f in

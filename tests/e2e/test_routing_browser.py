@@ -87,3 +87,28 @@ def test_the_annotations_download_is_the_commands_file(
     assert written.exit_code == 0, written.output
     assert downloaded.read_bytes() == exported.read_bytes()
     assert b'"score": 4' in downloaded.read_bytes()
+
+
+def test_the_training_file_built_and_downloaded_is_the_commands_file(
+    seeded: Any, page: Any, login: Any, tmp_path: Any
+) -> None:
+    """The Campaigns page builds ``critiquelab export sft``'s file in the calibration worker, on
+    disk, and its download reads that file back when clicked."""
+    with seeded.session() as session:
+        people = {user.name: user.id for user in session.exec(select(User))}
+        unit = units_of(session, session.exec(select(Campaign)).one().id)[1]
+        answer(session, unit, people["bob"], score=8, seconds=30)
+    login(page, seeded.url, "root", PASSWORD)
+    page.get_by_role("link", name="Campaigns").click()
+    page.get_by_role("button", name="Build critic training data (SFT)").click()
+    with page.expect_download() as caught:
+        page.get_by_role("button", name="Download SFT (JSONL)").click()
+    downloaded = tmp_path / "page-sft.jsonl"
+    caught.value.save_as(downloaded)
+    exported = tmp_path / "cli-sft.jsonl"
+    written = CliRunner().invoke(
+        app, ["--db", seeded.db_url, "export", "sft", "--campaign", "camp", "-o", str(exported)]
+    )
+    assert written.exit_code == 0, written.output
+    assert downloaded.read_bytes() == exported.read_bytes()
+    assert downloaded.read_bytes().count(b"\n") >= 1
