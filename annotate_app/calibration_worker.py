@@ -35,12 +35,13 @@ from annotate_app.campaign_calibration import (
     calibrate_input,
     campaign_consistency,
     campaign_report_files,
+    judge_audit,
     load_campaign,
     only_units,
     with_rationales,
 )
 from calibration import CalibrationOptions, CalibrationReport
-from calibration.audits import JudgeAudit, audit_judges
+from calibration.audits import JudgeAudit
 from calibration.compare import JudgeComparison, compare_judges
 from calibration.consistency import ConsistencyReport
 from calibration.cost import Prices
@@ -48,7 +49,6 @@ from calibration.pairwise import UnparsedRule
 from critic.sft import SftOptions, export_campaign_sft
 from data.io.campaign_input import CampaignCalibrationInput
 from data.io.downloads import annotations_export
-from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
 from data.storage.engine import make_engine, read_scope
 from schemas.protocols import Protocol
 
@@ -300,20 +300,12 @@ def _audit(
     families: tuple[tuple[str, str], ...],
     bootstrap: int,
 ) -> JudgeAudit:
-    source = _filtered(scope)
-    with read_scope(_engine(scope.url)) as session:
-        facts = campaign_response_facts(session, scope.campaign_id)
-        usage = campaign_judgement_usage(session, scope.campaign_id, judges=list(judges))
-    units = set(source.frame["unit"].astype(str))
-    return audit_judges(
-        source.frame,
-        source.protocol,
-        facts,
-        [u for u in usage if u.unit in units],  # the units the page's filters keep
+    return judge_audit(
+        _engine(scope.url),
+        _filtered(scope),
+        judges=judges,
         families=dict(families),
         prices=Prices(input=prices[0], output=prices[1]) if prices else None,
-        judges=judges,
-        overrides=source.overrides,
         bootstrap=bootstrap,
     )
 

@@ -134,9 +134,9 @@ def with_rationales(engine: Engine, calibration: CampaignCalibration) -> Campaig
     return replace(calibration, report=report.with_rationales(rows))
 
 
-def campaign_judge_audit(
+def judge_audit(
     engine: Engine,
-    campaign: str | int,
+    source: CampaignCalibrationInput,
     *,
     judges: Sequence[str] | None = None,
     families: dict[str, str] | None = None,
@@ -145,28 +145,31 @@ def campaign_judge_audit(
     bootstrap: int = 1000,
     seed: int = 0,
 ) -> JudgeAudit:
-    """The judges' bias and cost audit of ``campaign`` (:func:`calibration.audits.audit_judges`)
-    on what one read-only snapshot holds: ``judge_audit`` of ``critiquelab calibrate
-    --campaign``. ``families`` and ``prices`` as its ``--families`` and ``--prices``."""
+    """The judges' bias and cost audit (:func:`calibration.audits.audit_judges`) of what
+    :func:`load_campaign` read: ``judge_audit`` of ``critiquelab calibrate --campaign``, the
+    Calibration page's audit and the Campaigns page's report.
+
+    It audits the units calibration reads, no others: under stratified routing the estimation
+    sample (PROTOCOLS.md, *Estimates under routing*), after the Calibration page's filters the
+    units they keep. Only the responses' lengths and the judgements' token usage are read here.
+    ``families`` and ``prices`` as ``--families`` and ``--prices``.
+    """
     wanted = list(judges) if judges else None
     with read_scope(engine) as session:
-        found = get_campaign(session, campaign)
-        campaign_id = stored_id(found)
-        frame = campaign_judgement_frame(session, campaign_id, judges=wanted)
+        campaign_id = stored_id(get_campaign(session, source.campaign))
         facts = campaign_response_facts(session, campaign_id)
         usage = campaign_judgement_usage(session, campaign_id, judges=wanted)
-        overrides = campaign_reference_overrides(session, campaign_id)
-        protocol = campaign_protocol(found)
+    units = set(source.frame["unit"].astype(str))
     return audit_judges(
-        frame,
-        protocol,
+        source.frame,
+        source.protocol,
         facts,
-        usage,
+        [row for row in usage if row.unit in units],
         families=families or {},
         prices=prices,
         judges=wanted,
         no_majority=no_majority,
-        overrides=overrides,
+        overrides=source.overrides,
         bootstrap=bootstrap,
         seed=seed,
     )
@@ -229,9 +232,11 @@ class CampaignReportFiles:
 
 def campaign_report_files(engine: Engine, campaign: str | int) -> CampaignReportFiles:
     """The *Campaigns* page's report of ``campaign``: the files of ``critiquelab calibrate
-    --campaign`` with its default options (the same functions, the same bytes)."""
-    report = calibrate_campaign(engine, campaign).report
-    audit = campaign_judge_audit(engine, campaign)
+    --campaign`` with its default options (the same functions, the same bytes), from one read of
+    the campaign."""
+    source = load_campaign(engine, campaign)
+    report = with_rationales(engine, calibrate_input(source)).report
+    audit = judge_audit(engine, source)
     return CampaignReportFiles(
         report.result.with_extras(judge_audit=audit),
         report_html(report, engine, campaign, judge_audit=audit),

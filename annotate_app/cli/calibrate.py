@@ -174,10 +174,10 @@ def calibrate_command(
     with cli.progress("bootstrap resamples", total=bootstrap or None) as advance:
         report = _calibrate(cli, source, frame, options, fields, data_sha256, advance)
     audits = AuditOutputs()
-    if campaign is not None:  # the judge audit reads responses and usage: database mode only
+    if source is not None:  # the judge audit reads responses and usage: database mode only
         audits = campaign_audits(
             cli,
-            campaign,
+            source,
             audit_inputs,
             judges=judge or None,
             no_majority=no_majority_rule(no_majority),

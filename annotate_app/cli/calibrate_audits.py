@@ -13,8 +13,8 @@ from pathlib import Path
 
 from annotate_app.campaign_calibration import (
     campaign_consistency,
-    campaign_judge_audit,
     check_one_dataset,
+    judge_audit,
 )
 from annotate_app.cli.context import CliState
 from calibration.audits import JudgeAudit
@@ -28,6 +28,7 @@ from calibration.report_audits import (
     consistency_section,
     consistency_text,
 )
+from data.io.campaign_input import CampaignCalibrationInput
 from data.services.campaigns import get_campaign
 from data.storage.engine import session_scope
 
@@ -122,7 +123,7 @@ def read_audit_inputs(
 
 def campaign_audits(
     cli: CliState,
-    campaign: str,
+    source: CampaignCalibrationInput,
     inputs: AuditInputs,
     *,
     judges: list[str] | None,
@@ -130,12 +131,12 @@ def campaign_audits(
     bootstrap: int,
     seed: int,
 ) -> AuditOutputs:
-    """The bias and cost audit of ``campaign`` and, with ``--consistency``, the consistency."""
-    engine = cli.engine()
+    """The bias and cost audit of the campaign as calibration read it (``source``) and, with
+    ``--consistency``, the consistency."""
     with cli.progress("judge audit", total=None):
-        audit = campaign_judge_audit(
-            engine,
-            campaign,
+        audit = judge_audit(
+            cli.engine(),
+            source,
             judges=judges,
             families=inputs.families,
             prices=inputs.prices,

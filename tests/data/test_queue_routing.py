@@ -422,3 +422,63 @@ def test_calibration_of_a_stratified_campaign_reads_only_its_estimation_sample(
     assert 2 <= len(sample) <= 4 and set(sample) <= set(plan.order[:4])
     assert set(source.frame["unit"]) == {keys[unit] for unit in sample}
     assert source.estimation_units == len(sample)
+
+
+def test_the_judge_audit_of_a_stratified_campaign_reads_only_its_estimation_sample(
+    engine: Engine, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``calibrate --campaign``'s judge audit, the Calibration page's and the Campaigns page's
+    report audit the same units as the calibration beside them: the estimation sample."""
+    import json
+
+    from annotate_app import calibration_worker
+    from annotate_app.calibration_worker import CampaignScope, page_audit
+    from annotate_app.campaign_calibration import campaign_report_files
+    from data.io.campaign_input import campaign_version
+    from data.services.campaigns import unit_key_map
+
+    campaign_id, (alice,) = build_campaign(
+        engine, items=8, protocol="pairwise", overlap=1, annotators=1
+    )
+    _judge_pairs(engine, VERDICTS)
+    with session_scope(engine) as session:
+        set_routing(session, campaign_id, "stratified", ["j1", "j2"], share=0.5)
+    view = _lease(engine, campaign_id, alice)
+    for _ in range(6):
+        view = _submit_next(engine, view, alice)
+    with session_scope(engine) as session:
+        keys = unit_key_map(session, campaign_id)
+        sample = {keys[unit] for unit in campaign_estimation_sample(session, campaign_id)}
+        judged = {u.unit_key for u in session.exec(select(Judgement)) if u.judge == "j1"}
+        version = campaign_version(session, campaign_id)
+        name = get_campaign(session, campaign_id).name
+    assert 0 < len(sample & judged) < len(judged)  # the sample leaves judged units out
+    url = engine.url.render_as_string(hide_password=False)
+    out = tmp_path / "calibration.json"
+    written = CliRunner().invoke(
+        app, ["--db", url, "calibrate", "--campaign", name, "--bootstrap", "20", "--json", out]
+    )
+    assert written.exit_code == 0, written.output
+    cli_audit = json.loads(out.read_text())["judge_audit"]
+    units = {cost["judge"]: cost["n_units"] for cost in cli_audit["costs"]}
+    assert units == {"j1": len(sample & judged), "j2": len(sample & judged)}
+    from data.io import frames
+
+    reads = []
+
+    def counted(*args, **kwargs):
+        reads.append(args)
+        return frames.campaign_judgement_frame(*args, **kwargs)
+
+    for module in ("data.io.campaign_input", "annotate_app.campaign_calibration"):
+        monkeypatch.setattr(f"{module}.campaign_judgement_frame", counted, raising=False)
+    report = campaign_report_files(engine, campaign_id).result.judge_audit
+    assert len(reads) == 1  # the report and its audit from one read of the campaign
+    monkeypatch.undo()
+    assert report is not None and report.model_dump(mode="json")["costs"] == cli_audit["costs"]
+    try:
+        scope = CampaignScope(url, campaign_id, version)
+        page = page_audit(scope, ("j1", "j2"), None, (), 20)
+    finally:
+        calibration_worker.shutdown()
+    assert [cost.n_units for cost in page.costs] == [len(sample & judged)] * 2
