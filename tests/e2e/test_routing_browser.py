@@ -64,29 +64,40 @@ def test_routing_set_in_the_browser_serves_the_disputed_unit_first(
         assert view is not None and view.unit_id == seeded.disputed
 
 
+def _answer(seeded: Any, unit_index: int, annotator: str, score: int) -> None:
+    with seeded.session() as session:
+        people = {user.name: user.id for user in session.exec(select(User))}
+        unit = units_of(session, session.exec(select(Campaign)).one().id)[unit_index]
+        answer(session, unit, people[annotator], score=score, seconds=30)
+
+
+def _download(page: Any, button: str, target: Any) -> bytes:
+    """Click the download ``button`` and return what the browser saved."""
+    with page.expect_download() as caught:
+        page.get_by_role("button", name=button).click()
+    caught.value.save_as(target)
+    return target.read_bytes()
+
+
+def _export(seeded: Any, target: Any, *command: str) -> bytes:
+    """``critiquelab export …`` of the campaign, as a user would run it: the file it wrote."""
+    arguments = ["--db", seeded.db_url, "export", *command, "--campaign", "camp", "-o", target]
+    written = CliRunner().invoke(app, [str(argument) for argument in arguments])
+    assert written.exit_code == 0, written.output
+    return target.read_bytes()
+
+
 def test_the_annotations_download_is_the_commands_file(
     seeded: Any, page: Any, login: Any, tmp_path: Any
 ) -> None:
     """The Campaigns page's annotations download, written by the calibration worker of the real
     server, is the file ``critiquelab export annotations`` writes."""
-    with seeded.session() as session:
-        people = {user.name: user.id for user in session.exec(select(User))}
-        unit = units_of(session, session.exec(select(Campaign)).one().id)[0]
-        answer(session, unit, people["ann"], score=4, seconds=30)
+    _answer(seeded, 0, "ann", 4)
     login(page, seeded.url, "root", PASSWORD)
     page.get_by_role("link", name="Campaigns").click()
-    with page.expect_download() as caught:
-        page.get_by_role("button", name="Annotations (JSONL)").click()
-    downloaded = tmp_path / "page.jsonl"
-    caught.value.save_as(downloaded)
-    exported = tmp_path / "cli.jsonl"
-    written = CliRunner().invoke(
-        app, ["--db", seeded.db_url, "export", "annotations", "--campaign", "camp", "-o",
-              str(exported)],
-    )  # fmt: skip
-    assert written.exit_code == 0, written.output
-    assert downloaded.read_bytes() == exported.read_bytes()
-    assert b'"score": 4' in downloaded.read_bytes()
+    downloaded = _download(page, "Annotations (JSONL)", tmp_path / "page.jsonl")
+    assert downloaded == _export(seeded, tmp_path / "cli.jsonl", "annotations")
+    assert b'"score": 4' in downloaded
 
 
 def test_the_training_file_built_and_downloaded_is_the_commands_file(
@@ -94,21 +105,10 @@ def test_the_training_file_built_and_downloaded_is_the_commands_file(
 ) -> None:
     """The Campaigns page builds ``critiquelab export sft``'s file in the calibration worker, on
     disk, and its download reads that file back when clicked."""
-    with seeded.session() as session:
-        people = {user.name: user.id for user in session.exec(select(User))}
-        unit = units_of(session, session.exec(select(Campaign)).one().id)[1]
-        answer(session, unit, people["bob"], score=8, seconds=30)
+    _answer(seeded, 1, "bob", 8)
     login(page, seeded.url, "root", PASSWORD)
     page.get_by_role("link", name="Campaigns").click()
     page.get_by_role("button", name="Build critic training data (SFT)").click()
-    with page.expect_download() as caught:
-        page.get_by_role("button", name="Download SFT (JSONL)").click()
-    downloaded = tmp_path / "page-sft.jsonl"
-    caught.value.save_as(downloaded)
-    exported = tmp_path / "cli-sft.jsonl"
-    written = CliRunner().invoke(
-        app, ["--db", seeded.db_url, "export", "sft", "--campaign", "camp", "-o", str(exported)]
-    )
-    assert written.exit_code == 0, written.output
-    assert downloaded.read_bytes() == exported.read_bytes()
-    assert downloaded.read_bytes().count(b"\n") >= 1
+    downloaded = _download(page, "Download SFT (JSONL)", tmp_path / "page-sft.jsonl")
+    assert downloaded == _export(seeded, tmp_path / "cli-sft.jsonl", "sft")
+    assert downloaded.count(b"\n") >= 1
