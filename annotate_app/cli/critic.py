@@ -169,8 +169,10 @@ def convert_gguf_command(
 
     cli = state(ctx)
     result = convert_gguf(gguf_file, output_dir)
-    cli.emit(
-        result,
-        text=f"wrote {result.architecture} ({result.parameters:,} parameters) to "
-        f"{result.output_dir}",
-    )
+    text = f"wrote {result.architecture} ({result.parameters:,} parameters) to {result.output_dir}"
+    if not result.has_chat_template:  # a base model's GGUF often has none; every critic needs one
+        text += (
+            "\nthe GGUF file has no chat template: add chat_template.jinja (the model's turn "
+            "format) to the folder before a critic command uses it"
+        )
+    cli.emit(result, text=text)

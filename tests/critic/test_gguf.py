@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from critic.gguf import GgufConversionError, convert_gguf
-from critic.modeling import load_critic
+from critic.modeling import ModelFolderError, load_critic
 
 runner = CliRunner()
 
@@ -46,3 +46,14 @@ def test_convert_gguf_command(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["parameters"] == sum(
         p.numel() for p in AutoModelForCausalLM.from_pretrained(tmp_path / "out").parameters()
     )
+
+
+def test_a_file_without_a_chat_template_converts_and_says_what_to_add(tmp_path: Path) -> None:
+    gguf_file = write_tiny_gguf(tmp_path / "base.gguf", chat_template=False)
+    result = runner.invoke(app, ["critic", "convert-gguf", str(gguf_file), "-o", tmp_path / "out"])
+    assert result.exit_code == 0, result.output
+    assert "no chat template: add chat_template.jinja" in result.output
+    with pytest.raises(ModelFolderError, match="has no chat template; add chat_template.jinja"):
+        load_critic(tmp_path / "out")
+    (tmp_path / "out" / "chat_template.jinja").write_text(CHAT_TEMPLATE)
+    assert load_critic(tmp_path / "out").tokenizer.chat_template == CHAT_TEMPLATE

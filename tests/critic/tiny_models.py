@@ -129,8 +129,9 @@ def build_tiny_llava(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
-def write_tiny_gguf(path: Path, seed: int = 0) -> Path:
-    """Write a tiny Llama GGUF file (float32 tensors, GPT-2 style BPE tokenizer, chat template)."""
+def write_tiny_gguf(path: Path, seed: int = 0, *, chat_template: bool = True) -> Path:
+    """Write a tiny Llama GGUF file (float32 tensors, GPT-2 style BPE tokenizer, chat template
+    unless ``chat_template`` is False, as in a base model's file)."""
     import json
 
     import gguf
@@ -161,7 +162,8 @@ def write_tiny_gguf(path: Path, seed: int = 0) -> Path:
     writer.add_pad_token_id(tokenizer.pad_token_id)
     writer.add_bos_token_id(tokenizer.pad_token_id)
     writer.add_add_bos_token(False)
-    writer.add_chat_template(CHAT_TEMPLATE)
+    if chat_template:
+        writer.add_chat_template(CHAT_TEMPLATE)
     rng = np.random.default_rng(seed)
 
     def weight(name: str, *shape: int) -> None:
