@@ -34,7 +34,9 @@ Nothing is tuned on the test split. Run (prints JSON, writes everything under ``
 
     .venv/bin/python bench/judge_quality.py --gguf SmolLM2-135M-Instruct.Q4_1.gguf --work /tmp/jq
 
-``--items N`` keeps the first N items (by id) for a quick trial.
+``--items N`` keeps the first N items (by id) for a quick trial. ``--head-base-model DIR`` reads
+the head and the peer consensus with another converted model (the recorded run: Gemma-3-270M,
+docs/JUDGE_QUALITY.md); zero-shot and the generative critic stay on ``--base-model``.
 """
 
 from __future__ import annotations
