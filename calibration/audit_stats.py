@@ -2,8 +2,9 @@
 percentile bootstrap over units with the draws of :mod:`calibration.bootstrap`.
 
 A rate is a ratio of per-unit sums, ``Σ w_u·num_u / Σ w_u·den_u`` with ``w`` the draw counts of a
-resample, so a chunk of resamples costs one matrix product; statistics that are not sums
-(correlations, regressions) are recomputed per resample on the drawn indices.
+resample, so a chunk of resamples costs one matrix product; so does a least-squares fit and its
+correlation, from weighted moments (:func:`counts_statistic_interval`); other statistics (rank
+correlations) are recomputed per resample on the drawn indices.
 """
 
 from __future__ import annotations
@@ -75,6 +76,18 @@ def statistic_samples(
     statistic sees the same draws, so differences of rows are paired."""
     draws = (drawn for chunk in unit_resample_indices(n_units, n_boot, seed) for drawn in chunk)
     return np.array([[stat(drawn) for stat in statistics] for drawn in draws], dtype=float).T
+
+
+def counts_statistic_interval(
+    statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_boot: int, seed: int
+) -> Interval:
+    """Bootstrap interval of a statistic computed for a chunk of resamples at once from their draw
+    counts (``statistic(counts)``, counts of shape (b, n_units), one value per row): the draws of
+    :func:`statistic_interval`, without a Python call per resample."""
+    if n_boot <= 0 or n_units == 0:
+        return None
+    samples = [statistic(counts) for counts in unit_resample_counts(n_units, n_boot, seed)]
+    return interval_or_none(percentile_interval(np.concatenate(samples)))
 
 
 def statistic_interval(

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 import calibration.bias as bias
 from calibration.audit_stats import (
     Interval,
+    counts_statistic_interval,
     finite_or_none,
     interval_or_none,
     ratio,
@@ -320,11 +321,6 @@ def _pointwise_bias(data, judge, facts, families, boot, seed) -> JudgeBias:
     ell = bias.length_term_pointwise(length)
     result = bias.length_controlled_correlation(judged, humans, ell)
 
-    def resample(idx: np.ndarray) -> float:
-        return bias.length_controlled_correlation(
-            judged[idx], humans[idx], ell[idx]
-        ).length_controlled
-
     family = families.get(judge)
     own = None
     if family is not None:
@@ -340,7 +336,12 @@ def _pointwise_bias(data, judge, facts, families, boot, seed) -> JudgeBias:
             n=int(index.size),
             agreement=finite_or_none(result.agreement),
             length_controlled=finite_or_none(result.length_controlled),
-            length_controlled_ci=statistic_interval(resample, index.size, boot, seed),
+            length_controlled_ci=counts_statistic_interval(
+                lambda counts: bias.length_controlled_correlations(judged, humans, ell, counts),
+                index.size,
+                boot,
+                seed,
+            ),
             length_coefficient=finite_or_none(result.length_coefficient),
         ),
         family=family,

@@ -133,6 +133,50 @@ def length_controlled_correlation(
     return LengthControlled(_pearson(judge, human), _pearson(controlled, human), float(coef[2]))
 
 
+def length_controlled_correlations(
+    judge: np.ndarray, human: np.ndarray, length_term: np.ndarray, counts: np.ndarray
+) -> np.ndarray:
+    """``length_controlled_correlation(judge[d], human[d], length_term[d]).length_controlled`` for
+    each bootstrap resample ``d``, given as its draw counts per unit (rows of ``counts``, shape
+    (b, n)): one pass of weighted moments for all resamples instead of a fit per resample.
+
+    The least squares of ``J = b₀ + b_H·H + b_L·ℓ`` on the drawn units solves the centred normal
+    equations (weighted by the counts), ``b_L = (S_HH·S_Jℓ − S_Hℓ·S_JH) / (S_HH·S_ℓℓ − S_Hℓ²)``,
+    and Pearson's r of ``J − b_L·ℓ`` with H is ``(S_JH − b_L·S_Hℓ) / √(S_CC·S_HH)`` with
+    ``S_CC = S_JJ − 2·b_L·S_Jℓ + b_L²·S_ℓℓ``. NaN where the per-resample function gives NaN: fewer
+    than 3 units, or drawn judge or human scores all equal; also where the fit is not unique (H
+    and ℓ collinear on the drawn units). Drawn lengths all equal leave ``J`` as it is (b_L = 0).
+    """
+    judge, human, ell = (np.asarray(x, float) for x in (judge, human, length_term))
+    counts = np.asarray(counts, float)
+    if judge.size < 3:
+        return np.full(counts.shape[0], np.nan)
+    first = np.argmax(counts > 0, axis=1)  # a drawn unit of each resample
+
+    def all_equal(values: np.ndarray) -> np.ndarray:
+        # exact, as np.ptp: no drawn value differs from one drawn value
+        return (counts * (values[None, :] != values[first][:, None])).sum(1) == 0
+
+    total = counts.sum(1)
+    centred = [x - x.mean() for x in (judge, human, ell)]  # less cancellation in the moments
+    means = [counts @ x / total for x in centred]
+
+    def moment(a: int, b: int) -> np.ndarray:
+        return counts @ (centred[a] * centred[b]) / total - means[a] * means[b]
+
+    s_jj, s_hh, s_ll = moment(0, 0), moment(1, 1), moment(2, 2)
+    s_jh, s_jl, s_hl = moment(0, 1), moment(0, 2), moment(1, 2)
+    flat_length = all_equal(ell)
+    det = s_hh * s_ll - s_hl**2
+    unique_fit = flat_length | (det > 1e-12 * s_hh * s_ll)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b_l = np.where(flat_length, 0.0, (s_hh * s_jl - s_hl * s_jh) / det)
+        s_cc = s_jj - 2 * b_l * s_jl + b_l**2 * s_ll
+        r = (s_jh - b_l * s_hl) / np.sqrt(s_cc * s_hh)
+    defined = ~all_equal(judge) & ~all_equal(human) & unique_fit & (s_cc > 1e-12 * s_jj)
+    return np.where(defined, np.clip(r, -1.0, 1.0), np.nan)
+
+
 def length_term_pairwise(length_a: np.ndarray, length_b: np.ndarray) -> np.ndarray:
     """AlpacaEval LC's length feature: ``tanh(ΔL / sd(ΔL))`` (0 where all ΔL are equal)."""
     delta = np.asarray(length_a, float) - np.asarray(length_b, float)

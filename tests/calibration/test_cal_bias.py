@@ -15,10 +15,12 @@ from calibration.bias import (
     fit_logistic,
     length_controlled_agreement,
     length_controlled_correlation,
+    length_controlled_correlations,
     rank_correlation,
     score_gap,
     share_for,
 )
+from calibration.bootstrap import counts_from_indices, unit_resample_indices
 from schemas.audit_records import ResponseFacts
 from schemas.protocols import get_protocol
 
@@ -70,6 +72,54 @@ def test_length_controlled_correlation_removes_an_exact_length_term():
     assert result.length_coefficient == pytest.approx(2)
     assert result.length_controlled == pytest.approx(1)
     assert result.agreement == pytest.approx(np.corrcoef(judge, human)[0, 1])
+
+
+def _per_resample(judge, human, ell, n_boot, seed):
+    """The loop the vectorised statistic replaces: a fit on each resample's drawn units."""
+    values, counts = [], []
+    for chunk in unit_resample_indices(judge.size, n_boot, seed):
+        counts.append(counts_from_indices(chunk, judge.size))
+        values += [
+            length_controlled_correlation(judge[d], human[d], ell[d]).length_controlled
+            for d in chunk
+        ]
+    return np.array(values), np.vstack(counts)
+
+
+@pytest.mark.parametrize(
+    "case", ["continuous", "few judge scores", "one length", "length tracks human"]
+)
+def test_length_controlled_correlations_equal_a_fit_per_resample(case):
+    """The moments of all resamples at once give each resample's own least-squares fit, NaN
+    where the fit on the drawn units gives NaN (a constant judge or human score)."""
+    rng = np.random.default_rng(7)
+    n = 12 if case == "few judge scores" else 40
+    human = rng.normal(size=n)
+    ell = rng.normal(size=n)
+    judge = human + 0.5 * ell + rng.normal(scale=0.7, size=n)
+    if case == "few judge scores":  # some resamples draw only 1s
+        judge = np.where(np.arange(n) == 0, 2.0, 1.0)
+    if case == "one length":
+        ell = np.zeros(n)
+    if case == "length tracks human":
+        ell = human + rng.normal(scale=0.3, size=n)
+    expected, counts = _per_resample(judge, human, ell, 300, 5)
+    got = length_controlled_correlations(judge, human, ell, counts)
+    assert got.shape == expected.shape
+    assert np.array_equal(np.isnan(got), np.isnan(expected))
+    assert got[~np.isnan(got)] == pytest.approx(expected[~np.isnan(expected)], abs=1e-9)
+    if case == "few judge scores":
+        assert 0 < np.isnan(got).sum() < got.size  # both kinds of resample occur
+
+
+def test_length_controlled_correlations_are_undefined_where_the_fit_is_not_unique():
+    """ℓ a linear function of H on every resample: no unique b_L, so no value (the per-resample
+    least squares would return one of many equally good fits)."""
+    rng = np.random.default_rng(2)
+    human = rng.normal(size=30)
+    judge = human + rng.normal(size=30)
+    _, counts = _per_resample(judge, human, 2 * human + 1, 50, 0)
+    assert np.isnan(length_controlled_correlations(judge, human, 2 * human + 1, counts)).all()
 
 
 def test_share_and_gap():
