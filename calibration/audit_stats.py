@@ -36,17 +36,28 @@ def ratio(num: np.ndarray, den: np.ndarray) -> float:
     return float(np.sum(num)) / total if total > 0 else float("nan")
 
 
+def counts_statistic_interval(
+    statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_boot: int, seed: int
+) -> Interval:
+    """Bootstrap interval of a statistic computed for a chunk of resamples at once from their draw
+    counts (``statistic(counts)``, counts of shape (b, n_units), one value per row): the draws of
+    :func:`statistic_interval`, without a Python call per resample."""
+    if n_boot <= 0 or n_units == 0:
+        return None
+    samples = [statistic(counts) for counts in unit_resample_counts(n_units, n_boot, seed)]
+    return interval_or_none(percentile_interval(np.concatenate(samples)))
+
+
 def ratio_interval(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int) -> Interval:
     """Bootstrap interval of ``Σ num / Σ den`` over units (entry u of both belongs to unit u)."""
     num, den = np.asarray(num, float), np.asarray(den, float)
-    if n_boot <= 0 or num.size == 0:
-        return None
-    samples = []
-    for counts in unit_resample_counts(num.size, n_boot, seed):
+
+    def ratios(counts: np.ndarray) -> np.ndarray:
         totals = counts @ den
         with np.errstate(invalid="ignore", divide="ignore"):
-            samples.append(np.where(totals > 0, (counts @ num) / totals, np.nan))
-    return interval_or_none(percentile_interval(np.concatenate(samples)))
+            return np.where(totals > 0, (counts @ num) / totals, np.nan)
+
+    return counts_statistic_interval(ratios, num.size, n_boot, seed)
 
 
 def ratio_difference_interval(
@@ -59,14 +70,13 @@ def ratio_difference_interval(
 ) -> Interval:
     """Paired bootstrap interval of ``Σnum_a/Σden_a − Σnum_b/Σden_b`` (same units, same draws)."""
     arrays = [np.asarray(x, float) for x in (num_a, den_a, num_b, den_b)]
-    if n_boot <= 0 or arrays[0].size == 0:
-        return None
-    samples = []
-    for counts in unit_resample_counts(arrays[0].size, n_boot, seed):
+
+    def differences(counts: np.ndarray) -> np.ndarray:
         na, da, nb, db = (counts @ x for x in arrays)
         with np.errstate(invalid="ignore", divide="ignore"):
-            samples.append(np.where((da > 0) & (db > 0), na / da - nb / db, np.nan))
-    return interval_or_none(percentile_interval(np.concatenate(samples)))
+            return np.where((da > 0) & (db > 0), na / da - nb / db, np.nan)
+
+    return counts_statistic_interval(differences, arrays[0].size, n_boot, seed)
 
 
 def statistic_samples(
@@ -76,18 +86,6 @@ def statistic_samples(
     statistic sees the same draws, so differences of rows are paired."""
     draws = (drawn for chunk in unit_resample_indices(n_units, n_boot, seed) for drawn in chunk)
     return np.array([[stat(drawn) for stat in statistics] for drawn in draws], dtype=float).T
-
-
-def counts_statistic_interval(
-    statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_boot: int, seed: int
-) -> Interval:
-    """Bootstrap interval of a statistic computed for a chunk of resamples at once from their draw
-    counts (``statistic(counts)``, counts of shape (b, n_units), one value per row): the draws of
-    :func:`statistic_interval`, without a Python call per resample."""
-    if n_boot <= 0 or n_units == 0:
-        return None
-    samples = [statistic(counts) for counts in unit_resample_counts(n_units, n_boot, seed)]
-    return interval_or_none(percentile_interval(np.concatenate(samples)))
 
 
 def statistic_interval(
