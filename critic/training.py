@@ -14,6 +14,7 @@ Trainer reads the distributed environment, and only the main process saves and e
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 import warnings
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+import torch.nn.functional as F
 from torch.utils.data import Dataset
 from transformers import (
     PrinterCallback,
@@ -34,7 +36,7 @@ from transformers import (
     set_seed,
 )
 
-from critic.collate import CriticCollator, EncodedConversation, encode_conversation
+from critic.collate import IGNORE_INDEX, CriticCollator, EncodedConversation, encode_conversation
 from critic.evaluation import EvalSummary, evaluate_records
 from critic.modeling import CRITIC_INFO_FILE, LoadedModel, cpu_has_bf16, load_base_model
 from critic.sft import SftRecord, read_sft
@@ -86,6 +88,10 @@ class TrainConfig:
     bf16: bool = True
     """bf16 mixed precision where the device supports it: a CUDA device with bf16, or a CPU with
     bf16 instructions (:func:`critic.modeling.cpu_has_bf16`; weights stay float32 there)."""
+    answer_logits_only: bool = True
+    """Compute the vocabulary logits only at the positions the loss reads
+    (:class:`AnswerLogitsTrainer`: the same loss and gradients, much less work for a large
+    vocabulary). False: transformers' default causal-LM loss over every position."""
     gradient_checkpointing: bool = True
     """On CUDA only: trade compute for memory."""
     resume: bool = False
@@ -185,6 +191,59 @@ def train_critic(
         return _train(config, on_log)
 
 
+class AnswerLogitsTrainer(Trainer):
+    """A Trainer that computes the language-model head only where the loss reads it.
+
+    The loss of a critic covers the assistant turn only (:mod:`critic.collate`), yet a causal LM
+    computes vocabulary logits at every position. This trainer asks the model, through its
+    documented ``logits_to_keep`` argument, for the logits at the positions that predict a
+    labelled token of any row of the batch, and takes the same cross-entropy there: summed and
+    divided by ``num_items_in_batch`` (the labelled tokens of the whole accumulated batch), as
+    transformers' causal-LM loss does, so the loss and its gradients equal the default's
+    (tests/critic/test_training_loss.py). With a 262,144-token vocabulary (Gemma 3) the head over
+    every prompt token costs more than the decoder; bench/train_precision.py measures it.
+    """
+
+    def compute_loss(
+        self,
+        model: torch.nn.Module,
+        inputs: dict[str, Any],
+        return_outputs: bool = False,
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+        targets = inputs["labels"][:, 1:]
+        # logits at position t predict token t + 1
+        positions = (targets != IGNORE_INDEX).any(dim=0).nonzero().squeeze(-1)
+        model_inputs = {key: value for key, value in inputs.items() if key != "labels"}
+        outputs = model(**model_inputs, logits_to_keep=positions)
+        logits = outputs.logits.float()
+        kept = targets[:, positions]
+        loss = F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]),
+            kept.reshape(-1),
+            ignore_index=IGNORE_INDEX,
+            reduction="sum",
+        )
+        # the Trainer scales a batch mean for gradient accumulation, not a global one
+        self.loss_is_scaled_for_ga = num_items_in_batch is not None
+        if num_items_in_batch is None:
+            loss = loss / max(int((kept != IGNORE_INDEX).sum()), 1)
+        else:
+            loss = loss / num_items_in_batch
+            if self.args.average_tokens_across_devices:
+                # the count is summed over processes, whose gradients are then averaged
+                loss = loss * self.accelerator.num_processes
+        return (loss, outputs) if return_outputs else loss
+
+
+def accepts_logits_to_keep(model: torch.nn.Module) -> bool:
+    """Whether the model's forward (under a peft wrapper, its base model's) takes
+    ``logits_to_keep``; models that do not are trained by the plain Trainer."""
+    unwrap = getattr(model, "get_base_model", None)
+    base = unwrap() if callable(unwrap) else model
+    return "logits_to_keep" in inspect.signature(base.forward).parameters
+
+
 def _train(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None) -> TrainResult:
     records = read_sft(config.data)
     train_records = [record for record in records if record.split == "train"]
@@ -204,7 +263,9 @@ def _train(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None)
         loaded.model = _with_lora(loaded.model, config)
     dataset = ConversationDataset(train_records, loaded, config.max_length)
     collator = CriticCollator(loaded.tokenizer.pad_token_id)
-    trainer = Trainer(
+    answer_only = config.answer_logits_only and accepts_logits_to_keep(loaded.model)
+    trainer_class = AnswerLogitsTrainer if answer_only else Trainer
+    trainer = trainer_class(
         model=loaded.model,
         args=_training_arguments(config, use_bf16=use_bf16, on_cuda=on_cuda),
         data_collator=collator,
