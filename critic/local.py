@@ -168,14 +168,19 @@ def expected_scores(
         mask = batch["attention_mask"]
         batch["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)
         batch = {key: value.to(model.device) for key, value in batch.items()}
+        # left padding ends every row at the last column, so the positions read (the answer
+        # prefix's last token and each run's tokens) are the last longest-run + 1 columns
+        kept = max(len(run) for run in runs) + 1
         with torch.no_grad():
-            log_probs = model(**batch).logits.float().log_softmax(-1).cpu()
-        width = mask.shape[1]
+            logits = model(**batch, logits_to_keep=kept).logits
+            log_probs = logits.float().log_softmax(-1).cpu()
+        first_kept = mask.shape[1] - kept
         for index in range(len(chunk)):
             node_probs: dict[tuple[int, ...], torch.Tensor] = {}
             for r, run in enumerate(runs):
                 row = index * len(runs) + r
-                offset = width - len(features[row].input_ids) + anchors[row] - 1
+                position = mask.shape[1] - len(features[row].input_ids) + anchors[row] - 1
+                offset = position - first_kept
                 for depth in range(len(run) + 1):
                     node_probs.setdefault(run[:depth], log_probs[row, offset + depth].exp())
             results.append(_expectation(candidates, node_probs))
