@@ -36,7 +36,8 @@ Nothing is tuned on the test split. Run (prints JSON, writes everything under ``
 
 ``--items N`` keeps the first N items (by id) for a quick trial. ``--head-base-model DIR`` reads
 the head and the peer consensus with another converted model (the recorded run: Gemma-3-270M,
-docs/JUDGE_QUALITY.md); zero-shot and the generative critic stay on ``--base-model``.
+docs/JUDGE_QUALITY.md), ``--generative-base-model DIR`` trains the generative critic on another;
+zero-shot stays on ``--base-model``.
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ def main() -> dict:
     if args.generative_epochs > 0:
         generative_dir = work / "generative"
         steps.cli("critic train (generative, LoRA)", "critic", "train", "--data", str(sft),
-                  "--base-model", str(base), "-o", str(generative_dir), "--lora",
+                  "--base-model", str(args.generative_base_model or base), "-o",
+                  str(generative_dir), "--lora",
                   "--lora-last-layers", str(args.generative_last_layers),
                   "--epochs", str(args.generative_epochs), "--seed", str(args.seed),
                   "--no-eval")  # fmt: skip
@@ -247,6 +249,12 @@ def _arguments() -> argparse.Namespace:
         type=Path,
         help="the head critic's frozen base model and the peer consensus's reader (default: the "
         "base model); zero-shot and the generative critic stay on the base model",
+    )
+    parser.add_argument(
+        "--generative-base-model",
+        type=Path,
+        help="the generative critic's base model (default: the base model); zero-shot stays on "
+        "the base model",
     )
     parser.add_argument("--pandalm-dir", type=Path, default=PANDALM_DIR)
     parser.add_argument("--work", type=Path, required=True)
