@@ -32,13 +32,12 @@ from sqlalchemy.engine import Engine
 
 from annotate_app.campaign_calibration import (
     CampaignReportFiles,
-    calibrate_input,
+    calibrate_campaign,
     campaign_consistency,
     campaign_report_files,
     judge_audit,
     load_campaign,
     only_units,
-    with_rationales,
 )
 from calibration import CalibrationOptions, CalibrationReport
 from calibration.audits import JudgeAudit
@@ -103,7 +102,7 @@ def campaign_overview(scope: CampaignScope) -> CampaignOverview:
 
 def page_calibration(scope: CampaignScope, **options: Any) -> PageCalibration:
     """Calibrate ``scope`` with ``options`` (as :func:`~annotate_app.campaign_calibration.
-    calibrate_input`), with the rationales of the listed disagreements."""
+    calibrate_campaign`), with the rationales of the listed disagreements."""
     return _run(_calibration, scope, options)
 
 
@@ -279,7 +278,7 @@ def _calibration(scope: CampaignScope, options: dict[str, Any]) -> PageCalibrati
     source = _filtered(scope)
     if source.frame.empty:
         return PageCalibration(None)
-    calibration = with_rationales(_engine(scope.url), calibrate_input(source, **options))
+    calibration = calibrate_campaign(_engine(scope.url), source, **options)
     return PageCalibration(replace(calibration.report, units=None))
 
 

@@ -82,56 +82,30 @@ def only_units(
     return source if frame is source.frame else replace(source, frame=frame)
 
 
-def calibrate_input(
+def calibrate_campaign(
+    engine: Engine,
     source: CampaignCalibrationInput,
     *,
     progress: Callable[[int], None] | None = None,
     **options: Any,
 ) -> CampaignCalibration:
-    """Calibrate what :func:`load_campaign` read.
+    """Calibrate what :func:`load_campaign` read: ``critiquelab calibrate --campaign``, the
+    Calibration page and the Campaigns page's report.
 
     ``options``: fields of :class:`~calibration.CalibrationOptions` other than ``protocol``
-    (``judges``, ``by``, ``unparsed``, ``bootstrap``...), which is the source's.
+    (``judges``, ``by``, ``unparsed``, ``bootstrap``...), which is the source's. The campaign's
+    frame holds no rationales (a million units' texts would not fit in a page), so the texts of
+    the units the report lists as largest disagreements are read apart, in one query
+    (:func:`data.io.frames.campaign_rationales`) in a read-only snapshot.
     """
     chosen = CalibrationOptions(protocol=source.protocol, **options)
     report = calibrate(source.frame, chosen, overrides=source.overrides, progress=progress)
-    return CampaignCalibration(source, chosen, report)
-
-
-def calibrate_campaign(
-    engine: Engine,
-    campaign: str | int,
-    *,
-    protocol: Protocol | None = None,
-    progress: Callable[[int], None] | None = None,
-    **options: Any,
-) -> CampaignCalibration:
-    """Read ``campaign`` (name or id) and calibrate it, as ``critiquelab calibrate --campaign``.
-
-    ``protocol``: read and score the values under this protocol instead of the campaign's;
-    ``options``: as :func:`calibrate_input` (``judges`` also limits the judgements read).
-    """
-    judges = options.get("judges")
-    source = load_campaign(engine, campaign, judges=judges, protocol=protocol)
-    return with_rationales(engine, calibrate_input(source, progress=progress, **options))
-
-
-def with_rationales(engine: Engine, calibration: CampaignCalibration) -> CampaignCalibration:
-    """``calibration`` with the rationales of the units its report lists, read in one query.
-
-    The campaign's frame holds no rationales (a million units' texts would not fit in a page),
-    so the report's largest disagreements come without them; this reads the texts of those few
-    units (:func:`data.io.frames.campaign_rationales`) in a read-only snapshot.
-    """
-    report = calibration.report
     units = report.listed_units()
-    if not units:
-        return calibration
-    with read_scope(engine) as session:
-        rows = campaign_rationales(
-            session, calibration.source.campaign, units, judges=list(report.details)
-        )
-    return replace(calibration, report=report.with_rationales(rows))
+    if units:
+        with read_scope(engine) as session:
+            rows = campaign_rationales(session, source.campaign, units, judges=list(report.details))
+        report = report.with_rationales(rows)
+    return CampaignCalibration(source, chosen, report)
 
 
 def judge_audit(
@@ -235,7 +209,7 @@ def campaign_report_files(engine: Engine, campaign: str | int) -> CampaignReport
     --campaign`` with its default options (the same functions, the same bytes), from one read of
     the campaign."""
     source = load_campaign(engine, campaign)
-    report = with_rationales(engine, calibrate_input(source)).report
+    report = calibrate_campaign(engine, source).report
     audit = judge_audit(engine, source)
     return CampaignReportFiles(
         report.result.with_extras(judge_audit=audit),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import typer
 
-from annotate_app.campaign_calibration import calibrate_input, load_campaign, with_rationales
+from annotate_app.campaign_calibration import calibrate_campaign, load_campaign
 from annotate_app.cli.calibrate_audits import (
     AuditOutputs,
     campaign_audits,
@@ -220,9 +220,7 @@ def _calibrate(
     """A campaign through the library's campaign calibration (the rationales of the units the
     report lists read apart); files through ``calibrate``."""
     if source is not None:
-        return with_rationales(
-            cli.engine(), calibrate_input(source, progress=progress, **fields)
-        ).report
+        return calibrate_campaign(cli.engine(), source, progress=progress, **fields).report
     return calibrate(frame, options, data_sha256=data_sha256, progress=progress)
 
 

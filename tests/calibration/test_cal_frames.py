@@ -311,11 +311,13 @@ def test_rationales_are_read_for_the_listed_units_only_in_one_query(any_engine):
 def test_a_campaign_calibration_reads_the_rationales_of_the_listed_units_only(engine):
     """The frame has no rationale column; the report's disagreements get their texts from one
     read restricted to the units they list."""
-    from annotate_app.campaign_calibration import calibrate_campaign
+    from annotate_app.campaign_calibration import calibrate_campaign, load_campaign
 
     ids = _build(engine)
     seen = _statements(engine)
-    calibration = calibrate_campaign(engine, ids["points"], bootstrap=0, max_disagreements=1)
+    calibration = calibrate_campaign(
+        engine, load_campaign(engine, ids["points"]), bootstrap=0, max_disagreements=1
+    )
     assert "rationale" not in calibration.source.frame.columns
     reading = [sql for sql in seen if _reads_rationales(sql)]
     assert len(reading) == 1

@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 
 from annotate_app.campaign_calibration import (
     calibrate_campaign,
-    calibrate_input,
     load_campaign,
     only_units,
     task_agreement,
@@ -106,7 +105,9 @@ def test_pointwise_campaign_json_validates(sample, tmp_path):
     assert aggregate[-1] == "groups_without_correlation"
     # the library function the CLI, the Calibration page and the Campaigns page share gives
     # the same numbers as the command
-    shared = calibrate_campaign(engine, POINTWISE, bootstrap=50).report.result
+    shared = calibrate_campaign(
+        engine, load_campaign(engine, POINTWISE), bootstrap=50
+    ).report.result
     assert shared.judges[judge].model_dump(mode="json") == block
     assert shared.human.model_dump(mode="json") == written["human"]
 
@@ -159,7 +160,7 @@ def test_only_units_keeps_whole_units_of_the_chosen_tasks(sample):
     units = set(chosen.frame["unit"])
     assert units and units < set(source.frame["unit"])
     assert chosen.frame.equals(source.frame[source.frame["unit"].isin(units)])
-    result = calibrate_input(chosen, bootstrap=0).report.result
+    result = calibrate_campaign(engine, chosen, bootstrap=0).report.result
     assert result.reference.n_units_total == len(units)
 
 

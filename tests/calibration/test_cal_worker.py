@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from annotate_app import calibration_worker
 from annotate_app.auth import USER_KEY
 from annotate_app.calibration_worker import CampaignScope, campaign_overview, page_calibration
-from annotate_app.campaign_calibration import calibrate_campaign
+from annotate_app.campaign_calibration import calibrate_campaign, load_campaign
 from annotate_app.navigation import APP_DIR
 from calibration import CalibrationInputError
 from data.io.campaign_input import campaign_version
@@ -72,7 +72,9 @@ def test_the_worker_answers_as_the_library(sample):
     assert overview.campaign == CAMPAIGN and overview.rows > 0
     assert overview.judges == ["synthetic-critic-v0", "synthetic-gpt4-like"]
     report = page_calibration(scope, bootstrap=50, seed=3).report
-    expected = calibrate_campaign(engine, CAMPAIGN, bootstrap=50, seed=3).report
+    expected = calibrate_campaign(
+        engine, load_campaign(engine, CAMPAIGN), bootstrap=50, seed=3
+    ).report
     assert report.result.to_json() == expected.result.to_json()
     assert report.units is None  # one row per unit: it stays in the worker
     for judge, details in expected.details.items():
