@@ -134,6 +134,28 @@ def test_lora_adapter_saves_loads_and_merges(
     assert torch.allclose(_logits(load_critic(full.final_dir).model, ids), with_adapter, atol=1e-5)
 
 
+def test_a_lora_critics_head_reads_a_contiguous_input_and_gives_the_same_logits(
+    engine: Engine, campaigns: dict, tiny_llama: Path, tmp_path: Path
+) -> None:
+    """A frozen head fed the strided last position makes torch.matmul copy its weight per row
+    (critic.modeling.contiguous_head_input); the loaded critic's head gets a contiguous copy."""
+    data = _export(engine, tmp_path)
+    config = _config(data, tiny_llama, tmp_path / "lora", lora=True, max_steps=1, evaluate=False)
+    loaded = load_critic(train_critic(config).final_dir)
+    head = loaded.model.get_output_embeddings()
+    assert not any(parameter.requires_grad for parameter in head.parameters())
+    contiguous: list[bool] = []
+    head.register_forward_hook(
+        lambda _module, args, _out: contiguous.append(args[0].is_contiguous())
+    )
+    ids = torch.tensor([[5, 6, 7, 8, 9], [9, 8, 7, 6, 5]])
+    with torch.no_grad():
+        last = loaded.model(input_ids=ids, logits_to_keep=1).logits
+        every = loaded.model(input_ids=ids).logits
+    assert contiguous == [True, True]
+    torch.testing.assert_close(last[:, -1], every[:, -1])
+
+
 def test_bf16_on_a_cpu_is_mixed_precision_over_float32_weights(
     engine: Engine,
     campaigns: dict,
