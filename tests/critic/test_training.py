@@ -156,6 +156,26 @@ def test_a_lora_critics_head_reads_a_contiguous_input_and_gives_the_same_logits(
     torch.testing.assert_close(last[:, -1], every[:, -1])
 
 
+def test_the_evaluation_after_lora_training_hands_the_head_a_contiguous_input(
+    engine: Engine, campaigns: dict, tiny_llama: Path, tmp_path: Path
+) -> None:
+    data = _export(engine, tmp_path)
+    vocabulary = load_base_model(tiny_llama).model.get_output_embeddings().out_features
+    seen: list[tuple[bool, bool]] = []  # (in training mode, input contiguous) of each head call
+
+    def record(module: torch.nn.Module, args: tuple, _out: object) -> None:
+        if isinstance(module, torch.nn.Linear) and module.out_features == vocabulary:
+            seen.append((module.training, args[0].is_contiguous()))
+
+    hook = torch.nn.modules.module.register_module_forward_hook(record)
+    try:
+        train_critic(_config(data, tiny_llama, tmp_path / "lora", lora=True, max_steps=1))
+    finally:
+        hook.remove()
+    evaluation = [contiguous for training, contiguous in seen if not training]
+    assert evaluation and all(evaluation)
+
+
 def test_bf16_on_a_cpu_is_mixed_precision_over_float32_weights(
     engine: Engine,
     campaigns: dict,
