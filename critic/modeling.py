@@ -108,6 +108,7 @@ def load_base_model(path: Path | str, *, dtype: torch.dtype | None = None) -> Lo
             f"{folder} has no chat template; add chat_template.jinja to the folder (the critic "
             "renders its prompts with the model's own template)"
         )
+    contiguous_head_input(model)
     return LoadedModel(model, tokenizer, processor, kind, folder)
 
 
@@ -137,19 +138,21 @@ def load_critic(path: Path | str, *, dtype: torch.dtype | None = None) -> Loaded
     base = json.loads(adapter_config.read_text()).get("base_model_name_or_path")
     loaded = load_base_model(_base_folder(folder, base), dtype=dtype)
     loaded.model = PeftModel.from_pretrained(loaded.model, folder)
-    contiguous_head_input(loaded.model)
     loaded.path, loaded.info = folder, info
     return loaded
 
 
 def contiguous_head_input(model: torch.nn.Module) -> None:
-    """Hand the language-model head a contiguous copy of its input.
+    """Hand the language-model head a contiguous copy of its input (every model
+    :func:`load_base_model` loads; the hook stays with the head under a peft adapter and after
+    a merge).
 
     ``torch.matmul`` multiplies a strided 3-D input by a weight that needs no gradient by
     expanding the weight over the batch and copying it, once per row. The hidden states that
     transformers slices for ``logits_to_keep`` (generation keeps the last position) are such a
     view, and peft freezes a LoRA critic's weights: a batch of 8 took 6 s instead of 0.03 s on
-    Gemma-3's 262,144 × 640 head in bf16 (JUDGE_QUALITY.md). The copy is one row per prompt.
+    Gemma-3's 262,144 × 640 head in bf16 (JUDGE_QUALITY.md). The copy is one row per prompt;
+    an input that is already contiguous is passed on as it is.
     """
     output_embeddings = getattr(model, "get_output_embeddings", None)
     head = output_embeddings() if callable(output_embeddings) else None

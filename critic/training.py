@@ -38,13 +38,7 @@ from transformers import (
 
 from critic.collate import IGNORE_INDEX, CriticCollator, EncodedConversation, encode_conversation
 from critic.evaluation import EvalSummary, evaluate_records
-from critic.modeling import (
-    CRITIC_INFO_FILE,
-    LoadedModel,
-    contiguous_head_input,
-    cpu_has_bf16,
-    load_base_model,
-)
+from critic.modeling import CRITIC_INFO_FILE, LoadedModel, cpu_has_bf16, load_base_model
 from critic.sft import SftRecord, read_sft
 from schemas.option_text import OptionError, OptionText
 
@@ -294,8 +288,6 @@ def _train(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None)
     if trainer.is_world_process_zero():
         loaded.model = _finish(trainer, loaded, config, final_dir, records[0].meta, use_bf16)
         if config.evaluate and eval_records:
-            if config.lora:  # peft froze the head: as a loaded LoRA critic (load_critic)
-                contiguous_head_input(loaded.model)
             summary = evaluate_records(
                 loaded,
                 eval_records,
