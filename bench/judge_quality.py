@@ -140,7 +140,8 @@ def main() -> dict:
     head_base = args.head_base_model or base
     steps.cli("critic train --objective head", "critic", "train", "--objective", "head",
               "--data", str(sft), "--base-model", str(head_base), "-o", str(head_dir),
-              "--seed", str(args.seed), "--head-layers", args.head_layers)  # fmt: skip
+              "--seed", str(args.seed), "--head-layers", args.head_layers,
+              "--head-targets", args.head_targets)  # fmt: skip
     steps.cli("critic score head", *score, "--model", str(head_dir / "final"),
               "--judge-name", "head")  # fmt: skip
     exported = work / "judges.jsonl"
@@ -265,6 +266,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=int, default=8)
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--head-layers", default="12,15,18", help="layers the head's CV tries")
+    parser.add_argument(
+        "--head-targets",
+        choices=("consensus", "annotators"),
+        default="consensus",
+        help="the head fits the consensus label or each annotator's verdict (critic train)",
+    )
     parser.add_argument(
         "--generative-epochs",
         type=float,

@@ -21,8 +21,14 @@ features; docs/JUDGE_QUALITY.md).
 
 Fitting: features standardised with the training mean and standard deviation, weights by L-BFGS
 on the mean cross-entropy plus ``l2 · ‖W‖² / 2`` (multinomial logistic regression, as sklearn's
-``LogisticRegression``). ``l2`` (and the layer) is chosen from a grid by K-fold cross-validation
-on the training records **grouped by item** (no item in two folds), on mean log-loss; the
+``LogisticRegression``). The cross-entropy is taken against the consensus label (``targets=
+"consensus"``) or, for pairwise records, against the share of the unit's annotators who gave each
+verdict (``"annotators"``: ``meta.labels``), so a 2–1 split teaches less confidence than a
+unanimous pair — learning from the label distribution rather than its majority (Peterson et al.,
+2019, *Human uncertainty makes classification more robust*; Uma et al., 2021, *Learning from
+disagreement: a survey*). ``l2`` (and the layer) is chosen from a grid by K-fold cross-validation
+on the training records **grouped by item** (no item in two folds), on mean log-loss of the
+consensus label whichever targets were fitted; the
 out-of-fold probabilities of the chosen setting are kept, so that a calibration map can be
 fitted without touching held-out data.
 """
@@ -45,6 +51,7 @@ from critic.head_features import HeadSetupError, prompt_features
 from critic.modeling import CRITIC_INFO_FILE, inference_dtype, load_base_model
 from critic.sft import SftRecord, read_sft
 from critic.training import FINAL_FOLDER, TrainConfig, TrainingSetupError, TrainResult
+from schemas.option_text import OptionText
 from schemas.protocols import to_shown
 
 HEAD_FILE = "head.pt"
@@ -52,6 +59,11 @@ CV_FILE = "head_cv.json"
 PAIRWISE_CLASSES: tuple[str, ...] = ("A", "B", "tie")
 DEFAULT_L2_GRID: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
 HeadKind = Literal["prompt", "pair-difference"]
+HeadTargets = Literal["consensus", "annotators"]
+_PAIRWISE_ONLY = OptionText(
+    "{head_targets} annotators applies to pairwise files: a score's consensus is a mean, not one "
+    "of the head's classes; fit a score head on the consensus"
+)
 _MIRROR = [1, 0, 2]
 """Class order of :data:`PAIRWISE_CLASSES` with the two responses swapped."""
 
@@ -112,6 +124,22 @@ def record_class(record: SftRecord) -> str:
     return _score_text(float(label))
 
 
+def record_distribution(record: SftRecord, classes: list[str]) -> np.ndarray:
+    """The share of a pairwise record's annotators (``meta.labels``) who gave each of
+    ``classes``, in the shown order; labels that are not a verdict (none given) are left out."""
+    if record.meta.get("protocol") != "pairwise":
+        raise HeadSetupError(_PAIRWISE_ONLY)
+    swapped = list(record.meta.get("shown") or []) != list(record.meta.get("pair") or [])
+    given = [str(value) for value in (record.meta.get("labels") or {}).values() if value]
+    shown = [to_shown(value, swapped=swapped) for value in given]
+    if not shown or any(label not in classes for label in shown):
+        raise HeadSetupError(
+            f"an SFT record ({record.meta.get('unit_key')}) has annotator labels {given!r} in "
+            f"meta.labels, not one or more of {classes}; export it with critiquelab"
+        )
+    return np.array([shown.count(label) / len(shown) for label in classes])
+
+
 def fit_head(
     features: np.ndarray | dict[int, np.ndarray],
     targets: list[str],
@@ -122,12 +150,19 @@ def fit_head(
     folds: int = 5,
     seed: int = 0,
     kind: HeadKind = "prompt",
+    distributions: np.ndarray | None = None,
 ) -> HeadFit:
     """Choose the layer and ``l2`` by grouped K-fold cross-validation (lowest mean out-of-fold
-    log-loss; the stronger ``l2`` on a tie), then fit on every record. ``features``: one array,
-    or layer → array (from :func:`prompt_features`); ``kind`` as :attr:`ClassifierHead.kind`."""
+    log-loss of ``targets``; the stronger ``l2`` on a tie), then fit on every record.
+    ``features``: one array, or layer → array (from :func:`prompt_features`); ``kind`` as
+    :attr:`ClassifierHead.kind`; ``distributions``: (n, classes) label distributions to fit
+    instead of ``targets`` (:func:`record_distribution`), scored against ``targets`` all the
+    same."""
     by_layer = features if isinstance(features, dict) else {0: features}
     y = np.array([classes.index(t) for t in targets])
+    fitted = np.eye(len(classes))[y] if distributions is None else np.asarray(distributions)
+    if fitted.shape != (len(y), len(classes)):
+        raise ValueError(f"distributions are {fitted.shape}, not (records, classes)")
     fold = _group_folds(groups, folds, seed)
     cv, oof_by = [], {}
     for layer, x in by_layer.items():
@@ -135,7 +170,7 @@ def fit_head(
             oof = np.zeros((len(y), len(classes)))
             for k in sorted(set(fold)):
                 train, test = fold != k, fold == k
-                head, _ = _fit(x[train], y[train], classes, l2, kind)
+                head, _ = _fit(x[train], fitted[train], classes, l2, kind)
                 oof[test] = head.probabilities(x[test])
             picked = np.clip(oof[np.arange(len(y)), y], 1e-12, 1.0)
             cv.append(
@@ -149,7 +184,7 @@ def fit_head(
             oof_by[layer, l2] = oof
     best = min(cv, key=lambda row: (row["log_loss"], -row["l2"]))
     layer, l2 = int(best["layer"]), best["l2"]
-    head, losses = _fit(by_layer[layer], y, classes, l2, kind)
+    head, losses = _fit(by_layer[layer], fitted, classes, l2, kind)
     head.layer = layer
     return HeadFit(head, losses, cv, oof_by[layer, l2])
 
@@ -203,6 +238,8 @@ def train_head(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | N
     loaded = load_base_model(config.base_model, dtype=dtype)
     targets = [record_class(record) for record in train_records]
     pairwise = train_records[0].meta.get("protocol") == "pairwise"
+    if config.head_targets == "annotators" and not pairwise:
+        raise HeadSetupError(_PAIRWISE_ONLY)
     classes = list(PAIRWISE_CLASSES) if pairwise else sorted(set(targets), key=float)
     kind: HeadKind = "pair-difference" if pairwise else "prompt"
     features = prompt_features(
@@ -221,6 +258,9 @@ def train_head(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | N
         folds=config.head_folds,
         seed=config.seed,
         kind=kind,
+        distributions=np.array([record_distribution(r, classes) for r in train_records])
+        if config.head_targets == "annotators"
+        else None,
     )
     for step, loss in fit.losses:
         if on_log is not None and (step % config.logging_steps == 0 or step == len(fit.losses) - 1):
@@ -237,6 +277,7 @@ def train_head(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | N
         "scale": meta.get("scale"),
         "classes": classes,
         "head_kind": kind,
+        "targets": config.head_targets,
         "dtype": str(dtype).removeprefix("torch."),
         "l2": fit.head.l2,
         "layer": fit.head.layer,
@@ -272,15 +313,15 @@ def train_head(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | N
 
 
 def _fit(
-    features: np.ndarray, y: np.ndarray, classes: list[str], l2: float, kind: HeadKind
+    features: np.ndarray, distributions: np.ndarray, classes: list[str], l2: float, kind: HeadKind
 ) -> tuple[ClassifierHead, list[tuple[int, float]]]:
     if kind == "pair-difference":  # every record and its mirror: no side is favoured
-        y = np.concatenate([y, np.array(_MIRROR)[y]])
+        distributions = np.concatenate([distributions, distributions[:, _MIRROR]])
         features = _pair_inputs(np.concatenate([features, _swap_sides(features)]))
     x = torch.as_tensor(features, dtype=torch.float32)
     mean, std = x.mean(0), x.std(0).clamp(min=1e-6)
     x = (x - mean) / std
-    target = torch.as_tensor(y, dtype=torch.long)
+    target = torch.as_tensor(distributions, dtype=torch.float32)  # class probabilities
     weight = torch.zeros(len(classes), x.shape[1], requires_grad=True)
     bias = torch.zeros(len(classes), requires_grad=True)
     optimiser = torch.optim.LBFGS(

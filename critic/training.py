@@ -110,6 +110,9 @@ class TrainConfig:
     """``head``: folds of the cross-validation (grouped by item) that chooses the L2 strength."""
     head_layers: tuple[int, ...] = (0,)
     """``head``: decoder layers (1-based, 0 = last) the cross-validation chooses among."""
+    head_targets: Literal["consensus", "annotators"] = "consensus"
+    """``head``: fit the consensus label, or (pairwise) the share of the annotators who gave each
+    verdict (:func:`critic.head.record_distribution`)."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,10 @@ from annotate_app.cli.judging_options import choice
 from calibration.result import CalibrationResult
 
 _OBJECTIVES: dict[str, Literal["generate", "head"]] = {"generate": "generate", "head": "head"}
+_HEAD_TARGETS: dict[str, Literal["consensus", "annotators"]] = {
+    "consensus": "consensus",
+    "annotators": "annotators",
+}
 
 
 def train(
@@ -68,6 +72,12 @@ def train(
     head_layers: str = typer.Option(
         "0", "--head-layers", help="head: layers (1-based, 0 = last) CV chooses among, e.g. 8,16."
     ),
+    head_targets: str = typer.Option(
+        "consensus",
+        "--head-targets",
+        help="head: fit the consensus label | annotators (pairwise: each annotator's verdict, "
+        "as shares of the unit's labels).",
+    ),
 ) -> None:
     """Fine-tune a critic; multi-GPU: accelerate launch $(which critiquelab) critic train ..."""
     from critic.training import TrainConfig, train_critic
@@ -103,6 +113,7 @@ def train(
         objective=choice(objective, _OBJECTIVES, "--objective"),
         head_folds=head_folds,
         head_layers=_layers(head_layers),
+        head_targets=choice(head_targets, _HEAD_TARGETS, "--head-targets"),
     )
     result = train_critic(config, on_log=lambda log: cli.info(_log_line(log)))
     figures = _headline(result.eval.report) if result.eval else {}

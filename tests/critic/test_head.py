@@ -16,19 +16,20 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from calibration.cost import judge_costs
-from critic.head import _group_folds, fit_head, load_head
-from critic.head_features import prompt_features
+from critic.head import _group_folds, fit_head, load_head, record_class, record_distribution
+from critic.head_features import HeadSetupError, prompt_features
 from critic.judging import plan_jobs
 from critic.local import GenerationOptions, encode_prompt, verdict_probabilities
-from critic.modeling import load_base_model, load_critic
+from critic.modeling import inference_dtype, load_base_model, load_critic
 from critic.prompts import SHOWN_VERDICTS, builtin_template
 from critic.score import ScoreOptions, score_campaign, split_unit_keys
-from critic.sft import SftOptions, export_campaign_sft
+from critic.sft import SftOptions, SftRecord, export_campaign_sft, read_sft
 from critic.training import TrainConfig, train_critic
 from data.io.critic_io import campaign_info, campaign_units, image_resolver
 from data.io.judge_facts import campaign_judgement_usage
 from data.storage.engine import session_scope
-from schemas.tables import Judgement
+from schemas.protocols import to_shown
+from schemas.tables import Annotation, Judgement, Unit, User
 
 
 def _rows(engine: Engine, judge: str) -> list[Judgement]:
@@ -243,3 +244,118 @@ def test_head_and_probability_options_through_the_commands(
     assert {row.unit_key for row in _rows(engine, "z-probs")} == train_keys
     bad = runner.invoke(app, [*db, *steps[3][:-2], "--split", "test"])
     assert bad.exit_code == 2 and "--split" in bad.output
+
+
+@pytest.mark.parametrize("with_distributions", [False, True])
+def test_a_head_is_the_multinomial_regression_of_its_targets(with_distributions: bool) -> None:
+    # Independent computation: scikit-learn's multinomial logistic regression on the same
+    # standardised features. A label distribution is the same objective as one row per class
+    # weighted by its share; mean cross-entropy + l2·‖W‖²/2 is sklearn's C = 1 / (n · l2).
+    rng = np.random.default_rng(3)
+    classes = ["A", "B", "tie"]
+    x = rng.normal(size=(90, 4))
+    distributions = rng.dirichlet(np.ones(3) * 0.7, size=90)
+    y = [classes[i] for i in distributions.argmax(1)]
+    groups = [f"item-{i // 3}" for i in range(90)]
+    l2 = 0.05
+    fit = fit_head(
+        x, y, groups, classes=classes, l2_grid=(l2,), folds=3,
+        distributions=distributions if with_distributions else None,
+    )  # fmt: skip
+    from sklearn.linear_model import LogisticRegression
+
+    weights = distributions if with_distributions else np.eye(3)[distributions.argmax(1)]
+    scaled = (x - x.mean(0)) / x.std(0, ddof=1)
+    oracle = LogisticRegression(C=1 / (len(x) * l2), tol=1e-12, max_iter=10_000)
+    oracle.fit(
+        np.repeat(scaled, 3, axis=0), np.tile([0, 1, 2], len(x)), sample_weight=weights.ravel()
+    )
+    assert np.allclose(fit.head.probabilities(x), oracle.predict_proba(scaled), atol=2e-4)
+
+
+def _pairwise_record(labels: dict[str, str | None], shown: list[str]) -> SftRecord:
+    meta = {"protocol": "pairwise", "pair": ["r1", "r2"], "shown": shown, "labels": labels}
+    return SftRecord(messages=[], meta={**meta, "unit_key": "p:r1|r2"})
+
+
+def test_record_distribution_is_each_annotators_verdict_in_the_shown_order() -> None:
+    classes = ["A", "B", "tie"]
+    labels: dict[str, str | None] = {"ann": "A", "bo": "A", "cy": "tie", "di": None}
+    assert record_distribution(_pairwise_record(labels, ["r1", "r2"]), classes).tolist() == (
+        pytest.approx([2 / 3, 0, 1 / 3])
+    )
+    assert record_distribution(_pairwise_record(labels, ["r2", "r1"]), classes).tolist() == (
+        pytest.approx([0, 2 / 3, 1 / 3])
+    )
+    with pytest.raises(HeadSetupError, match="meta.labels"):
+        record_distribution(_pairwise_record({"ann": None}, ["r1", "r2"]), classes)
+    score = SftRecord(messages=[], meta={"protocol": "alignmmbench", "labels": {"ann": 7}})
+    with pytest.raises(HeadSetupError, match="head targets annotators applies to pairwise"):
+        record_distribution(score, ["7"])
+
+
+def test_a_head_fitted_to_the_annotators_through_the_command(
+    engine: Engine, campaigns: dict, tiny_llama: Path, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from annotate_app.cli.main import app
+
+    # carol calls the first three items' pairs a tie: their consensus stays model-x's response,
+    # their annotators' distribution does not
+    with session_scope(engine) as session:
+        carol = session.exec(select(User).where(User.name == "carol")).one()
+        for annotation in session.exec(
+            select(Annotation).where(Annotation.annotator_id == carol.id)
+        ):
+            unit = session.get(Unit, annotation.unit_id)
+            if annotation.preference is not None and unit.item_pk <= 3:
+                annotation.preference = "tie"
+    runner = CliRunner()
+    db = ["--db", engine.url.render_as_string(hide_password=False), "--json"]
+    data = tmp_path / "sft.jsonl"
+    export = ["export", "sft", "--campaign", "pairs", "-o", str(data), "--eval-fraction", "0.34"]
+    assert runner.invoke(app, [*db, *export]).exit_code == 0
+    train = ["critic", "train", "--objective", "head", "--data", str(data), "--base-model",
+             str(tiny_llama), "--head-folds", "2", "--head-layers", "1"]  # fmt: skip
+    heads = {}
+    for targets in ("consensus", "annotators"):
+        folder = tmp_path / targets
+        result = runner.invoke(app, [*db, *train, "-o", str(folder), "--head-targets", targets])
+        assert result.exit_code == 0, result.output
+        info = json.loads((folder / "final" / "critic.json").read_text())
+        assert info["targets"] == targets
+        heads[targets] = load_head(folder / "final")
+    records = [r for r in read_sft(data) if r.split == "train"]
+    shares = []
+    for record in records:  # counted here, apart from the library
+        swapped = record.meta["shown"] != record.meta["pair"]
+        given = [to_shown(value, swapped=swapped) for value in record.meta["labels"].values()]
+        shares.append([given.count(label) / len(given) for label in ("A", "B", "tie")])
+    assert any(0 < max(row) < 1 for row in shares), "the file has no split vote to learn from"
+    features = prompt_features(
+        load_base_model(tiny_llama, dtype=inference_dtype()),
+        [record.messages[:-1] for record in records],
+        layers=(1,),
+        answer_spans=[tuple(map(tuple, r.meta["answer_spans"])) for r in records],
+    )[1]
+    targets = [record_class(record) for record in records]
+    groups = [str(record.meta["item_id"]) for record in records]
+    for name, distributions in (("consensus", None), ("annotators", np.array(shares))):
+        expected = fit_head(
+            features, targets, groups, classes=["A", "B", "tie"], folds=2, seed=0,
+            kind="pair-difference", distributions=distributions,
+        ).head  # fmt: skip
+        assert np.allclose(heads[name].probabilities(features), expected.probabilities(features))
+    assert not np.allclose(
+        heads["annotators"].probabilities(features), heads["consensus"].probabilities(features)
+    )
+    scores = tmp_path / "amb.jsonl"
+    export_scores = [*export[:3], "amb", "-o", str(scores), *export[6:]]
+    assert runner.invoke(app, [*db, *export_scores]).exit_code == 0
+    score_train = [*train[:5], str(scores), *train[6:]]
+    result = runner.invoke(
+        app, [*db, *score_train, "-o", str(tmp_path / "s"), "--head-targets", "annotators"]
+    )
+    assert result.exit_code == 2
+    assert "--head-targets annotators applies to pairwise files" in result.output
