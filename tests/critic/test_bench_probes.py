@@ -118,3 +118,32 @@ def test_nested_cv_holds_items_out_of_the_folds_that_score_them() -> None:
     features = np.repeat(rng.normal(size=(60, 40)), 6, axis=0)  # an item's own fingerprint
     held_out = nested_cv(features, labels, groups, seed=0)
     assert held_out["accuracy"] < 0.5  # chance for three classes, not memorised items
+
+
+def test_the_generative_probes_folds_hold_items_out_and_never_read_the_test_split(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from bench.generative_cv_probe import fold_file, majority_floor
+
+    rows = [
+        {"meta": {"item_id": f"item-{i // 3}", "split": "eval" if i >= 24 else "train",
+                  "label": "A" if i % 3 else "B", "unit_key": f"u{i}"}}
+        for i in range(30)
+    ]  # fmt: skip
+    sft = tmp_path / "sft.jsonl"
+    sft.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    seen: dict[str, str] = {}
+    for fold in range(4):
+        target = tmp_path / f"fold{fold}.jsonl"
+        counts = fold_file(sft, fold, 4, 0, target)
+        written = [json.loads(line)["meta"] for line in target.open()]
+        assert [meta["unit_key"] for meta in written] == [f"u{i}" for i in range(24)]
+        assert counts == {"train": 18, "eval": 6}  # 8 train items, 2 held out per fold
+        for meta in written:  # an item's records stay together
+            if meta["split"] == "eval":
+                assert seen.setdefault(meta["item_id"], str(fold)) == str(fold)
+        held = [meta["label"] for meta in written if meta["split"] == "eval"]
+        assert majority_floor(target) == held.count("A") / len(held)  # A is 2/3 of train labels
+    assert len(seen) == 8  # every train item is held out exactly once
