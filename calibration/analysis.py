@@ -181,10 +181,20 @@ def calibrate(
 
 
 def frame_sha256(frame: pd.DataFrame) -> str:
-    """A hash of the judgement rows, independent of their order."""
+    """A hash of the judgement rows, independent of their order: the SHA-256 of the rows' CSV
+    text (these columns as text, rows sorted). The text goes to the hash a block of rows at a
+    time, never whole: at millions of rows it would be hundreds of MB, held twice (text, bytes)."""
     columns = ["unit", "rater", "kind", "value", "shown_order", "parse_status"]
-    text = frame[columns].astype(str).sort_values(columns).to_csv(index=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    rows = frame[columns].astype(str).sort_values(columns)
+    digest = hashlib.sha256()
+    for start in range(0, max(len(rows), 1), _HASH_BLOCK):
+        block = rows.iloc[start : start + _HASH_BLOCK]
+        digest.update(block.to_csv(index=False, header=start == 0).encode())
+    return digest.hexdigest()
+
+
+_HASH_BLOCK = 100_000
+"""Rows written to :func:`frame_sha256`'s hash at a time."""
 
 
 def check_judges(wanted: Sequence[str], present: Sequence[str]) -> None:

@@ -39,17 +39,18 @@ class UnitData:
     reference: np.ndarray
     adjudicated: np.ndarray
     frame: pd.DataFrame
+    row_units: np.ndarray
+    """Per row of ``frame``, the index of its unit in ``units``: found once for every row, so
+    that selecting a judge's rows does not look each key up again."""
 
     @property
     def n_units(self) -> int:
         return int(self.units.size)
 
-    def unit_index(self, keys: pd.Series) -> np.ndarray:
-        return np.searchsorted(self.units, keys.to_numpy(dtype=object).astype(str))
-
     def judge_rows(self, judge: str) -> pd.DataFrame:
-        rows = self.frame[(self.frame["kind"] == "model") & (self.frame["rater"] == judge)]
-        return rows.assign(unit_index=self.unit_index(rows["unit"]))
+        """The judge's rows of ``frame``, with the index of their unit (``unit_index``)."""
+        chosen = ((self.frame["kind"] == "model") & (self.frame["rater"] == judge)).to_numpy()
+        return self.frame[chosen].assign(unit_index=self.row_units[chosen])
 
 
 def normalise_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -64,7 +65,7 @@ def normalise_frame(frame: pd.DataFrame) -> pd.DataFrame:
             + "; build it with data.io.frames.campaign_judgement_frame or "
             "calibration.io.judgement_frame"
         )
-    frame = frame.copy()
+    frame = frame.copy(deep=False)  # setting a column below replaces it: the caller's stay
     defaults = {
         "shown_order": "AB",
         "parse_status": "ok",
@@ -97,9 +98,18 @@ def prepare_units(
     if frame.empty:
         raise CalibrationInputError("there are no judgements to calibrate")
     frame = _coded_values(frame, protocol)
-    units = np.array(sorted(frame["unit"].unique()), dtype=object).astype(str)
-    index = np.searchsorted(units, frame["unit"].to_numpy(dtype=object).astype(str))
-    humans = frame[frame["kind"] == "human"].assign(unit_index=index[frame["kind"] == "human"])
+    # Codes of the sorted distinct keys: each unit's index in ``units``, without a binary search
+    # of every row's key among millions of strings.
+    index, distinct = pd.factorize(frame["unit"], sort=True)
+    units = np.asarray(distinct, dtype=object).astype(str)
+    is_human = (frame["kind"] == "human").to_numpy()
+    humans = pd.DataFrame(
+        {
+            "rater": frame["rater"].to_numpy()[is_human],
+            "unit_index": index[is_human],
+            "code": frame["code"].to_numpy()[is_human],
+        }
+    )
     humans = humans[humans["code"].notna()]
     raters = sorted(humans["rater"].unique())
     matrix = np.full((len(raters), units.size), np.nan)
@@ -120,7 +130,7 @@ def prepare_units(
     reference = with_overrides(reference, adjudicated)
     meta = _unit_meta(frame, units, index)
     return UnitData(
-        protocol, units, meta, list(raters), matrix, reference, ~np.isnan(adjudicated), frame
+        protocol, units, meta, list(raters), matrix, reference, ~np.isnan(adjudicated), frame, index
     )
 
 
