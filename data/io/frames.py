@@ -183,13 +183,15 @@ def _annotations(session: Session, campaign: Campaign) -> pd.DataFrame:
     statement = _live_annotations(select(col(Annotation.unit_id), *_ANNOTATION_COLUMNS), campaign)
     rows = session.connection().execute(statement).all()
     unit_id, name, score, preference, shown = _columns(rows, 5)
+    status = np.empty(len(unit_id), dtype=object)
+    status.fill("ok")  # one string object for every row (np.full would copy it into each)
     return _frame_columns(
         unit_id,
-        [HUMAN_PREFIX + n for n in name],
+        _shared(name, prefix=HUMAN_PREFIX),
         "human",
         score if campaign.protocol != "pairwise" else preference,
         shown,
-        "ok",
+        pd.Series(status, dtype=object),
         np.nan,
     )
 
@@ -202,11 +204,11 @@ def _judgements(session: Session, campaign: Campaign, judges: list[str] | None) 
     unit_id, judge, score, preference, shown, status, expected = _columns(rows, 7)
     return _frame_columns(
         unit_id,
-        judge,
+        _shared(judge),
         "model",
         score if campaign.protocol != "pairwise" else preference,
         shown,
-        pd.Series(status, dtype=object),
+        pd.Series(_shared(status), dtype=object),
         pd.Series(expected, dtype=np.float64),
     )
 
@@ -247,9 +249,22 @@ def _columns(rows: Sequence[Any], width: int) -> list[Sequence[Any]]:
     return list(zip(*rows, strict=True)) if rows else [()] * width
 
 
+def _shared(values: Sequence[str], prefix: str = "") -> np.ndarray:
+    """``prefix`` + each of ``values`` (none None), as an object array in which equal texts are
+    one string object.
+
+    Why: the driver returns a new string for every row, and a million-unit campaign has five
+    million rows of a handful of rater names, parse statuses and orders: hundreds of MB of
+    copies of the same few texts.
+    """
+    codes, distinct = pd.factorize(np.asarray(values, dtype=object))
+    texts = np.array([prefix + text for text in distinct], dtype=object)
+    return texts[codes]
+
+
 def _frame_columns(
     unit_id: Sequence[Any],
-    rater: Sequence[Any],
+    rater: np.ndarray,
     kind: str,
     value: Sequence[Any],
     shown_order: Sequence[Any],
@@ -262,7 +277,7 @@ def _frame_columns(
             "rater": pd.Series(rater, dtype=object),
             "kind": kind,
             "value": pd.Series(value, dtype=object),
-            "shown_order": pd.Series([s or "AB" for s in shown_order], dtype=object),
+            "shown_order": pd.Series(_shared([s or "AB" for s in shown_order]), dtype=object),
             "parse_status": parse_status,
             "expected_score": expected_score,
         }

@@ -339,3 +339,15 @@ def test_a_campaign_calibration_reads_the_rationales_of_the_listed_units_only(en
             for row in judge.disagreements.to_dict("records")
         }
     )
+
+
+def test_the_frame_holds_one_string_object_per_distinct_rater_order_and_status(any_engine):
+    ids = _build(any_engine)
+    with session_scope(any_engine) as s:
+        frame = campaign_judgement_frame(s, ids["points"])
+    for kind in ("human", "model"):  # read by two queries, shared within each
+        rows = frame[frame["kind"] == kind]
+        for column in ("rater", "shown_order", "parse_status"):
+            values = list(rows[column])
+            assert all(isinstance(v, str) for v in values)
+            assert len({id(v) for v in values}) == len(set(values)), (kind, column)
