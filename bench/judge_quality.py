@@ -27,8 +27,8 @@ predictions enter the database as judges through ``critiquelab judgments import`
    shortcuts?), and with each response's agreement with the other answers to its instruction
    besides (``head+no-lm+consensus``, :mod:`peer_consensus`);
 7. ``calibrate`` on the test split's judgements (humans + every judge, file mode) and
-   ``calibrate --compare`` of the head critic against each baseline and against GPT-3.5, and of
-   GPT-3.5 and PandaLM-7B against the no-LM baseline.
+   ``calibrate --compare`` of the head critic and its position-debiased read-out against each
+   baseline, GPT-3.5 and PandaLM-7B, and of GPT-3.5 and PandaLM-7B against the no-LM baseline.
 
 Nothing is tuned on the test split. Run (prints JSON, writes everything under ``--work``)::
 
@@ -200,7 +200,11 @@ def main() -> dict:
               "--html", str(work / "report.html"))  # fmt: skip
     comparisons = {}
     pairs = [("head", other) for other in ("baseline-majority", "baseline-no-lm", "gpt-3.5-turbo")]
-    pairs += [("head-debiased", "baseline-no-lm"), ("head+no-lm", "baseline-no-lm")]
+    pairs += [
+        ("head-debiased", other)
+        for other in ("baseline-majority", "baseline-no-lm", "gpt-3.5-turbo", "pandalm-7b")
+    ]
+    pairs += [("head+no-lm", "baseline-no-lm")]
     pairs += [
         ("head+no-lm+consensus", other)
         for other in ("baseline-majority", "baseline-no-lm", "gpt-3.5-turbo", "pandalm-7b")
