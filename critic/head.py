@@ -21,15 +21,15 @@ features; docs/JUDGE_QUALITY.md).
 
 Fitting: features standardised with the training mean and standard deviation, weights by L-BFGS
 on the mean cross-entropy plus ``l2 · ‖W‖² / 2`` (multinomial logistic regression, as sklearn's
-``LogisticRegression``). The cross-entropy is taken against the consensus label (``targets=
-"consensus"``) or, for pairwise records, against the share of the unit's annotators who gave each
-verdict (``"annotators"``: ``meta.labels``), so a 2–1 split teaches less confidence than a
-unanimous pair — learning from the label distribution rather than its majority (Peterson et al.,
-2019, *Human uncertainty makes classification more robust*; Uma et al., 2021, *Learning from
-disagreement: a survey*). ``l2`` (and the layer) is chosen from a grid by K-fold cross-validation
-on the training records **grouped by item** (no item in two folds), on mean log-loss of the
-consensus label whichever targets were fitted; the
-out-of-fold probabilities of the chosen setting are kept, so that a calibration map can be
+``LogisticRegression``). The cross-entropy is taken against the consensus label
+(``TrainConfig.head_targets == "consensus"``) or, for pairwise records, against the share of the
+unit's annotators who gave each verdict (``"annotators"``: ``meta.labels``), so a 2–1 split
+teaches less confidence than a unanimous pair: learning from the label distribution rather than
+its majority (Peterson et al., 2019, *Human uncertainty makes classification more robust*; Uma et
+al., 2021, *Learning from disagreement: a survey*). ``l2`` (and the layer) is chosen from a grid
+by K-fold cross-validation on the training records **grouped by item** (no item in two folds), on
+the mean log-loss of the consensus label whichever targets were fitted; the out-of-fold
+probabilities of the chosen setting are kept, so that a calibration map can be
 fitted without touching held-out data.
 """
 
@@ -59,7 +59,6 @@ CV_FILE = "head_cv.json"
 PAIRWISE_CLASSES: tuple[str, ...] = ("A", "B", "tie")
 DEFAULT_L2_GRID: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
 HeadKind = Literal["prompt", "pair-difference"]
-HeadTargets = Literal["consensus", "annotators"]
 _PAIRWISE_ONLY = OptionText(
     "{head_targets} annotators applies to pairwise files: a score's consensus is a mean, not one "
     "of the head's classes; fit a score head on the consensus"
