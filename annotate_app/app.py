@@ -29,7 +29,6 @@ def _login_stand_ins() -> list[st.Page]:
     return [
         st.Page(login_page, title="Log in", url_path=_url_path(spec), default=spec is HOME)
         for spec in PAGES
-        if spec.path.exists()
     ]
 
 
@@ -58,7 +57,7 @@ def _pages_of(user: UserRecord) -> dict[str, list[st.Page]]:
             page = home
         elif spec in allowed:
             page = st.Page(spec.path, title=spec.title, icon=spec.icon)
-        elif spec.path.exists():
+        else:
             page = st.Page(
                 _refusal(spec, user, home),
                 title=spec.title,
@@ -66,8 +65,6 @@ def _pages_of(user: UserRecord) -> dict[str, list[st.Page]]:
                 url_path=_url_path(spec),
                 visibility="hidden",
             )
-        else:
-            continue
         sections.setdefault(spec.section, []).append(page)
     return sections
 

@@ -46,8 +46,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO_ROOT / "test-artifacts"
 CHROMIUM = chromium_path()
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-SERVER_START_TIMEOUT_S = 60
-UI_TIMEOUT_MS = 15_000
+SERVER_START_TIMEOUT_S = 120
+# Ceilings on waits for a state, not speed tests: a test waits for what the page shows, and fails
+# only when it never shows. Two busy cores at load 7 make a Streamlit rerun take tens of seconds,
+# and a page that bootstraps calibration minutes; a ceiling that is too short is a flaky test.
+UI_TIMEOUT_MS = 60_000
+SLOW_UI_TIMEOUT_MS = 300_000
+"""For what a page computes first (calibration with bootstrap, a judge audit)."""
 LoginHelper = Callable[[Any, str, str, str], None]
 _FAILED = pytest.StashKey[bool]()
 
@@ -80,7 +85,9 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _wait_until_healthy(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+def wait_until_healthy(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    """Wait until the app server at ``url`` answers its health check; fail with its log when it
+    exits first or never answers."""
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -139,7 +146,7 @@ def app_server(
                 stdout=log, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True,
             )  # fmt: skip
         try:
-            _wait_until_healthy(url, process, log_path)
+            wait_until_healthy(url, process, log_path)
             yield AppServer(url, db_url, data_dir, engine, log_path)
         finally:
             _stop(process)
@@ -210,6 +217,16 @@ def login_in_browser(page: Any, base_url: str, name: str, password: str) -> None
     assert any(c["name"] == SESSION_COOKIE for c in page.context.cookies()), "no session cookie"
 
 
+def wait_until(condition: Callable[[], bool], what: str, ceiling_s: float = 120) -> None:
+    """Poll ``condition`` until it holds, for a state that no event announces (a row in the
+    database, a cookie). ``ceiling_s`` only bounds a wait for something that never happens."""
+    deadline = time.monotonic() + ceiling_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never happened (waited {ceiling_s:.0f} s)")
+        time.sleep(0.1)
+
+
 def wait_for_run_to_end(page: Any) -> None:
     """Wait until the app's script run has ended (Streamlit's own ``data-test-script-state``)."""
     from playwright.sync_api import expect
@@ -240,7 +257,7 @@ def click_option(page: Any, box: Any, option: str) -> None:
         page.keyboard.press("ControlOrMeta+A")
         page.keyboard.type(option)
         try:
-            choice.click(timeout=3_000)
+            choice.click(timeout=10_000)
             return
         except PlaywrightTimeout:
             if attempt == 2:

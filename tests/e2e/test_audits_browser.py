@@ -12,7 +12,12 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from data.sample.build import build_sample_project
-from tests.browser_fixtures import ARTIFACTS, choose_option, drawn_by_this_run
+from tests.browser_fixtures import (
+    ARTIFACTS,
+    SLOW_UI_TIMEOUT_MS,
+    choose_option,
+    drawn_by_this_run,
+)
 
 pytestmark = pytest.mark.e2e
 POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
@@ -41,7 +46,7 @@ def test_the_page_shows_both_audits_of_the_sample(sample: Any, page: Any, login:
     resamples.press("Enter")
     expect(
         page.get_by_role("heading", name="Scores and preferences: do they agree?")
-    ).to_be_visible(timeout=90_000)
+    ).to_be_visible(timeout=SLOW_UI_TIMEOUT_MS)
     expect(
         page.get_by_text(f"pairs of {PAIRWISE} whose two responses are scored in")
     ).to_be_visible()
@@ -52,7 +57,9 @@ def test_the_page_shows_both_audits_of_the_sample(sample: Any, page: Any, login:
     for label, price in (("Price / M input tokens", "2.5"), ("Price / M output tokens", "10")):
         drawn.get_by_label(label).fill(price)
         drawn.get_by_label(label).press("Enter")
-    expect(page.get_by_text("Download the judge audit (HTML)")).to_be_visible(timeout=90_000)
+    expect(page.get_by_text("Download the judge audit (HTML)")).to_be_visible(
+        timeout=SLOW_UI_TIMEOUT_MS
+    )
     expect(page.get_by_text("Self-preference needs a model-family mapping")).to_have_count(0)
     _screenshot_at(page, "Judge bias and cost", "audits-page-bias-1280x720.png")
     _screenshot_at(

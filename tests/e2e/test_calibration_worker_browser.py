@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from data.sample.build import build_sample_project
-from tests.browser_fixtures import ARTIFACTS
+from tests.browser_fixtures import ARTIFACTS, SLOW_UI_TIMEOUT_MS
 
 pytestmark = pytest.mark.e2e
 
@@ -51,10 +51,12 @@ def test_the_page_shows_the_workers_calibration(sample: Any, page: Any, login: A
     login(page, sample.url, "demo-reviewer", "demo-reviewer-pass")
     page.get_by_role("link", name="Calibration").click()
     expect(page.get_by_role("heading", name="Judges beside the human ceiling")).to_be_visible(
-        timeout=90_000
+        timeout=SLOW_UI_TIMEOUT_MS
     )
     assert _workers(), "the server started no calibration worker"
     page.screenshot(path=str(ARTIFACTS / "calibration-page-1280x720.png"))
-    expect(page.get_by_text("Largest disagreements").first).to_be_visible(timeout=90_000)
+    expect(page.get_by_text("Largest disagreements").first).to_be_visible(
+        timeout=SLOW_UI_TIMEOUT_MS
+    )
     _screenshot_at(page, "Judge: synthetic-critic-v0", "calibration-page-judge-1280x720.png")
     expect(page.get_by_role("heading", name="Is judge A better than judge B?")).to_be_visible()

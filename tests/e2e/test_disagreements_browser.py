@@ -13,7 +13,7 @@ from sqlmodel import select
 from data.sample.build import build_sample_project
 from schemas.disagreements import DEFAULT_TAXONOMY
 from schemas.tables import DisagreementTag
-from tests.browser_fixtures import ARTIFACTS, drawn_by_this_run
+from tests.browser_fixtures import ARTIFACTS, SLOW_UI_TIMEOUT_MS, drawn_by_this_run
 
 pytestmark = pytest.mark.e2e
 
@@ -37,7 +37,9 @@ def _unit_shown(page: Any) -> str:
 def test_keys_tag_the_cause_and_open_the_next_disagreement(sample: Any, page: Any, login: Any):
     login(page, sample.url, "demo-reviewer", "demo-reviewer-pass")
     page.get_by_role("link", name="Disagreements").click()
-    expect(page.get_by_text("Why does the judge disagree?")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Why does the judge disagree?")).to_be_visible(
+        timeout=SLOW_UI_TIMEOUT_MS
+    )
     page.set_viewport_size({"width": 1280, "height": 720})
     page.screenshot(path=str(ARTIFACTS / "disagreements-page-1280x720.png"))
     first = _unit_shown(page)
@@ -49,10 +51,10 @@ def test_keys_tag_the_cause_and_open_the_next_disagreement(sample: Any, page: An
     assert _tags(sample) == []
     note.press("Backspace")
     page.get_by_role("heading", name="Why does the judge disagree?").click()  # leave the box
-    expect(page.get_by_text("Running...")).to_have_count(0, timeout=30_000)
+    expect(page.get_by_text("Running...")).to_have_count(0, timeout=SLOW_UI_TIMEOUT_MS)
     page.keyboard.press("4")  # 4 = too lenient
     flash = page.get_by_role("status").filter(has_text="too lenient.")
-    expect(flash).to_be_visible(timeout=30_000)
+    expect(flash).to_be_visible(timeout=SLOW_UI_TIMEOUT_MS)
     # the unit key is shown as text: a word joiner after "r:" keeps it from becoming a link
     assert (
         flash.inner_text().replace("\u2060", "") == f"Tagged {first.split(' · ')[0]}: too lenient."

@@ -7,9 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -18,11 +15,11 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from annotate_app.auth import COOKIE_NAME
 from annotate_app.cli.serve import streamlit_command
 from data.services.users import create_user
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Assignment, Draft
+from tests.browser_fixtures import UI_TIMEOUT_MS, wait_until, wait_until_healthy
 
 pytestmark = pytest.mark.e2e
 PASSWORD = "correct horse battery"
@@ -41,19 +38,13 @@ class Server:
     def start(self) -> None:
         environment = {**os.environ, "CRITIQUELAB_DB": self.db_url,
                        "CRITIQUELAB_DATA_DIR": str(self.folder / "data")}  # fmt: skip
-        with (self.folder / "server.log").open("ab") as log:
+        log_path = self.folder / "server.log"
+        with log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 streamlit_command("127.0.0.1", self.port), env=environment, cwd=self.folder,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2):
-                    return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.2)
-        raise RuntimeError((self.folder / "server.log").read_text()[-3000:])
+        wait_until_healthy(self.url, self.process, log_path)
 
     def kill(self) -> None:
         assert self.process is not None
@@ -90,11 +81,7 @@ def test_sigkill_of_the_streamlit_server_loses_nothing(
     from playwright.sync_api import expect
 
     running, engine = server
-    login(page, running.url, "kim", PASSWORD)
-    deadline = time.monotonic() + 10
-    while not any(c["name"] == COOKIE_NAME for c in page.context.cookies()):
-        assert time.monotonic() < deadline, "the session cookie was never written"
-        time.sleep(0.1)
+    login(page, running.url, "kim", PASSWORD)  # and the session cookie is set
     page.goto(f"{running.url}/annotate?campaign=load")
     acknowledged = []
     for n in range(3):
@@ -107,14 +94,13 @@ def test_sigkill_of_the_streamlit_server_loses_nothing(
     drafting = _unit(page)
     page.locator("body").press("7")
     page.keyboard.type(DRAFT)
-    deadline = time.monotonic() + 15
-    while True:  # the page saves drafts as one types; wait until this one is stored
+
+    def draft_stored() -> bool:  # the page saves drafts as one types
         with session_scope(engine) as session:
             draft = session.exec(select(Draft)).first()
-        if draft is not None and draft.rationale == DRAFT:
-            break
-        assert time.monotonic() < deadline, "the draft was never saved"
-        time.sleep(0.2)
+        return draft is not None and draft.rationale == DRAFT
+
+    wait_until(draft_stored, "the draft's save")
 
     running.kill()
     running.start()
@@ -127,6 +113,6 @@ def test_sigkill_of_the_streamlit_server_loses_nothing(
         assert session.get(Assignment, drafting).status == "leased"
     assert set(acknowledged) <= stored, f"lost: {set(acknowledged) - stored}"
     page.reload()
-    expect(page.get_by_test_id("cl-rationale")).to_have_value(DRAFT, timeout=30_000)
+    expect(page.get_by_test_id("cl-rationale")).to_have_value(DRAFT, timeout=UI_TIMEOUT_MS)
     assert _unit(page) == drafting
     expect(page.get_by_test_id("cl-choice-7")).to_have_attribute("aria-checked", "true")

@@ -31,6 +31,7 @@ from data import queue
 from data.services.users import UserRecord, to_record
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Draft, User
+from tests.skips import missing
 
 WORKER = Path(__file__).resolve().with_name("submit_worker.py")
 ACKS_BEFORE_KILL = 60
@@ -110,10 +111,7 @@ def test_sigkill_mid_stream_loses_no_acknowledged_submit_and_no_draft(
 def own_postgres(load_test: ModuleType) -> Iterator[Any]:
     """A PostgreSQL cluster of this module's own, so it can be stopped and restarted."""
     if load_test.postgres_bindir() is None:
-        reason = load_test.postgres_missing()
-        if os.environ.get("CRITIQUELAB_REQUIRE_E2E") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        missing(load_test.postgres_missing())
     cluster = load_test.PostgresCluster()
     cluster.start()
     yield cluster
@@ -176,10 +174,9 @@ def test_postgres_down_raises_a_plain_typed_error(
     upgrade_database(engine)
     campaign_id, (annotator,) = load_test.seed_campaign(engine, units=5, annotators=1, overlap=1)
     own_postgres.stop("fast")
-    started = time.monotonic()
+    # A hang instead of a failure is caught by the test timeout (pyproject), not by a clock here.
     with pytest.raises(Exception) as caught, session_scope(engine) as session:
         queue.next_unit(session, campaign_id, annotator)
-    assert time.monotonic() - started < 30, "the call hung instead of failing"
     own_postgres.start()
     engine.dispose()
     _assert_plain_typed_error(caught.value, "database", "unavailable", "connect")

@@ -18,16 +18,15 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from annotate_app.auth import COOKIE_NAME as SESSION_COOKIE
 from data import queue
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.users import create_user
 from schemas.tables import Dataset, Item, Judgement, Response, User
 from tests.badinput.markdown_corpus import markdown_corpus, trap_paths
+from tests.browser_fixtures import SLOW_UI_TIMEOUT_MS, login_in_browser
 
 pytestmark = pytest.mark.e2e
 PASSWORD = "correct horse battery"
-PAGE_TIMEOUT_MS = 120_000  # the Calibration page bootstraps every corpus judge on 2 busy cores
 WORD_JOINER = "\u2060"
 # 1×1 transparent PNG, so an image that does get requested loads and the check can wait for it
 PIXEL = bytes.fromhex(
@@ -131,7 +130,7 @@ def _assert_inert(page: Any, world: MarkdownWorld, fetched: list[str], where: st
     page.wait_for_function(
         """() => !document.querySelector('[data-testid="stStatusWidget"]')
                  && !document.querySelector('[data-testid="stSkeleton"]')""",
-        timeout=PAGE_TIMEOUT_MS,
+        timeout=SLOW_UI_TIMEOUT_MS,
     )
     page.evaluate(
         """() => Promise.all([...document.images].map((img) => img.complete ? null :
@@ -179,23 +178,6 @@ def _assert_inert(page: Any, world: MarkdownWorld, fetched: list[str], where: st
     assert missing == [], f"{where}: not shown as text: {missing}"
 
 
-def _log_in(page: Any, url: str) -> None:
-    """Log in as the reviewer and wait until the browser holds the session cookie (read from the
-    context: the cookie may be HttpOnly, out of the page script's reach)."""
-    from playwright.sync_api import expect
-
-    page.goto(url)
-    page.get_by_label("User name", exact=True).fill("rev")
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_text("Logged in as rev")).to_be_visible()
-    for _ in range(100):  # polled: the cookie arrives with a response we cannot wait on by name
-        if any(cookie["name"] == SESSION_COOKIE for cookie in page.context.cookies()):
-            return
-        page.wait_for_timeout(100)
-    raise AssertionError("the browser never received the session cookie")
-
-
 def _watch(page: Any, world: MarkdownWorld) -> list[str]:
     """The page's requests to the trap; the trap's own record starts empty for this test."""
     world.hits.clear()
@@ -212,7 +194,7 @@ def _wait_for_text(page: Any, script: str, argument: Any) -> None:
     page.wait_for_function(
         f"(argument) => ({script})(document.body.innerText, argument)",
         arg=argument,
-        timeout=PAGE_TIMEOUT_MS,
+        timeout=SLOW_UI_TIMEOUT_MS,
         polling=500,
     )
 
@@ -221,7 +203,7 @@ def test_adjudicate_shows_corpus_rationales_and_judge_names_as_text(
     app_server: Any, world: MarkdownWorld, page: Any
 ) -> None:
     fetched = _watch(page, world)
-    _log_in(page, app_server.url)
+    login_in_browser(page, app_server.url, "rev", PASSWORD)
     page.goto(f"{app_server.url}/review_adjudicate")
     words = [f"md{len(world.corpus) - 1:02d}", "Record final label"]  # the last answer, the form
     _wait_for_text(page, "(text, words) => words.every((word) => text.includes(word))", words)
@@ -232,7 +214,7 @@ def test_calibration_shows_corpus_judge_names_as_text(
     app_server: Any, world: MarkdownWorld, page: Any
 ) -> None:
     fetched = _watch(page, world)
-    _log_in(page, app_server.url)
+    login_in_browser(page, app_server.url, "rev", PASSWORD)
     page.goto(f"{app_server.url}/calibration_dashboard")
     # one "Parse coverage" line under each judge's subheader: every judge is on the page
     _wait_for_text(page, "(text, n) => text.split('Parse coverage').length - 1 === n",

@@ -10,9 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +22,7 @@ from sqlmodel import select
 from data.services.users import create_user
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Assignment
+from tests.browser_fixtures import UI_TIMEOUT_MS, wait_until_healthy
 
 pytestmark = pytest.mark.e2e
 PASSWORD = "correct horse battery"
@@ -35,20 +33,14 @@ def _serve(db_url: str, folder: Path, port: int) -> subprocess.Popen[bytes]:
     """``critiquelab --db URL serve --port P`` (the installed command, as an operator runs it)."""
     command = shutil.which("critiquelab") or str(Path(sys.executable).parent / "critiquelab")
     environment = {**os.environ, "CRITIQUELAB_DATA_DIR": str(folder / "data")}
-    with (folder / f"serve-{port}.log").open("ab") as log:
+    log_path = folder / f"serve-{port}.log"
+    with log_path.open("ab") as log:
         process = subprocess.Popen(
             [command, "--db", db_url, "serve", "--port", str(port)], env=environment,
             cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        assert process.poll() is None, (folder / f"serve-{port}.log").read_text()[-3000:]
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
-                return process
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.2)
-    raise RuntimeError((folder / f"serve-{port}.log").read_text()[-3000:])
+    wait_until_healthy(f"http://127.0.0.1:{port}", process, log_path)
+    return process
 
 
 @pytest.fixture
@@ -97,7 +89,7 @@ def test_two_serve_processes_on_one_postgres_database(
 ) -> None:
     (url_a, url_b), engine = two_servers
     context_b = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
-    context_b.set_default_timeout(15_000)
+    context_b.set_default_timeout(UI_TIMEOUT_MS)
     page_b = context_b.new_page()
     try:
         login(page, url_a, "kim", PASSWORD)
