@@ -102,8 +102,8 @@ def read_gold_file(
                     source,
                     line,
                     "unit",
-                    f"`unit` {entry.unit!r} is no unit of campaign {found.name!r}: use a key "
-                    f"listed by critiquelab campaign status {found.name} --units",
+                    f"`unit` {entry.unit!r} is no unit of campaign {found.name!r}: use a unit "
+                    "key of the campaign's status (its list of units)",
                 )
             if unit_id in served:
                 raise InvalidRecord(
@@ -229,7 +229,9 @@ def _entry(record: Any, source: str, line: int | str, protocol: Any) -> GoldEntr
         )
     unit = record.get("unit")
     if not isinstance(unit, str) or not unit.strip():
-        raise fail("unit", "`unit` is missing: give the unit key (campaign status --units)")
+        raise fail(
+            "unit", "`unit` is missing: give the unit key (as the campaign's status lists it)"
+        )
     score, preference = record.get("score"), record.get("preference")
     if protocol.is_pointwise:
         if preference is not None:
