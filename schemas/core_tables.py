@@ -11,9 +11,11 @@ from sqlalchemy import Table
 from schemas.core import core_table
 from schemas.tables import (
     Annotation,
+    AnnotatorStanding,
     Assignment,
     Campaign,
     Draft,
+    GoldAnswer,
     Item,
     JudgeCache,
     Judgement,
@@ -25,6 +27,8 @@ from schemas.tables import (
 
 ANNOTATIONS: Table = core_table(Annotation)
 ASSIGNMENTS: Table = core_table(Assignment)
+GOLD_ANSWERS: Table = core_table(GoldAnswer)
+STANDINGS: Table = core_table(AnnotatorStanding)
 CAMPAIGNS: Table = core_table(Campaign)
 DRAFTS: Table = core_table(Draft)
 ITEMS: Table = core_table(Item)

@@ -171,6 +171,7 @@ serve.register(app)
 calibrate.register(app)
 critic.register(app)
 critic.register_export(export_app)
+importlib.import_module("annotate_app.cli.gold").register(app)  # gold units, qualification
 
 
 def run() -> None:

@@ -17,6 +17,7 @@ from annotate_app.calibration_worker import (
 from annotate_app.campaign_calibration import CampaignReportFiles
 from annotate_app.db import get_engine
 from annotate_app.disagreement_views import render_review_settings
+from annotate_app.gold_views import render_gold_settings
 from annotate_app.render import safe_markdown
 from annotate_app.text import escape_markdown
 from data.io.downloads import MEDIA_TYPES
@@ -255,6 +256,7 @@ if apply_routing:
         outcome.success(escape_markdown(f"Routing {plan.routing}: {plan.note}"))
 
 render_review_settings(engine, user.id, campaign)
+render_gold_settings(engine, stored_id(user), campaign)
 
 with st.expander("Instructions as annotators see them"):
     st.markdown(safe_markdown(current.instructions or "*(none)*"))

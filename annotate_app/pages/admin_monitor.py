@@ -10,6 +10,7 @@ import streamlit as st
 from annotate_app.auth import require_role
 from annotate_app.campaign_calibration import task_agreement
 from annotate_app.db import get_engine
+from annotate_app.gold_views import render_gold_monitor
 from annotate_app.pickers import pick_campaign
 from data.services.campaign_progress import campaign_progress
 from data.services.monitor import low_effort_flags, unit_issues
@@ -73,6 +74,8 @@ st.dataframe(
     ),
     hide_index=True,
 )
+
+render_gold_monitor(engine, stored_id(user), campaign)
 
 st.subheader("Possible low-effort answers")
 st.caption(

@@ -184,6 +184,7 @@ def _submit(key: str, assignment_id: int) -> None:
     state["annotate_saved"] = _Saved(step.campaign_id, step.annotation_id, what)
     state["annotate_next"] = (step.campaign_id, step.next_unit)  # leased in the same commit
     state["annotate_others"] = (step.campaign_id, others)  # shown until the next submit
+    state["annotate_feedback"] = (step.campaign_id, step.feedback)  # gold, feedback on: else None
     state.pop("annotate_refused", None)
     state.pop("annotate_kept", None)
 
@@ -208,6 +209,24 @@ def _give_back(action: str, assignment_id: int, reason_key: str) -> None:
     state["annotate_notice"] = (
         "Skipped: the unit goes to others." if action == "skip" else "Reported to the reviewers."
     )
+
+
+def _feedback_panel(campaign_id: int) -> None:
+    """After a gold unit, in a campaign that gives feedback: the expected answer and why. The
+    queue returns no feedback otherwise (:attr:`data.queue.SubmitStep.feedback`), so then nothing
+    here differs between a gold unit and any other."""
+    fed_campaign, told = state.get("annotate_feedback", (None, None))
+    if told is None or fed_campaign != campaign_id:
+        return
+    expected = told.expected_preference_shown or f"{told.expected_score:g}"
+    verdict = "Your answer matches it." if told.agrees else "Your answer differs from it."
+    with st.container(border=True, key="cl-feedback"):
+        st.markdown(
+            f":material/school: **Check answer** — the expected answer to the unit you just "
+            f"submitted is **{escape_markdown(expected)}**. {verdict}"
+        )
+        if told.explanation:
+            st.markdown(safe_markdown(told.explanation))
 
 
 def _held_view(session: Session, assignment_id: int, campaign_id: int) -> queue.UnitView | None:
@@ -263,14 +282,27 @@ if not state.get("annotate_began"):  # a new session: a new tab, or this one rel
     if shown_before is not None:
         state["annotate_shown"] = (campaign_id, shown_before)
 held_campaign, held = state.get("annotate_shown", (None, None))
+
+try:
+    with session_scope(engine) as session:
+        if prepared is not None and prepared[0] == campaign_id and prepared[1] is not None:
+            view = prepared[1]  # the unit the submit leased: no second write for this run
+        else:  # (asked again when the submit leased nothing: the queue may have held them)
+            view = queue.next_unit(session, campaign_id, user.id)
+            current = None if view is None else view.assignment_id
+            if held_campaign == campaign_id and held != current and campaign.status == "active":
+                view = _held_view(session, held, campaign_id) or view  # e.g. answered elsewhere
+except queue.AnnotatorHeld as stopped:
+    # The queue serves this annotator nothing here (qualification not passed, held or retired
+    # by an admin): its words, and the way to the answers they gave.
+    st.markdown(f"#### {escape_markdown(campaign.name)}")
+    _feedback_panel(campaign_id)
+    st.warning(escape_markdown(str(stopped)), icon=":material/pause_circle:")
+    st.page_link("pages/my_work.py", label="Review my answers", icon=":material/history:")
+    st.query_params.pop("unit", None)
+    state.pop("annotate_shown", None)
+    st.stop()
 with session_scope(engine) as session:
-    if prepared is not None and prepared[0] == campaign_id:
-        view = prepared[1]  # the unit the submit leased: no second write for this run
-    else:
-        view = queue.next_unit(session, campaign_id, user.id)
-        current = None if view is None else view.assignment_id
-        if held_campaign == campaign_id and held != current and campaign.status == "active":
-            view = _held_view(session, held, campaign_id) or view  # e.g. answered in another tab
     if view is None:
         progress = None
         done = queue.submitted_count(session, campaign_id, user.id)
@@ -294,6 +326,7 @@ if lost:
     st.warning(f"{escape_markdown(message[0].upper() + message[1:])}. What you wrote:")
     st.code(rationale, language=None, wrap_lines=True)
 
+_feedback_panel(campaign_id)
 if others:
     with st.expander("How others rated the unit you just submitted"):
         for other in others:

@@ -96,19 +96,20 @@ def campaign_info(session: Session, name: str) -> CampaignInfo:
 
 
 def campaign_units(session: Session, campaign_id: int) -> list[CampaignUnit]:
-    """Every unit of the campaign with its content, ordered by unit id (flagged ones too).
+    """Every real unit of the campaign with its content, ordered by unit id (flagged ones too;
+    gold units never: they are not judged, nor exported for training, nor in the reference).
 
     Items, pairs and responses are selected by the campaign's units in SQL, not by a list of
     ids: SQLite refuses a statement with more than 250,000 parameters (its limit here), which a
     campaign of that many units would need. Units, pairs and responses are read as columns, not
     ORM objects, which a million-unit campaign would hold in the session's identity map.
     """
+    own = (UNITS.c.campaign_id == campaign_id) & UNITS.c.gold.is_(False)
     units = session.execute(
         core_select(UNITS.c.id, UNITS.c.item_pk, UNITS.c.response_pk, UNITS.c.pair_pk)
-        .where(UNITS.c.campaign_id == campaign_id)
+        .where(own)
         .order_by(UNITS.c.id)
     ).all()
-    own = UNITS.c.campaign_id == campaign_id
     pair_ids = core_select(UNITS.c.pair_pk).where(own)
     pairs = {
         row.id: (row.response_a_pk, row.response_b_pk)

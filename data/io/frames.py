@@ -1,5 +1,9 @@
 """A campaign as the long judgement frame that :mod:`calibration` reads.
 
+Gold units (known answers, :mod:`data.queue.gold`) are not in it: not their units, their human
+answers, their judgements nor their adjudications, so they never count toward the reference or
+the judge metrics.
+
 Three set-based queries (units with their item and responses, live annotations, model
 judgements on the campaign's responses or pairs), joined in pandas: no query per row. Columns are
 :data:`schemas.records.JUDGEMENT_FRAME_COLUMNS` but ``rationale`` (:data:`FRAME_COLUMNS`), plus the
@@ -71,12 +75,14 @@ def campaign_judgement_frame(
 
 
 def campaign_reference_overrides(session: Session, campaign_id: int) -> dict[str, object]:
-    """Live adjudications of the campaign: unit key → adjudicated score or preference."""
+    """Live adjudications of the campaign's real units: unit key → adjudicated score or
+    preference (gold units are left out, as everywhere in the campaign's frame)."""
     keys = unit_key_map(session, campaign_id)
     rows = session.execute(
-        select(
-            col(Adjudication.unit_id), col(Adjudication.score), col(Adjudication.preference)
-        ).where(col(Adjudication.campaign_id) == campaign_id, col(Adjudication.is_live).is_(True))
+        select(col(Adjudication.unit_id), col(Adjudication.score), col(Adjudication.preference))
+        .join(Unit, col(Unit.id) == col(Adjudication.unit_id))
+        .where(col(Adjudication.campaign_id) == campaign_id, col(Adjudication.is_live).is_(True))
+        .where(col(Unit.gold).is_(False))
     ).all()
     result: dict[str, object] = {}
     for unit_id, score, preference in rows:
@@ -147,7 +153,7 @@ def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:
         .outerjoin(Pair, col(Pair.id) == col(Unit.pair_pk))
         .outerjoin(response_a, col(response_a.id) == col(Pair.response_a_pk))
         .outerjoin(response_b, col(response_b.id) == col(Pair.response_b_pk))
-        .where(col(Unit.campaign_id) == campaign.id)
+        .where(col(Unit.campaign_id) == campaign.id, col(Unit.gold).is_(False))
     )
     rows = session.connection().execute(statement).all()
     unit_id, item_id, task, category, group, item_meta, rid, model, rmeta, ra, rb = _columns(
@@ -239,8 +245,16 @@ _Columns = TypeVarTuple("_Columns")
 
 
 def _live_annotations(statement: Select[*_Columns], campaign: Campaign) -> Select[*_Columns]:
-    return statement.join(User, col(User.id) == col(Annotation.annotator_id)).where(
-        col(Annotation.campaign_id) == campaign.id, col(Annotation.is_live).is_(True)
+    """Live answers to the campaign's real units: gold units' answers measure the annotators,
+    not the models, and never enter the reference (:mod:`data.queue.gold`)."""
+    return (
+        statement.join(User, col(User.id) == col(Annotation.annotator_id))
+        .join(Unit, col(Unit.id) == col(Annotation.unit_id))
+        .where(
+            col(Annotation.campaign_id) == campaign.id,
+            col(Annotation.is_live).is_(True),
+            col(Unit.gold).is_(False),
+        )
     )
 
 
@@ -400,7 +414,7 @@ def campaign_judgements(campaign: Campaign, *columns: Any, unit_id: bool = False
     under the campaign's protocol (a judge may have scored the same responses under another)."""
     units = (
         select(col(Unit.id), col(Unit.response_pk), col(Unit.pair_pk))
-        .where(col(Unit.campaign_id) == campaign.id)
+        .where(col(Unit.campaign_id) == campaign.id, col(Unit.gold).is_(False))
         .subquery()
     )
     link = (

@@ -14,9 +14,14 @@ unit left is held by another transaction, the lease waits for one (in a savepoin
 (:func:`data.queue.leases._lease_then_count`). On SQLite every transaction is
 ``BEGIN IMMEDIATE`` and so already serial.
 
+Gold units (known answers) are served apart, blind, at the campaign's gold rate, and only they
+until an annotator has passed the campaign's qualification; a held or retired annotator gets
+none (:class:`AnnotatorHeld`): :mod:`~data.queue.gold`. A gold lease takes no K slot.
+
 Leases expire after ``Campaign.lease_seconds``; expired slots go back to the pool. What an
 annotator may see is exactly a :class:`UnitView`: the item, the response(s) in their shown order,
-the rubric settings and their own draft — never another human's answer or a judge's output.
+the rubric settings and their own draft — never another human's answer or a judge's output, and
+nothing that tells a gold unit from a real one.
 
 The modules: :mod:`~data.queue.leases` (the next unit), :mod:`~data.queue.drafts`,
 :mod:`~data.queue.answers` (submits, skips, flags, revisions), :mod:`~data.queue.views`
@@ -31,11 +36,13 @@ from data.queue.give_back import flag, skip
 from data.queue.leases import expire_leases, next_unit
 from data.queue.progress import unit_progress
 from data.queue.records import (
+    AnnotatorHeld,
     AnnotatorProgress,
     AnswerInvalid,
     AssignmentNotFound,
     CampaignNotOpen,
     DraftView,
+    GoldFeedback,
     LeaseLost,
     MyAnnotation,
     OtherAnswer,
@@ -59,11 +66,13 @@ from data.queue.views import (
 )
 
 __all__ = [
+    "AnnotatorHeld",
     "AnnotatorProgress",
     "AnswerInvalid",
     "AssignmentNotFound",
     "CampaignNotOpen",
     "DraftView",
+    "GoldFeedback",
     "LeaseLost",
     "MyAnnotation",
     "OtherAnswer",

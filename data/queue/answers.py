@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session
 
+from data.queue import gold
 from data.queue.common import (
     campaign_row,
     check_answer,
@@ -23,7 +24,7 @@ from data.queue.common import (
     own_assignment,
     shown_preference,
 )
-from data.queue.leases import Counting, next_unit, next_unit_of_campaign, retake_assignment
+from data.queue.leases import Counting, next_unit_of_campaign, retake_assignment
 from data.queue.records import (
     AssignmentNotFound,
     CampaignNotOpen,
@@ -109,7 +110,17 @@ def submit_and_next(
         annotation = _submit_otherwise(
             session, assignment_id, annotator_id, score, preference, rationale, seconds, now
         )
-        following = next_unit(session, annotation.campaign_id, annotator_id, now)
+        session.flush()
+        campaign = campaign_row(session, annotation.campaign_id)
+        told = gold.feedback(
+            session,
+            campaign,
+            annotation.unit_id,
+            annotation.score,
+            annotation.preference,
+            annotation.shown_order,
+        )
+        following = next_unit_of_campaign(session, campaign, annotator_id, now)
         assert annotation.id is not None  # flushed
         return SubmitStep(
             annotation.id,
@@ -117,12 +128,23 @@ def submit_and_next(
             annotation.campaign_id,
             following,
             annotation.revision,
+            told,
         )
     values = stored.values
+    told = gold.feedback(
+        session,
+        stored.campaign,
+        values["unit_id"],
+        values["score"],
+        values["preference"],
+        values["shown_order"],
+    )
     # The answer is counted on its unit's row after the next lease: see _lease_then_count.
     counting = Counting(values["unit_id"], lambda: _count_answer(session, values["unit_id"]))
     following = next_unit_of_campaign(session, stored.campaign, annotator_id, now, counting)
-    return SubmitStep(stored.annotation_id, values["unit_id"], values["campaign_id"], following)
+    return SubmitStep(
+        stored.annotation_id, values["unit_id"], values["campaign_id"], following, feedback=told
+    )
 
 
 def submit_step(

@@ -58,7 +58,7 @@ _CANDIDATE_READ = (
         UNITS.c.campaign_id == bindparam("campaign_id"),
         UNITS.c.slots_taken < bindparam("overlap"),
     )
-    .where(~UNITS.c.flagged)
+    .where(~UNITS.c.flagged, ~UNITS.c.gold)
     .where(
         ~exists().where(
             ASSIGNMENTS.c.unit_id == UNITS.c.id,
@@ -68,7 +68,8 @@ _CANDIDATE_READ = (
     .order_by(UNITS.c.slots_taken, UNITS.c.id)
     .limit(1)
 )
-"""The least-annotated unit with a free slot that the annotator never had (no lock)."""
+"""The least-annotated unit with a free slot that the annotator never had (no lock); gold units
+are served apart (:mod:`data.queue.gold`)."""
 
 _CORE_CANDIDATE = _CANDIDATE_READ.with_for_update(skip_locked=True, of=UNITS, key_share=True)
 """:data:`_CANDIDATE_READ`, locked (PostgreSQL) and skipped if another transaction holds it."""
@@ -144,7 +145,7 @@ _SET_LOCK_TIMEOUT = core_select(func.set_config("lock_timeout", bindparam("value
 _LOCK_WAITING = (
     core_select(UNITS.c.id, UNITS.c.slots_taken)
     .where(UNITS.c.id == bindparam("unit_id"), UNITS.c.slots_taken < bindparam("overlap"))
-    .where(~UNITS.c.flagged)
+    .where(~UNITS.c.flagged, ~UNITS.c.gold)
     .with_for_update(key_share=True)
 )
 """Lock one unit, waiting for the transactions that hold it, and read its count again."""
@@ -199,6 +200,7 @@ def _routed_level(slots_taken: int, tried: bool) -> Any:
         UNITS.c.campaign_id == bindparam("campaign_id"),
         UNITS.c.slots_taken == literal_column(str(slots_taken)),
         ~UNITS.c.flagged,
+        ~UNITS.c.gold,
     )
     if slots_taken > 0:
         window = (

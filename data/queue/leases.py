@@ -15,6 +15,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from data.queue import gold
 from data.queue.candidates import (
     WAIT_SECONDS,
     WaitFailed,
@@ -28,7 +29,15 @@ from data.queue.records import UnitView
 from data.queue.unit_view import LeaseFacts, view_of_unit
 from data.services.campaigns import get_campaign
 from schemas.core_tables import ASSIGNMENTS, DRAFTS, UNITS
-from schemas.tables import LIVE_ASSIGNMENT_STATUSES, Assignment, Campaign, Draft, Unit, utcnow
+from schemas.tables import (
+    GOLD_OVERLAP,
+    LIVE_ASSIGNMENT_STATUSES,
+    Assignment,
+    Campaign,
+    Draft,
+    Unit,
+    utcnow,
+)
 
 _MAX_TRIES = 50
 
@@ -58,11 +67,23 @@ def next_unit(
     """The annotator's current lease, or a new one on the least-annotated unit; None when done.
 
     A paused or closed campaign gives no unit. An own lease that expired is renewed if its slot is
-    still free, so a draft is not lost over a long break.
+    still free, so a draft is not lost over a long break. An annotator held or retired in the
+    campaign gets :class:`~data.queue.records.AnnotatorHeld` (its text is for them); one who
+    must qualify first gets gold units only (:mod:`data.queue.gold`).
     """
     now = now or utcnow()
     session.flush()  # what the ORM statements below used to autoflush (a no-op when clean)
-    return next_unit_of_campaign(session, campaign_row(session, campaign_id), annotator_id, now)
+    campaign = campaign_row(session, campaign_id)
+    if campaign.status == "active":
+        stopped = gold.gate(session, campaign, annotator_id)
+        if stopped.mode == "stopped":
+            raise stopped.refusal()
+    view = next_unit_of_campaign(session, campaign, annotator_id, now)
+    if view is None and campaign.status == "active":
+        decided = gold.gate(session, campaign, annotator_id)  # held by this very call?
+        if decided.mode == "stopped":
+            raise decided.refusal()
+    return view
 
 
 @dataclass(frozen=True)
@@ -82,15 +103,31 @@ def next_unit_of_campaign(
     counting: Counting | None = None,
 ) -> UnitView | None:
     """:func:`next_unit` for a campaign already read (an ORM object or a Core row); with
-    ``counting``, the answer is counted too (see :func:`_lease_then_count`)."""
+    ``counting``, the answer is counted too (see :func:`_lease_then_count`).
+
+    The annotator's standing decides first (:func:`data.queue.gold.gate`): held or retired, None
+    (the answer still counted); qualifying, gold units only, and the qualification decided when
+    its N-th answer is in. Then an own open lease, a gold unit at the campaign's gold rate, or
+    the next real unit.
+    """
     if campaign.status != "active":
         return None
     campaign_id = campaign.id
     expire_leases(session, campaign_id, now)
+    entry = gold.gate(session, campaign, annotator_id)
+    if entry.mode == "qualifying":
+        entry = gold.decide_qualification(session, campaign, annotator_id)
+    if entry.mode == "stopped":
+        if counting is not None:
+            counting.count()
+        return None
     params = {"campaign_id": campaign_id, "annotator_id": annotator_id}
     if session.connection().execute(_HAS_OWN_OPEN, params).first() is not None:
         # Rare: a lease to renew, or an expired one with a draft to retake (ORM objects).
         own = session.exec(_OWN_OPEN_ASSIGNMENTS, params=params).all()
+        if entry.mode == "qualifying":  # only gold units until qualified
+            golden = gold.gold_units_of(session, [a.unit_id for a, _ in own])
+            own = [(a, d) for a, d in own if a.unit_id in golden]
         chosen, draft = next(
             ((a, d) for a, d in own if a.status == "leased" or retake_assignment(session, a)),
             (None, None),
@@ -101,6 +138,17 @@ def next_unit_of_campaign(
             if counting is not None:
                 counting.count()
             return view_of_unit(session, campaign, LeaseFacts.of(chosen), draft)
+    if entry.mode == "qualifying" or gold.gold_turn(session, campaign, annotator_id):
+        if counting is not None:  # counted first: a gold lease locks only gold units
+            counting.count()
+            counting = None
+        golden_lease = _lease_gold(session, campaign, annotator_id, now)
+        if golden_lease is not None:
+            return view_of_unit(session, campaign, golden_lease, None)
+        if entry.mode == "qualifying":  # no gold unit left for them: decide on what they gave
+            entry = gold.decide_qualification(session, campaign, annotator_id, out_of_gold=True)
+            if entry.mode != "open":
+                return None
     if counting is not None:
         fresh = _lease_then_count(session, campaign, annotator_id, now, counting)
     else:
@@ -158,6 +206,38 @@ def _free_slot(session: Session, unit_id: int, overlap: int) -> int | None:
     return next((slot for slot in range(overlap) if slot not in taken), None)
 
 
+def _lease_gold(
+    session: Session, campaign: Any, annotator_id: int, now: datetime
+) -> LeaseFacts | None:
+    """Lease a gold unit the annotator never had (:func:`data.queue.gold.gold_candidates`);
+    None when none is left.
+
+    The lease's slot is the annotator's id and its overlap :data:`GOLD_OVERLAP`: unique per unit
+    as the annotator is (``uq_assignment_unit_annotator``), so gold leases never compete for the
+    K slots of a real unit, and a refused insert means only that this annotator has it already
+    (another tab).
+    """
+    expires_at = now + timedelta(seconds=campaign.lease_seconds)
+    for unit_id in gold.gold_candidates(session, campaign.id, annotator_id):
+        shown_order = _random_order(campaign)
+        values = dict(
+            campaign_id=campaign.id,
+            unit_id=unit_id,
+            annotator_id=annotator_id,
+            slot=annotator_id,
+            overlap=GOLD_OVERLAP,
+            status="leased",
+            shown_order=shown_order,
+            leased_at=now,
+            expires_at=expires_at,
+        )
+        assignment_id = session.connection().execute(_LEASE, values).scalar()
+        if assignment_id is not None:
+            change_slots(session, unit_id, +1)
+            return LeaseFacts(assignment_id, unit_id, shown_order, expires_at)
+    return None
+
+
 def _lock_unit(session: Session, unit_id: int) -> Unit | None:
     return session.exec(select(Unit).where(Unit.id == unit_id).with_for_update()).first()
 
@@ -168,13 +248,17 @@ def retake_assignment(session: Session, assignment: Assignment) -> bool:
     unit = _lock_unit(session, assignment.unit_id)
     if unit is None or unit.flagged or campaign.status == "closed":
         return False
-    slot = _free_slot(session, assignment.unit_id, campaign.overlap)
+    slot: int | None
+    if unit.gold:  # its own slot, outside the K that real units have
+        slot, overlap = assignment.annotator_id, GOLD_OVERLAP
+    else:
+        slot, overlap = _free_slot(session, assignment.unit_id, campaign.overlap), campaign.overlap
     if slot is None:
         return False
     try:
         with session.begin_nested():
             assignment.status, assignment.slot, assignment.closed_at = "leased", slot, None
-            assignment.overlap = campaign.overlap
+            assignment.overlap = overlap
             session.add(assignment)
             session.flush()
     except IntegrityError:

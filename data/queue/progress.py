@@ -18,9 +18,11 @@ _SAME_ITEM = UNITS.alias("same_item")
 _UNITS_TOTAL = (
     core_select(func.count())
     .select_from(UNITS)
-    .where(UNITS.c.campaign_id == _SHOWN.c.campaign_id)
+    .where(UNITS.c.campaign_id == _SHOWN.c.campaign_id, ~UNITS.c.gold)
     .scalar_subquery()
 )
+"""The campaign's real units (gold units are not the campaign's work; the annotator's own count
+below includes their gold answers, so that a gold submit moves it as any other does)."""
 _MY_SUBMITTED = (
     core_select(func.count())
     .select_from(_MINE)

@@ -29,6 +29,28 @@ class CampaignNotOpen(QueueError):
     """The campaign is paused or closed."""
 
 
+class AnnotatorHeld(QueueError):
+    """The annotator may get no unit of this campaign: held (qualification not passed, or by an
+    admin) or retired. ``str(error)`` is the plain-words message the annotation page shows."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class GoldFeedback:
+    """After an answer to a gold unit, in a campaign with feedback on: the expected answer
+    (a preference in the order the annotator saw) and its explanation. Never built with
+    feedback off, so nothing of it reaches the page then."""
+
+    expected_score: float | None
+    expected_preference_shown: str | None
+    explanation: str
+    agrees: bool
+    """the answer counts as right (pointwise: within one scale step; pairwise: the same)"""
+
+
 @dataclass(frozen=True)
 class ResponseView:
     """One response as the annotator sees it; ``label`` is A/B in pairwise, else None."""
@@ -155,3 +177,6 @@ class SubmitStep:
     revision: int = 1
     """Above 1 when the unit was already answered (e.g. in another tab): this answer was stored
     as a new revision and the earlier one is kept."""
+    feedback: GoldFeedback | None = None
+    """The expected answer, when the unit answered was gold and the campaign gives feedback;
+    None otherwise (with feedback off, for every unit alike)."""

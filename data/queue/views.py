@@ -231,7 +231,8 @@ def submitted_count(session: Session, campaign_id: int, annotator_id: int) -> in
 
 
 def annotator_progress(session: Session, campaign_id: int, annotator_id: int) -> AnnotatorProgress:
-    """Counts for the progress bar: own answers and skips, the campaign's units."""
+    """Counts for the progress bar: own answers and skips (gold ones among them, blind), the
+    campaign's real units (gold units left out)."""
     campaign = get_campaign(session, campaign_id)
 
     def count(query: Any) -> int:
@@ -240,7 +241,7 @@ def annotator_progress(session: Session, campaign_id: int, annotator_id: int) ->
     mine = select(func.count()).where(
         Assignment.campaign_id == campaign_id, Assignment.annotator_id == annotator_id
     )
-    units = select(func.count()).where(Unit.campaign_id == campaign_id)
+    units = select(func.count()).where(Unit.campaign_id == campaign_id, col(Unit.gold).is_(False))
     return AnnotatorProgress(
         my_submitted=count(mine.where(Assignment.status == "submitted")),
         my_skipped=count(mine.where(Assignment.status == "skipped")),

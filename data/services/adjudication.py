@@ -154,7 +154,10 @@ def adjudication_queue(
         raise ValueError(f"min_answers is {min_answers}: a unit needs an answer to be reviewed")
     answers: dict[int, list[Annotation]] = defaultdict(list)
     for annotation in session.exec(
-        select(Annotation).where(Annotation.campaign_id == campaign_id, Annotation.is_live)
+        select(Annotation)
+        .join(Unit, col(Unit.id) == col(Annotation.unit_id))
+        .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
+        .where(col(Unit.gold).is_(False))  # a gold unit's answer is known: nothing to adjudicate
     ):
         answers[annotation.unit_id].append(annotation)
     adjudicated = set(

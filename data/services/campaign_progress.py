@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from sqlmodel import Session, col, select
 
 from data.services.campaigns import get_campaign, unit_keys
-from schemas.tables import Annotation, Assignment, User
+from schemas.tables import Annotation, Assignment, Unit, User
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ class CampaignProgress:
     """Median active seconds over all live annotations; NaN when none."""
     by_annotator: list[AnnotatorProgress] = field(default_factory=list)
     by_unit: list[UnitProgress] = field(default_factory=list)
+    gold_units: int = 0
+    """Gold units of the campaign (left out of every count above)."""
 
     @property
     def fraction_complete(self) -> float:
@@ -62,8 +64,17 @@ class CampaignProgress:
 
 
 def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
-    """Progress per annotator and per unit, with the active time spent per unit."""
+    """Progress per annotator and per unit, with the active time spent per unit.
+
+    Gold units and their answers are left out (they are not the campaign's work, and never count
+    toward its overlap); ``gold_units`` says how many there are.
+    """
     campaign = get_campaign(session, campaign_id)
+    gold = set(
+        session.exec(
+            select(Unit.id).where(Unit.campaign_id == campaign_id, col(Unit.gold).is_(True))
+        )
+    )
     seconds_by_unit: dict[int, list[float]] = defaultdict(list)
     seconds_by_annotator: dict[str, list[float]] = defaultdict(list)
     live = session.exec(
@@ -72,6 +83,8 @@ def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
         .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
     )
     for unit_id, annotator, seconds in live:
+        if unit_id in gold:
+            continue
         seconds_by_unit[unit_id].append(float(seconds))
         seconds_by_annotator[annotator].append(float(seconds))
     status_counts: dict[tuple[str, str], int] = defaultdict(int)
@@ -82,6 +95,8 @@ def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
         .where(Assignment.campaign_id == campaign_id)
     )
     for unit_id, annotator, status in assignments:
+        if unit_id in gold:
+            continue
         status_counts[(annotator, status)] += 1
         if status == "leased":
             leased_by_unit[unit_id] += 1
@@ -108,6 +123,7 @@ def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
             median_seconds=_median(seconds_by_unit[unit_id]),
         )
         for unit_id, unit_key, item_id, flagged in unit_keys(session, campaign_id)
+        if unit_id not in gold
     ]
     all_seconds = [s for values in seconds_by_unit.values() for s in values]
     return CampaignProgress(
@@ -121,6 +137,7 @@ def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
         median_seconds_per_unit=_median(all_seconds),
         by_annotator=by_annotator,
         by_unit=by_unit,
+        gold_units=len(gold),
     )
 
 

@@ -71,11 +71,14 @@ def campaigns_for_user(session: Session, user: UserRecord) -> list[CampaignSumma
         ]
     units = _count_by_campaign(
         session,
-        select(Unit.campaign_id, func.count()).group_by(col(Unit.campaign_id)),
+        select(Unit.campaign_id, func.count())
+        .where(col(Unit.gold).is_(False))
+        .group_by(col(Unit.campaign_id)),
     )
     live_per_unit = session.exec(
         select(Annotation.campaign_id, func.count())
-        .where(col(Annotation.is_live).is_(True))
+        .join(Unit, col(Unit.id) == col(Annotation.unit_id))
+        .where(col(Annotation.is_live).is_(True), col(Unit.gold).is_(False))
         .group_by(col(Annotation.campaign_id), col(Annotation.unit_id))
     ).all()
     annotation_counts: dict[int, list[int]] = defaultdict(list)
@@ -119,6 +122,7 @@ def _open_units(session: Session, user_id: int) -> dict[int, int]:
         .join(Campaign, col(Campaign.id) == col(Unit.campaign_id))
         .where(
             col(Unit.flagged).is_(False),
+            col(Unit.gold).is_(False),
             col(Unit.slots_taken) < col(Campaign.overlap),
             ~already_assigned.exists(),
         )

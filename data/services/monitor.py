@@ -176,7 +176,9 @@ def _live_answers(session: Session, campaign_id: int) -> list[_Answer]:
     rows = session.exec(
         select(Annotation, User.name)
         .join(User, col(User.id) == col(Annotation.annotator_id))
+        .join(Unit, col(Unit.id) == col(Annotation.unit_id))
         .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
+        .where(col(Unit.gold).is_(False))  # gold answers: the gold accuracy, not agreement
         .order_by(col(Annotation.id))
     )
     return [_Answer(annotation, name) for annotation, name in rows]

@@ -15,13 +15,25 @@ concurrency on SQLite and PostgreSQL alike:
 * overlap K is never exceeded: a live assignment occupies one of the unit's ``slot`` numbers,
   unique among live assignments and checked ``0 <= slot < overlap``;
 * one live annotation per annotator per unit (partial unique index on ``is_live``);
-* human annotations, adjudications and audit events are append-only: an edit is a new row.
+* human annotations, adjudications and audit events are append-only: an edit is a new row;
+* a gold unit's known answer is a score or a preference, never both (``gold_answer``); one
+  standing per annotator and campaign (``annotator_standing``), in a closed set of states.
 
 Times are stored in UTC (see :func:`utcnow`).
 """
 
 from schemas.tables.accounts import AuditEvent, AuthSession, LoginAttempt, User
-from schemas.tables.campaigns import Annotation, Assignment, Campaign, Draft, Unit
+from schemas.tables.campaigns import (
+    GOLD_OVERLAP,
+    GOLD_PREFERENCES,
+    Annotation,
+    AnnotatorStanding,
+    Assignment,
+    Campaign,
+    Draft,
+    GoldAnswer,
+    Unit,
+)
 from schemas.tables.columns import (
     ASSIGNMENT_STATUSES,
     CAMPAIGN_STATUSES,
@@ -29,6 +41,7 @@ from schemas.tables.columns import (
     PARSE_STATUSES,
     ROLES,
     SHOWN_ORDERS,
+    STANDINGS,
     utcnow,
 )
 from schemas.tables.content import Dataset, Item, Pair, Response
@@ -38,12 +51,16 @@ from schemas.tables.review import Adjudication, DisagreementTag, Flag
 __all__ = [
     "ASSIGNMENT_STATUSES",
     "CAMPAIGN_STATUSES",
+    "GOLD_OVERLAP",
+    "GOLD_PREFERENCES",
     "LIVE_ASSIGNMENT_STATUSES",
     "PARSE_STATUSES",
     "ROLES",
     "SHOWN_ORDERS",
+    "STANDINGS",
     "Adjudication",
     "Annotation",
+    "AnnotatorStanding",
     "Assignment",
     "AuditEvent",
     "AuthSession",
@@ -52,6 +69,7 @@ __all__ = [
     "DisagreementTag",
     "Draft",
     "Flag",
+    "GoldAnswer",
     "Item",
     "JudgeCache",
     "Judgement",

@@ -23,6 +23,12 @@ class Campaign(SQLModel, table=True):
         CheckConstraint("rationale_min >= 0", name="ck_campaign_rationale_min"),
         CheckConstraint("lease_seconds > 0", name="ck_campaign_lease"),
         CheckConstraint("status IN ('active','paused','closed')", name="ck_campaign_status"),
+        CheckConstraint("gold_rate >= 0 AND gold_rate <= 0.5", name="ck_campaign_gold_rate"),
+        CheckConstraint("qualification_gold >= 0", name="ck_campaign_qualification_gold"),
+        CheckConstraint(
+            "qualification_accuracy >= 0 AND qualification_accuracy <= 1",
+            name="ck_campaign_qualification_accuracy",
+        ),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -57,6 +63,26 @@ class Campaign(SQLModel, table=True):
     routing_share: float | None = Field(
         default=None, description="stratified: the share of units served in random order"
     )
+    gold_rate: float = Field(
+        default=0.0,
+        sa_column_kwargs={"server_default": "0"},
+        description="share of units served that are gold, after qualification (0 = none, ≤ 0.5)",
+    )
+    gold_feedback: bool = Field(
+        default=False,
+        sa_column_kwargs={"server_default": "false"},
+        description="show the expected answer after a gold unit (training campaigns)",
+    )
+    qualification_gold: int = Field(
+        default=0,
+        sa_column_kwargs={"server_default": "0"},
+        description="gold units an annotator answers before any real unit (N; 0 = no test)",
+    )
+    qualification_accuracy: float = Field(
+        default=0.0,
+        sa_column_kwargs={"server_default": "0"},
+        description="share of the N qualification answers that must be right (T)",
+    )
 
 
 class Unit(SQLModel, table=True):
@@ -64,6 +90,11 @@ class Unit(SQLModel, table=True):
 
     ``slots_taken`` counts live assignments (leased or submitted) and drives least-annotated-first
     assignment; the hard overlap rule is the assignment slot constraint, not this counter.
+
+    A ``gold`` unit has a known answer (:class:`GoldAnswer`). It is never served by the
+    least-annotated or routed queue; :mod:`data.queue.gold` serves it to every annotator at most
+    once, on a slot of its own (``slot`` = the annotator's id, ``overlap`` =
+    :data:`GOLD_OVERLAP`), so it takes none of the K slots that the constraints guard.
     """
 
     __table_args__ = (
@@ -74,6 +105,13 @@ class Unit(SQLModel, table=True):
         ),
         Index("ix_unit_queue", "campaign_id", "slots_taken", "id"),
         Index("ix_unit_route", "campaign_id", "slots_taken", "priority", "id"),
+        Index(
+            "ix_unit_gold",
+            "campaign_id",
+            "id",
+            sqlite_where=text("gold"),
+            postgresql_where=text("gold"),
+        ),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -89,6 +127,16 @@ class Unit(SQLModel, table=True):
         sa_type=BigInteger,
         description="routed campaigns: serving key, lowest first; null otherwise",
     )
+    gold: bool = Field(
+        default=False,
+        sa_column_kwargs={"server_default": "false"},
+        description="a unit with a known answer (GoldAnswer): served blind, never counted",
+    )
+
+
+GOLD_OVERLAP = 2_147_483_647
+"""The ``overlap`` written on a gold unit's assignment (its slot is the annotator's id, unique
+per unit since an annotator gets a unit once): gold units are not bounded by K."""
 
 
 class Assignment(SQLModel, table=True):
@@ -183,3 +231,55 @@ class Annotation(SQLModel, table=True):
     synthetic: bool = Field(default=False, description="generated for the demo, not a person")
     created_at: datetime = time_field(nullable=False, default_factory=utcnow)
     meta: dict = json_field(default_factory=dict)
+
+
+GOLD_PREFERENCES: tuple[str, ...] = ("A", "B", "tie")
+
+
+class GoldAnswer(SQLModel, table=True):
+    """The known answer of a gold unit: a score on the campaign's scale, or A / B / tie in the
+    canonical order, with an optional explanation shown as feedback (training campaigns)."""
+
+    __tablename__ = "gold_answer"
+    __table_args__ = (
+        CheckConstraint("(score IS NULL) <> (preference IS NULL)", name="ck_gold_score_xor_pref"),
+        CheckConstraint(
+            "preference IS NULL OR preference IN ('A','B','tie')", name="ck_gold_preference"
+        ),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id", index=True)
+    unit_id: int = Field(foreign_key="unit.id", unique=True)
+    score: float | None = Field(default=None, description="pointwise: the expected score")
+    preference: str | None = Field(default=None, description="pairwise, canonical order")
+    explanation: str = Field(default="", description="why; shown with feedback on")
+    created_by: int | None = Field(default=None, foreign_key="user_account.id")
+    created_at: datetime = time_field(nullable=False, default_factory=utcnow)
+
+
+class AnnotatorStanding(SQLModel, table=True):
+    """An annotator's standing in a campaign; no row = not decided yet (``qualifying`` when the
+    campaign asks for qualification, else free to work).
+
+    ``qualified`` / ``held`` are decided by the queue after the N-th qualification answer
+    (``decided_by`` null); ``released`` / ``retired`` / ``held`` by an admin. Every change is
+    audited (``standing.<status>``).
+    """
+
+    __tablename__ = "annotator_standing"
+    __table_args__ = (
+        UniqueConstraint("campaign_id", "annotator_id", name="uq_standing_campaign_annotator"),
+        CheckConstraint(
+            "status IN ('qualifying','qualified','held','released','retired')",
+            name="ck_standing_status",
+        ),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id")
+    annotator_id: int = Field(foreign_key="user_account.id", index=True)
+    status: str = Field(description="qualifying | qualified | held | released | retired")
+    accuracy: float | None = Field(default=None, description="qualification accuracy, if decided")
+    decided_by: int | None = Field(default=None, foreign_key="user_account.id")
+    decided_at: datetime = time_field(nullable=False, default_factory=utcnow)

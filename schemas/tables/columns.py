@@ -18,6 +18,8 @@ ASSIGNMENT_STATUSES: tuple[str, ...] = ("leased", "submitted", "expired", "skipp
 LIVE_ASSIGNMENT_STATUSES: tuple[str, ...] = ("leased", "submitted")
 PARSE_STATUSES: tuple[str, ...] = ("ok", "unparsed", "out_of_scale", "error", "skipped")
 SHOWN_ORDERS: tuple[str, ...] = ("AB", "BA")
+STANDINGS: tuple[str, ...] = ("qualifying", "qualified", "held", "released", "retired")
+"""An annotator's standing in a campaign (:class:`~schemas.tables.AnnotatorStanding`)."""
 
 
 def utcnow() -> datetime:

@@ -529,3 +529,34 @@ def test_campaign_routing_is_set_from_the_page_and_audited(world):
         )
         with pytest.raises(PermissionDenied):
             set_routing_as(session, people["ann"].id, campaign_id, "least-annotated")
+
+
+def test_the_monitor_lists_held_annotators_and_releases_one(world):
+    from data.services.gold import change_standing
+
+    engine, people, campaign_id = world
+    with session_scope(engine) as session:
+        change_standing(session, campaign_id, "cat", "hold", actor_id=people["root"].id)
+    at = _page("pages/admin_monitor.py", people["root"])
+    assert not at.exception, at.exception
+    assert "cat" in str([m.value for m in at.markdown])
+    at.button(key="release-cat").click().run()
+    assert [s.value for s in at.success] == [escape_markdown("cat is released.")]
+    with session_scope(engine) as session:
+        assert list_events(session, action_prefix="standing.")[0].detail["after"] == "released"
+    assert not at.get("button") or "release-cat" not in [b.key for b in at.button]
+
+
+def test_gold_settings_are_saved_from_the_campaigns_page_and_bounded(world):
+    engine, people, campaign_id = world
+    at = _page("pages/admin_campaigns.py", people["root"])
+    assert not at.exception, at.exception
+    at.number_input(key=f"g{campaign_id}_n").set_value(3)
+    at.button(key=f"FormSubmitter:gold_{campaign_id}-Save gold settings").click().run()
+    assert any("has 0" in e for e in _errors(at))  # no gold unit to qualify on
+    at.number_input(key=f"g{campaign_id}_n").set_value(0)
+    at.checkbox(key=f"g{campaign_id}_feedback").check()
+    at.button(key=f"FormSubmitter:gold_{campaign_id}-Save gold settings").click().run()
+    assert "Saved: gold_feedback" in [s.value for s in at.success]
+    with session_scope(engine) as session:
+        assert session.get(Campaign, campaign_id).gold_feedback is True

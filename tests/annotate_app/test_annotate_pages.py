@@ -385,3 +385,62 @@ def test_a_reloaded_tab_comes_back_to_the_unit_its_url_names(seeded: dict) -> No
     elsewhere = _open("pages/annotate.py", ann, campaign="c-pairwise", unit=str(following))
     assert _panel(elsewhere)["unit"] != following  # a unit of another campaign
     assert not elsewhere.warning and not elsewhere.toast
+
+
+# --- gold units and qualification -----------------------------------------------------------
+
+
+def _gold_campaign(seeded: dict, **settings: object) -> tuple[int, list[int]]:
+    """The pointwise campaign with two gold units (expected score 8) and ``settings``."""
+    from data.services.campaigns import unit_keys
+    from data.services.gold import GoldEntry, attach_gold, set_gold_settings
+
+    campaign_id = seeded["campaigns"]["alignmmbench"]
+    with session_scope(seeded["engine"]) as session:
+        keys = unit_keys(session, campaign_id)[:2]
+        entries = [GoldEntry(key, 8.0, None, "Two cats **exactly**.") for _, key, _, _ in keys]
+        attach_gold(session, session.get(Campaign, campaign_id), entries)
+        set_gold_settings(session, campaign_id, **settings)  # type: ignore[arg-type]
+    return campaign_id, [unit_id for unit_id, _, _, _ in keys]
+
+
+def test_a_held_annotator_is_told_so_in_plain_words_and_given_no_unit(seeded: dict) -> None:
+    ann, engine = seeded["users"]["ann"], seeded["engine"]
+    campaign_id, gold = _gold_campaign(seeded, qualification_gold=2, qualification_accuracy=1.0)
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    for _ in range(2):  # two wrong answers to the two gold units, as the page's submit sends them
+        unit = _panel(at)["unit"]
+        step, _ = queue.submit_step(engine, unit, ann.id, score=1, rationale=RATIONALE)
+        at.session_state["annotate_next"] = (campaign_id, step.next_unit)  # as the page's _submit
+        at.run()
+    assert not at.get("bidi_component")
+    (warning,) = at.warning
+    from annotate_app.text import escape_markdown
+
+    assert warning.value == escape_markdown(
+        "Your qualification answers did not reach the campaign's bar; an admin will review them."
+    )
+    assert "unit" not in at.query_params
+    bo = _open("pages/annotate.py", seeded["users"]["bo"], campaign="c-alignmmbench")
+    assert _panel(bo)["unit"] and not bo.warning  # qualifying, served a gold unit as any other
+
+
+@pytest.mark.parametrize("feedback", [True, False])
+def test_the_expected_answer_is_shown_after_a_gold_unit_only_with_feedback_on(
+    seeded: dict, feedback: bool
+) -> None:
+    ann, engine = seeded["users"]["ann"], seeded["engine"]
+    campaign_id, gold = _gold_campaign(
+        seeded, qualification_gold=1, qualification_accuracy=0.0, gold_feedback=feedback
+    )
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    before = _texts(at.main)
+    step, _ = queue.submit_step(engine, _panel(at)["unit"], ann.id, score=3, rationale=RATIONALE)
+    at.session_state["annotate_feedback"] = (campaign_id, step.feedback)  # as the page's _submit
+    at.session_state["annotate_next"] = (campaign_id, step.next_unit)
+    at.run()
+    assert not at.exception, at.exception
+    text = _texts(at.main)
+    assert ("expected answer" in text) == feedback
+    assert ("Two cats" in text) == feedback and ("Your answer differs" in text) == feedback
+    assert "expected answer" not in before and "Two cats" not in before

@@ -89,3 +89,49 @@ def test_a_populated_first_release_database_upgrades_to_head(
         sessions = connection.execute(text("SELECT count(*) FROM auth_session")).scalar_one()
     assert (names, sessions) == (["alice"], 1)
     engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_gold_units_migration_downgrades_and_upgrades_again(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """0006 (gold units, qualification) goes down to 0005 and back up, keeping campaigns, and
+    its checks hold after the upgrade on both backends."""
+    from alembic import command
+    from sqlalchemy.exc import IntegrityError
+
+    from data.storage.engine import alembic_config
+
+    url = (
+        f"sqlite:///{tmp_path / 'gold.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
+    engine = make_engine(url)
+    upgrade_database(engine)
+    from sqlmodel import Session
+
+    from schemas.tables import Campaign, Dataset
+
+    with Session(engine) as session:
+        dataset = Dataset(name="d", benchmark="alignmmbench")
+        session.add(dataset)
+        session.flush()
+        assert dataset.id is not None
+        session.add(Campaign(name="c", dataset_id=dataset.id, protocol="pairwise", gold_rate=0.1))
+        session.commit()
+    config = alembic_config(engine)
+    command.downgrade(config, "0005_disagreement_tags")
+    tables = set(inspect(engine).get_table_names())
+    assert not {"gold_answer", "annotator_standing"} & tables
+    assert "gold_rate" not in {c["name"] for c in inspect(engine).get_columns("campaign")}
+    assert upgrade_database(engine) == head_revision()
+    with engine.connect() as connection:
+        row = connection.execute(
+            text("SELECT name, gold_rate, gold_feedback, qualification_gold FROM campaign")
+        ).one()
+    assert (row[0], row[1], bool(row[2]), row[3]) == ("c", 0, False, 0)
+    for bad in ("gold_rate = 0.9", "qualification_gold = -1", "qualification_accuracy = 1.5"):
+        with pytest.raises(IntegrityError), engine.begin() as connection:
+            connection.execute(text(f"UPDATE campaign SET {bad}"))
+    engine.dispose()

@@ -33,7 +33,7 @@ def annotation_records(
         select(Annotation, User.name, Unit.response_pk, Unit.pair_pk)
         .join(User, col(User.id) == col(Annotation.annotator_id))
         .join(Unit, col(Unit.id) == col(Annotation.unit_id))
-        .where(Annotation.campaign_id == campaign.id)
+        .where(Annotation.campaign_id == campaign.id, col(Unit.gold).is_(False))
         .order_by(col(Annotation.created_at), col(Annotation.id))
     )
     if not all_revisions:
