@@ -16,6 +16,7 @@ from calibration.errors import CalibrationInputError
 from calibration.mace import mace
 from calibration.scale import Scale
 from schemas.option_text import OptionText
+from schemas.protocols import Protocol
 
 ConsensusRule = Literal["mean", "median", "majority"]
 """Per-unit rules: each unit's reference from its own judgements, every annotator alike."""
@@ -79,6 +80,15 @@ def check_consensus(rule: str, no_majority: str, *, pairwise: bool, discrete: bo
                 "continuous: use {consensus} mean or median",
             )
         )
+
+
+def reference_choices(protocol: Protocol) -> tuple[str, ...]:
+    """The reference rules that apply to ``protocol``, its default first (the page's choices)."""
+    if not protocol.is_pointwise:
+        return ("majority", "dawid-skene", "mace")
+    if protocol.step is None:
+        return ("mean", "median", "majority")
+    return ("mean", "median", "majority", "mace")
 
 
 def default_rule(*, pairwise: bool) -> ConsensusRule:
