@@ -11,21 +11,25 @@ call and tests reach without a browser.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+import numpy as np
 from sqlalchemy.engine import Engine
 
 from annotate_app.disagreement_review import report_html
 from calibration import CalibrationOptions, CalibrationReport, calibrate, krippendorff_alpha
 from calibration.analysis import check_judges
+from calibration.annotators import AnnotatorTable, annotator_reliability
 from calibration.audits import JudgeAudit, audit_judges
 from calibration.consistency import ConsistencyReport, cross_protocol_consistency
 from calibration.cost import Prices
 from calibration.errors import CalibrationInputError
 from calibration.reference import NoMajorityRule
 from calibration.result import CalibrationResult
+from calibration.scale import Scale
 from calibration.tables import select_units
 from data.io.campaign_input import CampaignCalibrationInput, read_calibration_input
 from data.io.frames import (
@@ -225,9 +229,20 @@ class TaskAgreement:
     annotators: int
     units: int
     alpha: float
-    """NaN while fewer than two answers can be paired."""
+    """NaN while fewer than two answers can be paired, or while the paired ones do not vary."""
     level: Literal["interval", "nominal"]
     """interval for scores, nominal for preferences."""
+    paired_units: int = 0
+    """Units with at least two answers (the ones alpha reads)."""
+
+    @property
+    def alpha_text(self) -> str:
+        """Alpha to 3 decimals, or ``n/a`` with the reason it is undefined."""
+        if not math.isnan(self.alpha):
+            return f"{self.alpha:.3f}"
+        if self.paired_units == 0:
+            return "n/a: no unit has two answers yet"
+        return "n/a: the paired answers do not vary (alpha needs some disagreement to scale by)"
 
 
 def task_agreement(engine: Engine, campaign_id: int) -> list[TaskAgreement]:
@@ -245,6 +260,42 @@ def task_agreement(engine: Engine, campaign_id: int) -> list[TaskAgreement]:
             units=len(matrix.units),
             alpha=krippendorff_alpha(matrix.values, matrix.level),
             level=matrix.level,
+            paired_units=int(((~np.isnan(matrix.values)).sum(axis=0) >= 2).sum()),
         )
         for matrix in matrices.values()
     ]
+
+
+def campaign_annotators(
+    engine: Engine, campaign_id: int, *, bootstrap: int = 1000, seed: int = 0
+) -> AnnotatorTable | None:
+    """The Annotators table of the campaign's live human labels (Monitor page): every task's
+    units side by side (:func:`calibration.annotators.annotator_reliability`); None before the
+    first label."""
+    with read_scope(engine) as session:
+        matrices = list(human_rating_matrices(session, campaign_id).values())
+        protocol = campaign_protocol(get_campaign(session, campaign_id))
+    if not matrices:
+        return None
+    names = sorted({name for matrix in matrices for name in matrix.annotators})
+    row = {name: i for i, name in enumerate(names)}
+    blocks = []
+    for matrix in matrices:
+        rows = [row[name] for name in matrix.annotators]
+        block = np.full((3, len(names), len(matrix.units)), np.nan)
+        block[0, rows] = matrix.values
+        if matrix.swapped is not None:
+            block[1, rows] = matrix.swapped
+        if matrix.order is not None:
+            block[2, rows] = matrix.order
+        blocks.append(block)
+    values, swapped, order = np.concatenate(blocks, axis=2)
+    return annotator_reliability(
+        values,
+        names,
+        scale=Scale.of(protocol) if protocol.is_pointwise else None,
+        swapped=swapped == 1,
+        order=order,
+        bootstrap=bootstrap,
+        seed=seed,
+    )

@@ -12,12 +12,13 @@ import hashlib
 import importlib.metadata
 import platform
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from calibration.alpha import AlphaData
+from calibration.annotators import AnnotatorTable, annotator_reliability
 from calibration.bootstrap import (
     CI_LEVEL,
     percentile_interval,
@@ -109,7 +110,9 @@ def calibrate(
         rule=options.reference_rule,
         no_majority=options.no_majority,
         overrides=overrides,
+        exclude=options.exclude_annotators,
     )
+    check_annotators(options.exclude_annotators, data.all_raters)
     judges = _judge_names(data, options)
     scale = Scale.of(options.protocol) if options.protocol.is_pointwise else None
     human_alpha = AlphaData.from_matrix(data.humans)
@@ -126,9 +129,7 @@ def calibrate(
         _add_intervals(
             data, human_alpha, alpha_levels, kernels, human_block, judge_blocks, options, progress
         )
-    loo = LeaveOneOut(
-        data.humans, data.raters, options.reference_rule, options.no_majority, scale=scale
-    )
+    loo = LeaveOneOut(data.humans, data.raters, options.loo_rule, options.no_majority, scale=scale)
     human_block["loo"] = loo.pointwise(None) if scale else loo.pairwise()
     details: dict[str, JudgeDetails] = {}
     for name, kernel in kernels.items():
@@ -170,6 +171,7 @@ def calibrate(
         "human": human_block,
         "judges": judge_blocks,
         "versions": _versions(data_sha256 or frame_sha256(data.frame)),
+        "annotators": asdict(annotator_table(data, options, scale)),
     }
     if scale:
         summary["models"] = _models(data, judges, judge_blocks, scale)
@@ -206,6 +208,53 @@ def check_judges(wanted: Sequence[str], present: Sequence[str]) -> None:
             f"judge(s) {', '.join(unknown)} have no judgements here; present: "
             + (", ".join(present) or "none")
         )
+
+
+def check_annotators(wanted: Sequence[str], present: Sequence[str]) -> None:
+    """:class:`CalibrationInputError` naming the ``wanted`` annotators that are not
+    ``present``, and those that are."""
+    unknown = [name for name in wanted if name not in present]
+    if unknown:
+        raise CalibrationInputError(
+            f"annotator(s) {', '.join(unknown)} have no judgements here; present: "
+            + (", ".join(present) or "none")
+        )
+
+
+def annotator_table(
+    data: UnitData, options: CalibrationOptions, scale: Scale | None
+) -> AnnotatorTable:
+    """The Annotators table (:mod:`calibration.annotators`) of every human rater, excluded ones
+    too; answers in the order of the frame's rows (a campaign's: submission order)."""
+    raters = list(data.all_raters)
+    humans = data.all_humans if data.all_humans is not None else data.humans
+    frame = data.frame
+    chosen = ((frame["kind"] == "human") & frame["code"].notna()).to_numpy()
+    rows = np.flatnonzero(chosen)
+    rater_index = np.searchsorted(
+        np.array(raters, dtype=object), frame["rater"].to_numpy(dtype=object)[rows]
+    )
+    units = data.row_units[rows]
+    swapped = np.zeros(humans.shape, dtype=bool)
+    swapped[rater_index, units] = frame["shown_order"].to_numpy(dtype=object)[rows] == "BA"
+    order = np.full(humans.shape, np.nan)
+    order[rater_index, units] = np.arange(rows.size, dtype=np.float64)
+    weights = dict(
+        zip(data.raters, (data.weights if data.weights is not None else []), strict=False)
+    )
+    return annotator_reliability(
+        humans,
+        raters,
+        scale=scale,
+        swapped=swapped,
+        order=order,
+        rule=options.loo_rule,
+        no_majority=options.no_majority,
+        bootstrap=options.bootstrap,
+        seed=options.seed,
+        excluded=data.excluded,
+        weights={k: float(v) for k, v in weights.items()},
+    )
 
 
 def _judge_names(data: UnitData, options: CalibrationOptions) -> list[str]:
@@ -369,6 +418,10 @@ def _reference_summary(data: UnitData, options: CalibrationOptions) -> dict:
         "n_units_total": data.n_units,
         "n_units_without_reference": int((~has).sum()),
         "n_adjudicated": int(data.adjudicated.sum()),
+        "excluded_annotators": list(data.excluded),
+        "weights": dict(
+            zip(data.raters, (data.weights if data.weights is not None else []), strict=False)
+        ),
     }
 
 
@@ -391,6 +444,7 @@ def _options_summary(options: CalibrationOptions, judges: list[str], by: tuple[s
         "aggregate": options.aggregate,
         "judges": judges,
         "calibration_fraction": options.calibration_fraction,
+        "exclude_annotators": list(options.exclude_annotators),
     }
 
 

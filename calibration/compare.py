@@ -129,6 +129,7 @@ def compare_judges(
         rule=options.reference_rule,
         no_majority=options.no_majority,
         overrides=overrides,
+        exclude=options.exclude_annotators,
     )
     for name in (a, b):
         _check_side(data, name)
@@ -252,7 +253,7 @@ def _ceiling_sides(
     judge answered (as :class:`calibration.ceiling.LeaveOneOut`); each side's value is the mean
     over annotators of the metric, annotators where it is undefined left out.
     """
-    rule, no_majority, pairwise = options.reference_rule, options.no_majority, scale is None
+    rule, no_majority, pairwise = options.loo_rule, options.no_majority, scale is None
     others = [
         others_consensus(data.humans, r, rule, no_majority, pairwise=pairwise)
         for r in range(len(data.raters))

@@ -8,7 +8,15 @@ from calibration.bootstrap import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 from calibration.errors import CalibrationInputError
 from calibration.grouped import AggregateMode, check_aggregate
 from calibration.pairwise import UnparsedRule, check_unparsed_rule
-from calibration.reference import ConsensusRule, NoMajorityRule, check_consensus
+from calibration.reference import (
+    ConsensusRule,
+    NoMajorityRule,
+    ReferenceRule,
+    check_consensus,
+    default_rule,
+    per_unit_rule,
+)
+from calibration.scale import Scale
 from schemas.option_text import OptionText
 from schemas.protocols import Protocol
 
@@ -18,8 +26,12 @@ class CalibrationOptions:
     """Every option that changes a number; all of them are written into the report."""
 
     protocol: Protocol
-    consensus: ConsensusRule | None = None
-    """Reference rule; default ``mean`` for scores, ``majority`` for preferences."""
+    consensus: ReferenceRule | None = None
+    """Reference rule (``--reference``); default ``mean`` for scores, ``majority`` for
+    preferences; ``dawid-skene`` / ``mace`` weigh each annotator by a latent-class model."""
+    exclude_annotators: tuple[str, ...] = ()
+    """Annotators (rater names as in the frame) left out of the reference and of the human
+    ceiling; the annotators table still lists them, marked excluded."""
     no_majority: NoMajorityRule = "tie"
     unparsed: UnparsedRule = "wrong"
     bootstrap: int = DEFAULT_BOOTSTRAP
@@ -34,15 +46,21 @@ class CalibrationOptions:
     max_disagreements: int = 25
 
     @property
-    def reference_rule(self) -> ConsensusRule:
+    def reference_rule(self) -> ReferenceRule:
         if self.consensus is not None:
             return self.consensus
-        return "mean" if self.protocol.is_pointwise else "majority"
+        return default_rule(pairwise=not self.protocol.is_pointwise)
+
+    @property
+    def loo_rule(self) -> ConsensusRule:
+        """The per-unit rule of the leave-one-out consensus of the others: the reference rule
+        itself, or the protocol's default under a latent-class reference."""
+        return per_unit_rule(self.reference_rule, pairwise=not self.protocol.is_pointwise)
 
     def validate(self) -> None:
-        check_consensus(
-            self.reference_rule, self.no_majority, pairwise=not self.protocol.is_pointwise
-        )
+        pairwise = not self.protocol.is_pointwise
+        discrete = pairwise or Scale.of(self.protocol).is_discrete
+        check_consensus(self.reference_rule, self.no_majority, pairwise=pairwise, discrete=discrete)
         check_unparsed_rule(self.unparsed)
         check_aggregate(self.aggregate)
         if self.bootstrap < 0:

@@ -19,7 +19,14 @@ from calibration.details import JudgeDetails
 from calibration.maps import MAP_KINDS
 from calibration.report_compare import comparison_section
 from calibration.report_glance import glance_section
-from calibration.result import CalibrationResult, Interval, JudgeResult, LabelScale, PointScale
+from calibration.result import (
+    AnnotatorEstimate,
+    CalibrationResult,
+    Interval,
+    JudgeResult,
+    LabelScale,
+    PointScale,
+)
 from calibration.svg import bar_chart, heatmap
 
 _CSS = """
@@ -60,6 +67,7 @@ def render_html(
         _setup(result),
         _headline(result),
         _ceiling(result),
+        _annotators(result),
         _groups(result),
         _models(result),
         _maps(result),
@@ -95,6 +103,11 @@ def _setup(result: CalibrationResult) -> str:
         "Humans": f"{result.human.n_annotators} annotators on {result.human.n_units} units",
         "Reference": f"{reference.consensus} of the human judgements; adjudicated label where "
         f"one exists ({reference.n_adjudicated} units); no majority → {reference.no_majority}",
+        "Annotators left out of the reference": ", ".join(reference.excluded_annotators) or "none",
+        "Annotators' weights in the reference": ", ".join(
+            f"{name} {_fmt(weight)}" for name, weight in reference.weights.items()
+        )
+        or "none",
         "Units": f"{reference.n_units} with a reference of {reference.n_units_total} "
         f"({reference.n_units_without_reference} without one, not scored)",
         "Unparsed judge outputs": _unparsed_text(options.unparsed, result.pairwise),
@@ -184,6 +197,74 @@ def _ceiling(result: CalibrationResult) -> str:
             f"<th>degradation</th></tr>{rows}</table>"
         )
     return "".join(parts)
+
+
+def _annotators(result: CalibrationResult) -> str:
+    """One row per annotator (METRICS.md, "Annotators"), each flag with its reason."""
+    section = result.annotators
+    if section is None or not section.rows:
+        return ""
+    pairwise = result.pairwise
+    agreement = ["accuracy"] if pairwise else ["mae", "qwk"]
+    competence = {"dawid-skene": "Dawid–Skene expected accuracy (chance)", "mace": "MACE θ"}.get(
+        section.model or "", "competence"
+    )
+    header = ["annotator", "units", "weight", "LOO units", *agreement]
+    header += [f"alpha without ({_fmt(section.alpha)} with all)", competence]
+    header += ["shown first: them / others"] if pairwise else []
+    header += ["longest run / others'", "flags"]
+    rows = []
+    for row in section.rows:
+        cells = [
+            escape(row.annotator) + (" (excluded)" if row.excluded else ""),
+            _fmt(row.n),
+            _fmt(row.weight),
+            _fmt(row.loo_n),
+            *(_estimate(getattr(row, name)) for name in agreement),
+            _fmt(row.alpha_without),
+            _fmt(row.competence)
+            + (f" ({_fmt(row.chance)})" if section.model == "dawid-skene" else ""),
+        ]
+        if pairwise:
+            position = row.position
+            cells.append(
+                "n/a"
+                if position is None
+                else f"{_estimate(position.share_first)} / {_fmt(position.others_share)}"
+            )
+        run = row.run
+        cells.append(f"{run.length} of {run.n} / {_fmt(run.others_length)}")
+        reasons = "".join(f"<li>{escape(flag.reason)}</li>" for flag in row.flags)
+        cells.append(f"<ul>{reasons}</ul>" if reasons else "none")
+        rows.append(
+            f"<tr><th class='text'>{cells[0]}</th>"
+            + "".join(f"<td>{cell}</td>" for cell in cells[1:-1])
+            + f"<td class='text'>{cells[-1]}</td></tr>"
+        )
+    text_columns = ("annotator", "flags")
+    head = "".join(
+        (
+            f"<th class='text'>{escape(name)}</th>"
+            if name in text_columns
+            else f"<th>{escape(name)}</th>"
+        )
+        for name in header
+    )
+    return (
+        "<h2>Annotators</h2><p class='note'>Each annotator against the consensus of the others "
+        f"({escape(section.loo_rule)}) on the units both have, with a 95% bootstrap interval "
+        f"over their units (B = {section.bootstrap}, seed {section.seed}); the campaign's "
+        f"Krippendorff alpha ({escape(section.alpha_level)}) without them; a latent-class "
+        "competence; the longest run of one answer in their answers' order beside that of the "
+        "others' consensus on the same units. A flag says why it was raised; thresholds are in "
+        f"METRICS.md.</p><table><tr>{head}</tr>{''.join(rows)}</table>"
+    )
+
+
+def _estimate(estimate: AnnotatorEstimate | None) -> str:
+    if estimate is None:
+        return "n/a"
+    return _value(estimate.value, (estimate.low, estimate.high))
 
 
 def _groups(result: CalibrationResult) -> str:

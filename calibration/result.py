@@ -228,12 +228,87 @@ class LabelScale(_Section):
 
 class ReferenceSummary(_Section):
     consensus: str
+    """The reference rule (``--reference``): mean, median, majority, dawid-skene or mace."""
     no_majority: str
     n_units: int
     """Units with a reference (the units scored)."""
     n_units_total: int
     n_units_without_reference: int
     n_adjudicated: int
+    excluded_annotators: list[str] = []
+    """Annotators left out of the reference and of the human ceiling."""
+    weights: dict[str, float | None] = {}
+    """Each annotator's weight in the reference: 1.0 under mean, median and majority; the
+    Dawid–Skene expected accuracy or the MACE θ under those models."""
+
+
+class AnnotatorEstimate(_Section):
+    """A figure with its 95% interval (null ends where undefined or ``bootstrap`` is 0)."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+class AnnotatorFlagResult(_Section):
+    kind: str
+    """low_agreement | alpha_gain | low_competence | position | straight_lining"""
+    reason: str
+    """Why, in words, with the figures that raised it."""
+
+
+class AnnotatorPosition(_Section):
+    n: int
+    share_first: AnnotatorEstimate
+    """Share of their answers choosing the response shown first to them (Wilson 95%)."""
+    others_share: float | None
+    """The others' share choosing that same response on the same pairs."""
+
+
+class AnnotatorRun(_Section):
+    length: int
+    """Longest run of one answer, in the order of their answers."""
+    value: float | None
+    n: int
+    others_length: int | None
+    """Longest run of the others' consensus on the same units in the same order."""
+    others_share: float | None
+    """Share of the others' answers on the same units that are ``value``."""
+
+
+class AnnotatorRow(_Section):
+    """One annotator (METRICS.md, "Annotators")."""
+
+    annotator: str
+    n: int
+    excluded: bool
+    weight: float | None
+    loo_n: int
+    mae: AnnotatorEstimate | None
+    """Scores: mean absolute difference from the others' consensus."""
+    qwk: AnnotatorEstimate | None
+    """Scores with points: quadratic weighted kappa with the others' consensus."""
+    accuracy: AnnotatorEstimate | None
+    """Preferences: share of pairs where they give the others' consensus."""
+    alpha_without: float | None
+    competence: float | None
+    chance: float | None
+    position: AnnotatorPosition | None
+    run: AnnotatorRun
+    flags: list[AnnotatorFlagResult]
+
+
+class AnnotatorsSection(_Section):
+    """Per-annotator reliability without gold (``calibration.annotators``)."""
+
+    model: str | None
+    """The latent-class model behind ``competence``: dawid-skene, mace or null."""
+    loo_rule: str
+    alpha_level: str
+    alpha: float | None
+    bootstrap: int
+    seed: int
+    rows: list[AnnotatorRow]
 
 
 class OptionsSummary(_Section):
@@ -250,6 +325,7 @@ class OptionsSummary(_Section):
     aggregate: str
     judges: list[str]
     calibration_fraction: float
+    exclude_annotators: list[str] = []
 
 
 class ModelScore(_Section):
@@ -266,7 +342,7 @@ class ModelScore(_Section):
 class CalibrationResult(_Section):
     """The whole calibration of one protocol (METRICS.md, "Output")."""
 
-    _omit_unset = frozenset({"models", "comparisons", "judge_audit", "consistency"})
+    _omit_unset = frozenset({"models", "comparisons", "judge_audit", "consistency", "annotators"})
     protocol: str
     scale: PointScale | LabelScale
     reference: ReferenceSummary
@@ -283,6 +359,8 @@ class CalibrationResult(_Section):
     """Bias and cost of the judges (``calibrate --campaign``)."""
     consistency: ConsistencyReport | None = None
     """``calibrate --consistency``."""
+    annotators: AnnotatorsSection | None = None
+    """One row per human annotator: agreement without gold, competence, flags."""
     # A new audit block is one more optional field here (and in _omit_unset), then the schema
     # in docs/spec/ is regenerated.
 

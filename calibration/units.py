@@ -13,7 +13,13 @@ import pandas as pd
 
 from calibration.errors import CalibrationInputError
 from calibration.pairwise import LABELS
-from calibration.reference import ConsensusRule, NoMajorityRule, consensus, with_overrides
+from calibration.reference import (
+    NoMajorityRule,
+    ReferenceRule,
+    human_reference,
+    with_overrides,
+)
+from calibration.scale import Scale
 from schemas.option_text import OptionText
 from schemas.protocols import Protocol
 from schemas.records import JUDGEMENT_FRAME_COLUMNS
@@ -42,6 +48,13 @@ class UnitData:
     row_units: np.ndarray
     """Per row of ``frame``, the index of its unit in ``units``: found once for every row, so
     that selecting a judge's rows does not look each key up again."""
+    weights: np.ndarray | None = None
+    """Per rater of ``raters``, their weight in the reference (1.0 under a per-unit rule)."""
+    excluded: tuple[str, ...] = ()
+    """Raters left out of ``raters``, ``humans`` and the reference (``exclude_annotators``)."""
+    all_raters: tuple[str, ...] = ()
+    """Every human rater, excluded ones too, sorted; ``all_humans`` their matrix."""
+    all_humans: np.ndarray | None = None
 
     @property
     def n_units(self) -> int:
@@ -89,11 +102,13 @@ def prepare_units(
     frame: pd.DataFrame,
     protocol: Protocol,
     *,
-    rule: ConsensusRule,
+    rule: ReferenceRule,
     no_majority: NoMajorityRule,
     overrides: dict[str, object] | None = None,
+    exclude: tuple[str, ...] = (),
 ) -> UnitData:
-    """Align the frame over its units and compute the reference (adjudication, else consensus)."""
+    """Align the frame over its units and compute the reference (adjudication, else the humans'
+    reference under ``rule``, without the raters in ``exclude``)."""
     frame = normalise_frame(frame)
     if frame.empty:
         raise CalibrationInputError("there are no judgements to calibrate")
@@ -117,11 +132,18 @@ def prepare_units(
         per_cell = humans.groupby(["rater", "unit_index"], sort=False)["code"].first()
         rows = np.searchsorted(np.array(raters, dtype=object), per_cell.index.get_level_values(0))
         matrix[rows, per_cell.index.get_level_values(1)] = per_cell.to_numpy(dtype=np.float64)
-    reference = (
-        consensus(matrix, rule, no_majority=no_majority, pairwise=not protocol.is_pointwise)
-        if raters
-        else np.full(units.size, np.nan)
-    )
+    kept = np.array([rater not in exclude for rater in raters], dtype=bool)
+    if raters and kept.any():
+        fitted = human_reference(
+            matrix[kept],
+            rule,
+            no_majority=no_majority,
+            pairwise=not protocol.is_pointwise,
+            scale=Scale.of(protocol) if protocol.is_pointwise else None,
+        )
+        reference, weights = fitted.values, fitted.weights
+    else:
+        reference, weights = np.full(units.size, np.nan), np.ones(int(kept.sum()))
     adjudicated = np.full(units.size, np.nan)
     for key, value in (overrides or {}).items():
         position = np.searchsorted(units, str(key))
@@ -130,7 +152,19 @@ def prepare_units(
     reference = with_overrides(reference, adjudicated)
     meta = _unit_meta(frame, units, index)
     return UnitData(
-        protocol, units, meta, list(raters), matrix, reference, ~np.isnan(adjudicated), frame, index
+        protocol,
+        units,
+        meta,
+        [rater for rater, keep in zip(raters, kept, strict=True) if keep],
+        matrix[kept],
+        reference,
+        ~np.isnan(adjudicated),
+        frame,
+        index,
+        weights=weights,
+        excluded=tuple(rater for rater in raters if rater in exclude),
+        all_raters=tuple(raters),
+        all_humans=matrix,
     )
 
 

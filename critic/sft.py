@@ -24,7 +24,7 @@ from typing import IO, Any, cast, get_args
 import numpy as np
 from sqlalchemy.engine import Engine
 
-from calibration.reference import ConsensusRule
+from calibration.reference import ConsensusRule, ReferenceRule, human_reference, reference_choices
 from calibration.reference import consensus as human_consensus
 from calibration.scale import Scale
 from critic.judge_prompt import build_prompt
@@ -58,8 +58,12 @@ class SftOptions:
     per_annotator: bool = False
     """One record per annotator instead of one per unit with the consensus label."""
     consensus: str | None = None
-    """``mean`` (default for scores), ``median``, or ``majority`` (default, and only, for pairs);
-    checked against the protocol, so a user's word can be passed as it is."""
+    """The reference rule (``--reference``): ``mean`` (default for scores), ``median``,
+    ``majority`` (default for pairs), ``dawid-skene`` (pairs) or ``mace`` (pairs, and scores on
+    a scale with points); checked against the protocol, so a user's word can be passed as it
+    is. The two models are fitted once to every annotated unit of the campaign."""
+    exclude_annotators: tuple[str, ...] = ()
+    """Annotators (login names) whose labels make neither a consensus nor a record."""
     vision: bool = False
     """Vision-language prompts (images as segments) instead of text-only ones."""
     show_reference: bool = True
@@ -147,12 +151,59 @@ def build_sft_records(
             )
         )
     named = options.consensus or ("mean" if protocol.is_pointwise else "majority")
+    allowed = reference_choices(protocol)
+    if named not in allowed or (protocol.is_pointwise and named == "majority"):
+        choices = ", ".join(
+            rule for rule in allowed if protocol.is_pointwise <= (rule != "majority")
+        )
+        raise ValueError(f"consensus {named!r} does not apply to {protocol.name}: use {choices}")
+    if options.exclude_annotators:
+        units = _without(units, set(options.exclude_annotators))
     consensus = _RULES.get(named)
-    if consensus is None or (protocol.is_pointwise == (consensus == "majority")):
-        allowed = "mean, median" if protocol.is_pointwise else "majority"
-        raise ValueError(f"consensus {named!r} does not apply to {protocol.name}: use {allowed}")
+    fitted = None if consensus is not None else _model_reference(units, protocol, named)
     eval_items = split_items(sorted({u.unit.item.item_id for u in units}), options)
-    return _records(units, protocol, template, options, resolve_image, consensus, eval_items)
+    return _records(
+        units, protocol, template, options, resolve_image, consensus or "mean", eval_items, fitted
+    )
+
+
+def _without(units: list[AnnotatedUnit], excluded: set[str]) -> list[AnnotatedUnit]:
+    """The units with the excluded annotators' labels removed (units left unlabelled kept:
+    an adjudication still labels them)."""
+    return [
+        replace(unit, labels=tuple(lab for lab in unit.labels if lab.annotator not in excluded))
+        for unit in units
+    ]
+
+
+def _model_reference(
+    units: list[AnnotatedUnit], protocol: Protocol, rule: str
+) -> dict[int, float | str]:
+    """Per unit (its position in ``units``), the reference of a latent-class model fitted to
+    every unit's labels at once (:func:`calibration.reference.human_reference`); scores on the
+    scale's points, as the per-unit rules give them."""
+    names = sorted({label.annotator for unit in units for label in unit.labels})
+    row = {name: i for i, name in enumerate(names)}
+    matrix = np.full((len(names), len(units)), np.nan)
+    for column, unit in enumerate(units):
+        for label in unit.labels:
+            value = _label_value(label, protocol)
+            if value is not None:
+                code = float(value) if protocol.is_pointwise else PREFERENCES.index(str(value))
+                matrix[row[label.annotator], column] = code
+    scale = Scale.of(protocol) if protocol.is_pointwise else None
+    reference = human_reference(
+        matrix, cast(ReferenceRule, rule), pairwise=scale is None, scale=scale
+    ).values
+    result: dict[int, float | str] = {}
+    for column, value in enumerate(reference):
+        if np.isnan(value):
+            continue
+        if scale is None:
+            result[column] = PREFERENCES[int(value)]
+        else:
+            result[column] = float(scale.round(np.array([value]))[0])
+    return result
 
 
 def _records(
@@ -163,9 +214,10 @@ def _records(
     resolve_image: Callable[[str], Path],
     consensus: ConsensusRule,
     eval_items: set[str],
+    fitted: dict[int, float | str] | None = None,
 ) -> Iterator[SftRecord]:
     rng = random.Random(options.seed)
-    for annotated in units:
+    for position, annotated in enumerate(units):
         split = "eval" if annotated.unit.item.item_id in eval_items else "train"
         labels = {label.annotator: _label_value(label, protocol) for label in annotated.labels}
         if options.per_annotator:
@@ -175,7 +227,8 @@ def _records(
                 if (value := labels[label.annotator]) is not None
             ]
         else:
-            target = _consensus_target(annotated, protocol, consensus, labels)
+            model = None if fitted is None else fitted.get(position)
+            target = _consensus_target(annotated, protocol, consensus, labels, model)
             targets = [(*target, rng.random() < 0.5)] if target else []
         for value, rationale, annotators, source, swapped in targets:
             yield _record(
@@ -348,6 +401,7 @@ def _consensus_target(
     protocol: Protocol,
     consensus: ConsensusRule,
     labels: dict[str, float | str | None],
+    model: float | str | None = None,
 ) -> tuple[float | str, str, list[str], str] | None:
     """``(value, rationale, annotators, source)``; the rationale is that of the annotator whose
     label is closest to the value (first by name on ties). None when there is no label."""
@@ -356,6 +410,8 @@ def _consensus_target(
         return None
     if annotated.adjudicated is not None:
         value, source = annotated.adjudicated, "adjudicated"
+    elif model is not None:  # a latent-class model's reference, fitted to the whole campaign
+        value, source = model, "consensus"
     else:  # the reference calibration grades the critic against (calibration.reference)
         value, source = _consensus_value(list(given.values()), protocol, consensus), "consensus"
     closest = min(sorted(given), key=lambda name: _distance(given[name], value))

@@ -27,6 +27,7 @@ from calibration.report_compare import comparison_text
 from calibration.report_html import audit_report_html, write_html
 from calibration.result import CalibrationResult
 from data.io.campaign_input import CampaignCalibrationInput
+from data.io.frames import HUMAN_PREFIX
 from data.io.importers.reader import dataset_metadata, files_sha256, read_judgement_files
 from schemas.protocols import Protocol, get_protocol, parse_scale
 
@@ -65,7 +66,19 @@ def calibrate_command(
     aggregate: str = typer.Option("mean", "--aggregate", help="mean | fisher | tanh-mean."),
     unparsed: str = typer.Option("wrong", "--unparsed", help="tie | drop | wrong."),
     consensus: str = typer.Option(
-        None, "--consensus", help="mean | median | majority (default: mean; pairwise: majority)."
+        None, "--consensus", help="The same as --reference (its older name)."
+    ),
+    reference: str = typer.Option(
+        None,
+        "--reference",
+        help="mean | median | majority | dawid-skene | mace: the humans' reference (default: "
+        "mean; pairwise: majority). dawid-skene (pairwise) and mace weigh each annotator by a "
+        "latent-class model (METRICS.md).",
+    ),
+    exclude_annotator: list[str] = typer.Option(
+        None,
+        "--exclude-annotator",
+        help="Leave this annotator out of the reference and the human ceiling (repeatable).",
     ),
     no_majority: str = typer.Option("tie", "--no-majority", help="tie | drop."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Resamples for intervals; 0 = none."),
@@ -152,8 +165,13 @@ def calibrate_command(
             )
         chosen = get_protocol(protocol, scale_min=scale_min, scale_max=scale_max, step=step)
         frame, data_sha256 = _file_frame(judgments, dataset, chosen)
+    if consensus is not None and reference is not None and consensus != reference:
+        raise CalibrationInputError(
+            f"--consensus {consensus} and --reference {reference} disagree; give --reference"
+        )
     fields = {
-        "consensus": consensus,
+        "consensus": reference or consensus,
+        "exclude_annotators": _annotator_names(frame, exclude_annotator or []),
         "no_majority": no_majority,
         "unparsed": unparsed,
         "bootstrap": bootstrap,
@@ -222,6 +240,19 @@ def _calibrate(
     if source is not None:
         return calibrate_campaign(cli.engine(), source, progress=progress, **fields).report
     return calibrate(frame, options, data_sha256=data_sha256, progress=progress)
+
+
+def _annotator_names(frame: pd.DataFrame, names: list[str]) -> tuple[str, ...]:
+    """``--exclude-annotator`` names as the frame's raters: a campaign's humans are
+    ``annotator:<login>`` there, so a login alone is accepted; an unknown name is kept, for
+    calibration to name it beside those present."""
+    present = set(frame.loc[frame["kind"] == "human", "rater"].astype(str))
+    return tuple(
+        f"{HUMAN_PREFIX}{name}"
+        if name not in present and f"{HUMAN_PREFIX}{name}" in present
+        else name
+        for name in names
+    )
 
 
 def _emit_audits_only(cli, outputs: AuditOutputs, json_out: Path | None, html_out: Path | None):

@@ -51,7 +51,16 @@ def export_sft(
         False, "--per-annotator", help="One record per annotator instead of the consensus."
     ),
     consensus: str = typer.Option(
-        None, "--consensus", help="mean | median (scores, default mean) | majority (pairs)."
+        None,
+        "--consensus",
+        "--reference",
+        help="mean | median (scores, default mean) | majority (pairs) | dawid-skene (pairs) | "
+        "mace: the label of a unit without an adjudication (METRICS.md, Reference label).",
+    ),
+    exclude_annotator: list[str] = typer.Option(
+        None,
+        "--exclude-annotator",
+        help="Leave this annotator's labels out of the consensus and the records (repeatable).",
     ),
     vision: bool = typer.Option(
         False, "--vision/--text-only", help="Vision-language prompts (images as segments)."
@@ -66,6 +75,7 @@ def export_sft(
         seed=seed,
         per_annotator=per_annotator,
         consensus=consensus,
+        exclude_annotators=tuple(exclude_annotator or ()),
         vision=vision,
     )
     summary = export_campaign_sft(

@@ -8,11 +8,13 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app.auth import require_role
-from annotate_app.campaign_calibration import task_agreement
+from annotate_app.campaign_calibration import campaign_annotators, task_agreement
 from annotate_app.db import get_engine
 from annotate_app.gold_views import render_gold_monitor
 from annotate_app.pickers import pick_campaign
+from calibration.annotators import Estimate
 from data.services.campaign_progress import campaign_progress
+from data.services.campaigns import campaign_protocol
 from data.services.monitor import low_effort_flags, unit_issues
 from data.storage.engine import session_scope
 from schemas.core import stored_id
@@ -42,7 +44,7 @@ status.metric("Status", progress.status)
 st.subheader("Agreement so far")
 st.caption(
     "Krippendorff's alpha among the human annotators, per task (interval for scores, nominal "
-    "for preferences); blank while fewer than two answers can be paired."
+    "for preferences); n/a, with the reason, while it is undefined."
 )
 agreement = task_agreement(engine, campaign_id)
 st.dataframe(
@@ -51,7 +53,7 @@ st.dataframe(
             "Task": [row.task for row in agreement],
             "Annotators": [row.annotators for row in agreement],
             "Units": [row.units for row in agreement],
-            "Alpha": [row.alpha for row in agreement],
+            "Alpha": [row.alpha_text for row in agreement],
             "Level": [row.level for row in agreement],
         }
     ),
@@ -59,21 +61,67 @@ st.dataframe(
 )
 
 st.subheader("Annotators")
-st.dataframe(
-    pd.DataFrame(
-        {
-            "Annotator": [a.annotator for a in progress.by_annotator],
-            "Submitted": [a.submitted for a in progress.by_annotator],
-            "Leased": [a.leased for a in progress.by_annotator],
-            "Skipped": [a.skipped for a in progress.by_annotator],
-            "Median time": [_seconds(a.median_seconds) for a in progress.by_annotator],
-            "Low-effort signals": [
-                sum(flag.annotator == a.annotator for flag in effort) for a in progress.by_annotator
-            ],
-        }
-    ),
-    hide_index=True,
+st.caption(
+    "Without gold: each annotator against the consensus of the others (95% bootstrap interval "
+    "over their units), the campaign's alpha without them, a latent-class competence "
+    "(Dawid–Skene for preferences, MACE for scores), the share choosing the response shown "
+    "first beside the others' on the same pairs, and the longest run of one answer. Click a "
+    "column to sort; each flag says why it was raised (thresholds in METRICS.md)."
 )
+reliability = campaign_annotators(engine, campaign_id)
+rows = {row.annotator: row for row in reliability.rows} if reliability else {}
+
+
+def _figure(estimate: Estimate | None) -> float | None:
+    return None if estimate is None or math.isnan(estimate.value) else estimate.value
+
+
+def _interval(estimate: Estimate | None) -> str:
+    if estimate is None or math.isnan(estimate.low):
+        return "—"
+    return f"{estimate.low:.2f}–{estimate.high:.2f}"
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else value
+
+
+table: dict[str, list] = {
+    "Annotator": [a.annotator for a in progress.by_annotator],
+    "Submitted": [a.submitted for a in progress.by_annotator],
+    "Leased": [a.leased for a in progress.by_annotator],
+    "Skipped": [a.skipped for a in progress.by_annotator],
+    "Median time": [_seconds(a.median_seconds) for a in progress.by_annotator],
+    "Low-effort signals": [
+        sum(flag.annotator == a.annotator for flag in effort) for a in progress.by_annotator
+    ],
+}
+found = [rows.get(a.annotator) for a in progress.by_annotator]
+pairwise = not campaign_protocol(campaign).is_pointwise
+figures = ("accuracy",) if pairwise else ("mae", "qwk")
+for name in figures:
+    label = {"accuracy": "LOO accuracy", "mae": "LOO MAE", "qwk": "LOO QWK"}[name]
+    table[label] = [_figure(getattr(r, name)) if r else None for r in found]
+    table[f"{label} 95%"] = [_interval(getattr(r, name)) if r else "—" for r in found]
+table["Alpha without"] = [_number(r.alpha_without) if r else None for r in found]
+table["Competence"] = [_number(r.competence) if r else None for r in found]
+if pairwise:
+    table["Shown first"] = [
+        _figure(r.position.share_first) if r and r.position else None for r in found
+    ]
+    table["Others, same pairs"] = [
+        _number(r.position.others_share) if r and r.position else None for r in found
+    ]
+table["Longest run"] = [r.run.length if r else None for r in found]
+table["Flags"] = ["; ".join(f.reason for f in r.flags) if r else "" for r in found]
+if reliability is not None:
+    overall = _number(reliability.alpha)
+    st.caption(
+        f"Alpha with everyone, all tasks together: "
+        f"{'n/a' if overall is None else f'{overall:.3f}'}; competence: "
+        f"{reliability.model or 'none on a continuous scale'}."
+    )
+st.dataframe(pd.DataFrame(table), hide_index=True)
 
 render_gold_monitor(engine, stored_id(user), campaign)
 

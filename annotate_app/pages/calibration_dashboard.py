@@ -46,6 +46,7 @@ from calibration.headline import (
     headline_rows,
 )
 from calibration.pairwise import UnparsedRule
+from calibration.reference import reference_choices
 from calibration.tables import ceiling_table, group_table, judge_table, model_table
 from data.io.campaign_input import campaign_version
 from data.io.frames import unit_content
@@ -71,12 +72,19 @@ def _report(
     unparsed: str,
     bootstrap: int,
     seed: int,
+    reference: str | None = None,
 ) -> PageCalibration:
     """The campaign's calibration, computed by the calibration worker (the campaign's rows never
     enter this process, whose threads serve the annotators' submits), cached on the campaign's
     version, its filters and the options."""
     return page_calibration(
-        scope, judges=judges, by=by, unparsed=unparsed, bootstrap=bootstrap, seed=seed
+        scope,
+        judges=judges,
+        by=by,
+        unparsed=unparsed,
+        bootstrap=bootstrap,
+        seed=seed,
+        consensus=reference,
     )
 
 
@@ -158,13 +166,21 @@ def _dashboard() -> None:
     chosen_tasks = left.multiselect("Tasks", tasks, default=tasks)
     chosen_models = middle.multiselect("Models", models, default=models)
     bootstrap = right.number_input("Bootstrap resamples", 0, 5000, 1000, step=100)
+    references = reference_choices(protocol)
+    reference_rule = st.selectbox(
+        "Human reference",
+        references,
+        help="How the humans' labels of a unit become its reference (adjudications win): "
+        "the plain rule, or a latent-class model that weighs each annotator by competence "
+        "(dawid-skene for preferences, mace for scores on a scale with points; METRICS.md).",
+    )
     scope = replace(
         scope,
         tasks=tuple(chosen_tasks) if tasks and chosen_tasks != tasks else None,
         models=tuple(chosen_models) if models and chosen_models != models else None,
     )
     by = () if grouping == "(none)" else (grouping,)
-    report = _report(scope, tuple(judges), by, unparsed, int(bootstrap), 0).report
+    report = _report(scope, tuple(judges), by, unparsed, int(bootstrap), 0, reference_rule).report
     if report is None:
         st.info("No unit matches these filters.")
         st.stop()
@@ -174,7 +190,15 @@ def _dashboard() -> None:
         f"Reference: {reference.consensus} of the humans, adjudicated label where one exists "
         f"({reference.n_adjudicated}); {reference.n_units} units with a reference, "
         f"{reference.n_units_without_reference} without. 95% intervals: bootstrap over units, "
-        f"B = {result.options.bootstrap}, seed {result.options.seed}."
+        f"B = {result.options.bootstrap}, seed {result.options.seed}. Weights in the reference: "
+        + (
+            ", ".join(
+                f"{escape_markdown(name)} {'n/a' if weight is None else f'{weight:.2f}'}"
+                for name, weight in reference.weights.items()
+            )
+            or "none"
+        )
+        + "."
     )
     download_html, download_json = st.columns(2)
     download_html.download_button(

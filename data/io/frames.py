@@ -187,7 +187,8 @@ def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:
 
 def _annotations(session: Session, campaign: Campaign) -> pd.DataFrame:
     statement = _live_annotations(select(col(Annotation.unit_id), *_ANNOTATION_COLUMNS), campaign)
-    rows = session.connection().execute(statement).all()
+    # in submission order: the annotators table reads each one's answers in it (straight-lining)
+    rows = session.connection().execute(statement.order_by(col(Annotation.id))).all()
     unit_id, name, score, preference, shown = _columns(rows, 5)
     status = np.empty(len(unit_id), dtype=object)
     status.fill("ok")  # one string object for every row (np.full would copy it into each)

@@ -75,6 +75,10 @@ class RatingMatrix:
     annotators: tuple[str, ...]
     units: tuple[str, ...]
     values: np.ndarray
+    swapped: np.ndarray | None = None
+    """Annotators × units: True where the pair was shown in the order B, A (pairwise)."""
+    order: np.ndarray | None = None
+    """Annotators × units: the answer's place in submission order (NaN = not rated)."""
 
 
 @dataclass(frozen=True)
@@ -187,9 +191,9 @@ def _live_answers(session: Session, campaign_id: int) -> list[_Answer]:
 def human_rating_matrices(session: Session, campaign_id: int) -> dict[str, RatingMatrix]:
     """Live human labels per task as annotators × units matrices, for agreement statistics."""
     infos = unit_infos(session, campaign_id)
-    by_task: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
+    by_task: dict[str, list[tuple[str, str, float, bool, int]]] = defaultdict(list)
     level: Literal["interval", "nominal"] = "interval"
-    for answer in _live_answers(session, campaign_id):
+    for place, answer in enumerate(_live_answers(session, campaign_id)):  # submission order
         annotation = answer.annotation
         info = infos[annotation.unit_id]
         if annotation.preference is not None:
@@ -199,15 +203,23 @@ def human_rating_matrices(session: Session, campaign_id: int) -> dict[str, Ratin
             value = float(annotation.score)
         else:
             continue
-        by_task[info.task or NO_TASK].append((answer.annotator, info.unit_key, value))
+        swapped = annotation.shown_order == "BA"
+        by_task[info.task or NO_TASK].append(
+            (answer.annotator, info.unit_key, value, swapped, place)
+        )
     matrices = {}
     for task, labels in sorted(by_task.items()):
-        annotators = tuple(sorted({annotator for annotator, _, _ in labels}))
-        units = tuple(sorted({unit for _, unit, _ in labels}))
+        annotators = tuple(sorted({label[0] for label in labels}))
+        units = tuple(sorted({label[1] for label in labels}))
+        row = {name: i for i, name in enumerate(annotators)}
+        column = {unit: j for j, unit in enumerate(units)}
         values = np.full((len(annotators), len(units)), np.nan)
-        for annotator, unit, value in labels:
-            values[annotators.index(annotator), units.index(unit)] = value
-        matrices[task] = RatingMatrix(task, level, annotators, units, values)
+        shown = np.zeros(values.shape, dtype=bool)
+        order = np.full(values.shape, np.nan)
+        for annotator, unit, value, swapped, place in labels:
+            cell = row[annotator], column[unit]
+            values[cell], shown[cell], order[cell] = value, swapped, place
+        matrices[task] = RatingMatrix(task, level, annotators, units, values, shown, order)
     return matrices
 
 

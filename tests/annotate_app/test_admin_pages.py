@@ -275,7 +275,22 @@ def test_monitor_shows_progress_and_agreement_per_task(world):
     expected = krippendorff.alpha(
         reliability_data=[[2, 6], [9, 7], [5, np.nan]], level_of_measurement="interval"
     )
-    assert agreement["Alpha"][0] == pytest.approx(expected)
+    assert agreement["Alpha"][0] == f"{expected:.3f}"
+    annotators = at.dataframe[1].value
+    assert {"LOO MAE", "LOO MAE 95%", "LOO QWK", "Alpha without", "Competence", "Longest run",
+            "Flags"} <= set(annotators.columns)  # fmt: skip
+    assert "MACE" not in " ".join(annotators["Flags"])  # three answers raise no flag
+    assert any("competence: mace" in c.value for c in at.caption)
+
+
+def test_an_undefined_alpha_says_why():
+    from annotate_app.campaign_calibration import TaskAgreement
+
+    alone = TaskAgreement("OCR", 1, 3, float("nan"), "interval", paired_units=0)
+    same = TaskAgreement("OCR", 2, 3, float("nan"), "interval", paired_units=3)
+    assert alone.alpha_text == "n/a: no unit has two answers yet"
+    assert same.alpha_text.startswith("n/a: the paired answers do not vary")
+    assert TaskAgreement("OCR", 2, 3, 0.51234, "interval", 3).alpha_text == "0.512"
 
 
 def test_reviewer_resolves_a_flag_and_the_unit_returns_to_the_queue(world):

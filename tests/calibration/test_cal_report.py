@@ -199,3 +199,15 @@ def test_pairwise_setup_spells_out_the_unparsed_rule():
         "<dt>Unparsed judge outputs</dt><dd>wrong: an unparsed verdict counts as a miss (it "
         "matches no reference label)</dd>"
     ) in html
+
+
+def test_annotators_table_names_the_reference_and_escapes_names():
+    frame = _frame()
+    straight = frame[frame["rater"] == "annotator:a0"].assign(rater=HOSTILE, value=7.0)
+    options = CalibrationOptions(ALIGNMMBENCH, bootstrap=50, consensus="mace")
+    html = render_html(calibrate(pd.concat([frame, straight]), options))
+    section = html[html.index("<h2>Annotators</h2>") :]
+    assert "<script" not in html and "&lt;script&gt;alert(1)" in section
+    assert "MACE θ" in section and "longest run of the same answer: 120 of 120" in section
+    assert "mace of the human judgements" in html
+    assert "Annotators&#x27; weights in the reference" in html or "weights in the reference" in html

@@ -75,8 +75,16 @@ def test_pandalm_json_validates_and_keeps_its_keys(pandalm_files, tmp_path):
     assert result.model_dump(mode="json") == written
     assert list(written) == [
         "protocol", "scale", "reference", "options", "definitions", "human", "judges",
-        "versions", "comparisons",
+        "versions", "comparisons", "annotators",
     ]  # fmt: skip
+    annotators = written["annotators"]
+    assert annotators["model"] == "dawid-skene" and annotators["loo_rule"] == "majority"
+    assert [row["annotator"] for row in annotators["rows"]] == list(
+        written["human"]["loo"]["by_annotator"]
+    )
+    first = annotators["rows"][0]
+    assert first["mae"] is None and first["accuracy"]["low"] is None  # no bootstrap, no interval
+    assert first["weight"] == 1.0 and written["reference"]["weights"][first["annotator"]] == 1.0
     gpt = written["judges"]["gpt-3.5-turbo"]
     # a pairwise judge has no maps nor model ranking; without bootstrap no interval
     assert not {"maps", "ranking_kendall", "ci"} & set(gpt)

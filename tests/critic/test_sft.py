@@ -235,3 +235,20 @@ def test_a_failure_while_making_records_leaves_no_file(tmp_path: Path) -> None:
         write_sft(records(fail=True), tmp_path / "failed.jsonl")
     assert made == [0, 1, 2]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no failed.jsonl(.part)
+
+
+def test_a_model_reference_and_excluded_annotators(
+    engine: Engine, campaigns: dict, tmp_path: Path
+) -> None:
+    plain = _records(engine, tmp_path, campaign="pairs")
+    fitted = _records(engine, tmp_path, campaign="pairs", consensus="dawid-skene")
+    assert len(fitted) == len(plain)
+    assert {r["meta"]["label_source"] for r in fitted} <= {"consensus", "adjudicated"}
+    assert all(r["meta"]["label"] in LABELS for r in fitted)
+    everyone = sorted({name for r in plain for name in r["meta"]["annotators"]})
+    left = _records(engine, tmp_path, campaign="pairs", exclude_annotators=(everyone[0],))
+    assert everyone[0] not in {name for r in left for name in r["meta"]["annotators"]}
+    scores = _records(engine, tmp_path, consensus="mace")
+    assert all(float(r["meta"]["label"]) == round(float(r["meta"]["label"])) for r in scores)
+    with pytest.raises(ValueError, match="use majority, dawid-skene, mace"):
+        _records(engine, tmp_path, campaign="pairs", consensus="mean")

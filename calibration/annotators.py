@@ -1,0 +1,493 @@
+"""Per-annotator reliability without gold: one row per annotator, with flags that say why.
+
+For each annotator (METRICS.md, "Annotators"):
+
+* **leave-one-out agreement** with the consensus of the others (the reference's per-unit rule;
+  the protocol's default one under a latent-class reference) on the units both have: scores,
+  ``mae`` = mean |x − c| and ``qwk`` (quadratic weighted kappa on the scale's points, as
+  :mod:`calibration.pointwise`); preferences, ``accuracy`` = share of units where the label equals
+  the others' consensus (tie a class of its own). 95% percentile bootstrap interval over the
+  annotator's units (:mod:`calibration.bootstrap`, seeded);
+* **Krippendorff's α** of all annotators, and without this one (interval level for scores,
+  nominal for preferences; :mod:`calibration.alpha`);
+* **competence** from a latent-class model of everyone's labels: Dawid–Skene expected accuracy
+  for preferences (:mod:`calibration.dawid_skene`, beside ``chance``: what answering with their
+  own answer shares would score), MACE's θ for scores on a scale with points
+  (:mod:`calibration.mace`); none on a continuous scale;
+* **position preference** (preferences): the share of their answers that chose the response
+  shown first to them (Wilson interval), beside the share of the others who chose that same
+  response on the same pairs;
+* **straight-lining**: the longest run of one answer in their answers' order, beside the
+  longest run of the others' consensus on the same units in the same order.
+
+Flags are raised only on clear evidence (the thresholds are the constants below) and each says
+in words why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+
+from calibration.alpha import AlphaData
+from calibration.bootstrap import chunk_size, percentile_interval
+from calibration.dawid_skene import dawid_skene
+from calibration.disagreement_tags import wilson_interval
+from calibration.mace import mace
+from calibration.pointwise import PointwiseKernel
+from calibration.reference import ConsensusRule, NoMajorityRule, consensus, default_rule
+from calibration.scale import Scale
+
+MIN_UNITS = 10
+"""Units (or answers) an annotator needs before any figure of theirs can raise a flag."""
+MIN_PEERS = 2
+"""Other annotators with a value needed before 'below the others' median' means anything."""
+ALPHA_GAIN = 0.10
+"""Flag when the campaign's alpha rises by at least this without the annotator."""
+DS_CHANCE_MARGIN = 0.10
+"""Dawid–Skene: flag when the expected accuracy is less than this above chance."""
+MACE_MAX_THETA = 0.5
+MACE_PEER_RATIO = 0.5
+"""MACE: flag when θ < 0.5 (they answer at random more often than not) and below half the
+others' median θ (an honest annotator on a long scale can miss the exact point often)."""
+POSITION_MIN_PAIRS = 20
+POSITION_GAP = 0.25
+"""Position: flag when, over at least 20 pairs, the share choosing the response shown first is
+at least 0.25 away from the others' share on the same pairs, and the others' share lies outside
+the annotator's Wilson interval."""
+RUN_MIN = 10
+RUN_RATIO = 2.0
+RUN_CHANCE = 0.001
+"""Straight-lining: flag a run of at least 10 equal answers that is at least twice the longest
+run of the others' consensus on the same units in the same order, and that answers drawn at
+random as the others answer would hardly ever give: the expected number of such runs,
+n·(1 − p)·p^L with p the share of the others' answers on the same units that are this value (a
+run of length L starts at a given answer with probability about (1 − p)·p^L), is below 0.001."""
+
+FlagKind = Literal["low_agreement", "alpha_gain", "low_competence", "position", "straight_lining"]
+FLAG_KINDS: tuple[FlagKind, ...] = (
+    "low_agreement",
+    "alpha_gain",
+    "low_competence",
+    "position",
+    "straight_lining",
+)
+_NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure with its 95% interval (NaN where undefined or without intervals)."""
+
+    value: float
+    low: float = _NAN
+    high: float = _NAN
+
+
+@dataclass(frozen=True)
+class AnnotatorFlag:
+    """Why an annotator deserves a look, in words."""
+
+    kind: FlagKind
+    reason: str
+
+
+@dataclass(frozen=True)
+class PositionPreference:
+    """Preferences: how often the annotator chose the response shown first to them."""
+
+    n: int
+    """Pairs answered that at least one other annotator answered too."""
+    share_first: Estimate
+    """Their share choosing the response shown first (ties count as not first), Wilson 95%."""
+    others_share: float
+    """Mean over the same pairs of the others' share choosing that same response."""
+
+
+@dataclass(frozen=True)
+class AnswerRun:
+    """The longest run of one answer, in the order of the annotator's answers."""
+
+    length: int
+    value: float
+    """The answer repeated (a score, or the preference code 0 = A, 1 = B, 2 = tie)."""
+    n: int
+    """Answers in the sequence."""
+    others_length: int | None
+    """Longest run of the others' consensus (scores rounded to the scale) on the same units in
+    the same order; None when the others reached no consensus on them."""
+    others_share: float
+    """Share of the others' answers on the same units that are ``value`` (scores rounded to the
+    scale's points); NaN when nobody else answered them."""
+
+
+@dataclass(frozen=True)
+class AnnotatorReliability:
+    """One annotator's row of the Annotators table."""
+
+    annotator: str
+    n: int
+    """Units they labelled."""
+    excluded: bool
+    """Left out of the reference (``exclude_annotators``)."""
+    weight: float
+    """Their weight in the reference (NaN when excluded or not given)."""
+    loo_n: int
+    """Units where they and the others' consensus both have a value."""
+    mae: Estimate | None
+    qwk: Estimate | None
+    accuracy: Estimate | None
+    alpha_without: float
+    """The campaign's alpha without them (NaN when undefined)."""
+    competence: float
+    """Dawid–Skene expected accuracy (preferences) or MACE θ (scores); NaN: no model."""
+    chance: float
+    """Dawid–Skene only: expected accuracy of answering with their own shares at random."""
+    position: PositionPreference | None
+    run: AnswerRun
+    flags: tuple[AnnotatorFlag, ...]
+
+
+@dataclass(frozen=True)
+class AnnotatorTable:
+    """The Annotators table of a campaign (METRICS.md, "Annotators")."""
+
+    model: Literal["dawid-skene", "mace"] | None
+    """The latent-class model behind ``competence``."""
+    loo_rule: ConsensusRule
+    alpha_level: Literal["interval", "nominal"]
+    alpha: float
+    """The campaign's alpha with everyone."""
+    bootstrap: int
+    seed: int
+    rows: tuple[AnnotatorReliability, ...]
+
+
+def annotator_reliability(
+    humans: np.ndarray,
+    raters: Sequence[str],
+    *,
+    scale: Scale | None,
+    swapped: np.ndarray | None = None,
+    order: np.ndarray | None = None,
+    rule: ConsensusRule | None = None,
+    no_majority: NoMajorityRule = "tie",
+    bootstrap: int = 1000,
+    seed: int = 0,
+    excluded: Collection[str] = (),
+    weights: Mapping[str, float] | None = None,
+) -> AnnotatorTable:
+    """The Annotators table of a raters × units matrix (pairwise codes 0 = A, 1 = B, 2 = tie).
+
+    ``scale``: None for preferences; ``swapped``: raters × units, True where the pair was shown
+    to that rater in the order B, A (default: never); ``order``: raters × units, the position of
+    each answer in submission order (default: unit order); ``rule``: the others' per-unit
+    consensus (default mean / majority); ``excluded``: raters left out of the others' consensus
+    (still given a row); ``weights``: each rater's weight in the reference, copied into the rows.
+    """
+    data = np.atleast_2d(np.asarray(humans, dtype=np.float64))
+    pairwise = scale is None
+    rule = rule or default_rule(pairwise=pairwise)
+    names = list(raters)
+    keep = np.array([name not in excluded for name in names], dtype=bool)
+    level: Literal["interval", "nominal"] = "nominal" if pairwise else "interval"
+    alpha = _alpha(data, level)
+    model, competence, chance = _latent(data, scale)
+    others = [
+        _others(data, keep, r, rule, no_majority, pairwise=pairwise) for r in range(len(names))
+    ]
+    rows: list[AnnotatorReliability] = []
+    for r, name in enumerate(names):
+        own = data[r]
+        both = ~np.isnan(own) & ~np.isnan(others[r])
+        mae, qwk, accuracy = _agreement(own[both], others[r][both], scale, bootstrap, seed)
+        rows.append(
+            AnnotatorReliability(
+                annotator=name,
+                n=int((~np.isnan(own)).sum()),
+                excluded=not keep[r],
+                weight=float((weights or {}).get(name, _NAN)) if keep[r] else _NAN,
+                loo_n=int(both.sum()),
+                mae=mae,
+                qwk=qwk,
+                accuracy=accuracy,
+                alpha_without=_alpha(np.delete(data, r, axis=0), level),
+                competence=float(competence[r]),
+                chance=float(chance[r]),
+                position=_position(data, r, swapped) if pairwise else None,
+                run=_run(
+                    own,
+                    others[r],
+                    np.delete(data, r, axis=0),
+                    order[r] if order is not None else None,
+                    scale,
+                ),
+                flags=(),
+            )
+        )
+    table = tuple(replace(row, flags=_flags(row, rows, alpha, model, level)) for row in rows)
+    return AnnotatorTable(model, rule, level, alpha, bootstrap, seed, table)
+
+
+def _alpha(data: np.ndarray, level: Literal["interval", "nominal"]) -> float:
+    if data.shape[0] < 2:
+        return _NAN
+    prepared = AlphaData.from_matrix(data)
+    return float(prepared.evaluate(np.ones((1, prepared.n_units)), level)[0])
+
+
+def _latent(
+    data: np.ndarray, scale: Scale | None
+) -> tuple[Literal["dawid-skene", "mace"] | None, np.ndarray, np.ndarray]:
+    nan = np.full(data.shape[0], np.nan)
+    if not (~np.isnan(data)).any():
+        return None, nan, nan
+    if scale is None:
+        fit = dawid_skene(data, 3)
+        return "dawid-skene", fit.competence, fit.chance
+    if not scale.is_discrete:
+        return None, nan, nan
+    codes = np.where(np.isnan(data), np.nan, scale.point_index(np.nan_to_num(data)))
+    return "mace", mace(codes, scale.n_points).competence, nan
+
+
+def _others(data, keep, r, rule, no_majority, *, pairwise) -> np.ndarray:
+    chosen = keep.copy()
+    chosen[r] = False
+    if not chosen.any():
+        return np.full(data.shape[1], np.nan)
+    return consensus(data[chosen], rule, no_majority=no_majority, pairwise=pairwise)
+
+
+def _agreement(
+    own: np.ndarray, others: np.ndarray, scale: Scale | None, bootstrap: int, seed: int
+) -> tuple[Estimate | None, Estimate | None, Estimate | None]:
+    """(mae, qwk, accuracy): those of the protocol, the others None.
+
+    Every figure is a function of how many units carry each distinct (own, others) pair, so a
+    bootstrap resample of the n units is drawn as multinomial(n, pair shares) counts over the
+    distinct pairs (the same distribution as drawing units, at a cost independent of n).
+    """
+    n = own.size
+    names = _agreement_names(scale)
+    point: dict[str, float] = dict.fromkeys(names, _NAN)
+    intervals: dict[str, tuple[float, float]] = {}
+    if n:
+        pairs, sizes = np.unique(np.column_stack([own, others]), axis=0, return_counts=True)
+        evaluate = _pair_metrics(pairs, scale, names)
+        point = {k: float(v[0]) for k, v in evaluate(sizes[None, :].astype(np.float64)).items()}
+        if bootstrap > 0:
+            rng = np.random.default_rng(seed)
+            parts: dict[str, list[np.ndarray]] = {name: [] for name in names}
+            size = chunk_size(pairs.shape[0])
+            for start in range(0, bootstrap, size):
+                rows = min(size, bootstrap - start)
+                draws = rng.multinomial(n, sizes / n, size=rows).astype(np.float64)
+                for name, values in evaluate(draws).items():
+                    parts[name].append(values)
+            intervals = {k: percentile_interval(np.concatenate(v)) for k, v in parts.items()}
+    estimates = {k: Estimate(point[k], *intervals.get(k, (_NAN, _NAN))) for k in names}
+    return estimates.get("mae"), estimates.get("qwk"), estimates.get("accuracy")
+
+
+def _agreement_names(scale: Scale | None) -> tuple[str, ...]:
+    if scale is None:
+        return ("accuracy",)
+    return ("mae", "qwk") if scale.is_discrete else ("mae",)
+
+
+def _pair_metrics(pairs: np.ndarray, scale: Scale | None, names: tuple[str, ...]):
+    """Metrics of weighted distinct (own, others) pairs, one value per row of weights."""
+    if scale is None:
+        hits = (pairs[:, 0] == pairs[:, 1]).astype(np.float64)
+
+        def accuracy(weights: np.ndarray) -> dict[str, np.ndarray]:
+            return {"accuracy": weights @ hits / weights.sum(axis=1)}
+
+        return accuracy
+    kernel = PointwiseKernel(pairs[:, 0], pairs[:, 1], scale, group_pairs=False)
+
+    def pointwise(weights: np.ndarray) -> dict[str, np.ndarray]:
+        return kernel.evaluate(weights, names)
+
+    return pointwise
+
+
+def _position(data: np.ndarray, r: int, swapped: np.ndarray | None) -> PositionPreference:
+    own = data[r]
+    others = np.delete(data, r, axis=0)
+    flipped = (
+        np.zeros(own.size, dtype=bool) if swapped is None else np.asarray(swapped[r], dtype=bool)
+    )
+    first = np.where(flipped, 1.0, 0.0)  # the canonical code of the response shown first
+    answered_by_others = (~np.isnan(others)).sum(axis=0)
+    mask = ~np.isnan(own) & (answered_by_others > 0)
+    n = int(mask.sum())
+    if n == 0:
+        return PositionPreference(0, Estimate(_NAN), _NAN)
+    chose_first = int((own[mask] == first[mask]).sum())
+    with np.errstate(invalid="ignore"):
+        share = (others == first[None, :]).sum(axis=0) / answered_by_others
+    low, high = wilson_interval(chose_first, n)
+    return PositionPreference(n, Estimate(chose_first / n, low, high), float(np.mean(share[mask])))
+
+
+def _run(
+    own: np.ndarray,
+    others: np.ndarray,
+    rest: np.ndarray,
+    order: np.ndarray | None,
+    scale: Scale | None,
+) -> AnswerRun:
+    """``others``: their consensus per unit; ``rest``: the other raters' answers."""
+    answered = np.flatnonzero(~np.isnan(own))
+    if order is not None:
+        answered = answered[np.argsort(order[answered], kind="stable")]
+    length, value = _longest(own[answered])
+    theirs = others[answered]
+    theirs = theirs[~np.isnan(theirs)]
+    if scale is not None and scale.is_discrete:
+        theirs = scale.round(theirs)
+    others_length = _longest(theirs)[0] if theirs.size else None
+    answers = rest[:, answered]
+    answers = answers[~np.isnan(answers)]
+    if scale is not None and scale.is_discrete:
+        answers = scale.round(answers)
+    share = float(np.mean(answers == value)) if answers.size else _NAN
+    return AnswerRun(length, value, int(answered.size), others_length, share)
+
+
+def _longest(values: np.ndarray) -> tuple[int, float]:
+    """Longest run of equal consecutive values, and the value (first such run)."""
+    if values.size == 0:
+        return 0, _NAN
+    breaks = np.flatnonzero(np.diff(values) != 0) + 1
+    starts = np.concatenate([[0], breaks])
+    lengths = np.diff(np.concatenate([starts, [values.size]]))
+    best = int(np.argmax(lengths))
+    return int(lengths[best]), float(values[starts[best]])
+
+
+def _median_of_others(rows: Sequence[AnnotatorReliability], me: str, key: str) -> float:
+    """Median over the other annotators of a figure (``mae``, ``accuracy``: their value)."""
+    values = []
+    for row in rows:
+        figure = getattr(row, key)
+        if row.annotator != me and figure is not None:
+            values.append(figure.value if isinstance(figure, Estimate) else float(figure))
+    finite = [v for v in values if math.isfinite(v)]
+    return float(np.median(finite)) if len(finite) >= MIN_PEERS else _NAN
+
+
+def _flags(
+    row: AnnotatorReliability,
+    rows: Sequence[AnnotatorReliability],
+    alpha: float,
+    model: str | None,
+    level: str,
+) -> tuple[AnnotatorFlag, ...]:
+    flags: list[AnnotatorFlag] = []
+    name = row.annotator
+    if row.loo_n >= MIN_UNITS:
+        accuracy, mae = row.accuracy, row.mae
+        if accuracy is not None:
+            peers = _median_of_others(rows, name, "accuracy")
+            if accuracy.high < peers:
+                flags.append(
+                    AnnotatorFlag(
+                        "low_agreement",
+                        f"agrees with the others' consensus on {_pct(accuracy.value)} of "
+                        f"{row.loo_n} pairs (interval {_pct(accuracy.low)}–"
+                        f"{_pct(accuracy.high)}); the other annotators' median is {_pct(peers)}",
+                    )
+                )
+        if mae is not None:
+            peers = _median_of_others(rows, name, "mae")
+            if mae.low > peers:
+                flags.append(
+                    AnnotatorFlag(
+                        "low_agreement",
+                        f"is {mae.value:.2f} points from the others' consensus on average over "
+                        f"{row.loo_n} units (interval {mae.low:.2f}–{mae.high:.2f}); the "
+                        f"other annotators' median is {peers:.2f}",
+                    )
+                )
+    gain = row.alpha_without - alpha
+    if len(rows) >= 3 and math.isfinite(gain) and gain >= ALPHA_GAIN:
+        flags.append(
+            AnnotatorFlag(
+                "alpha_gain",
+                f"the campaign's alpha ({level}) rises from {alpha:.2f} to "
+                f"{row.alpha_without:.2f} without them",
+            )
+        )
+    competence = row.competence
+    if row.n >= MIN_UNITS and math.isfinite(competence):
+        if model == "dawid-skene" and competence - row.chance < DS_CHANCE_MARGIN:
+            flags.append(
+                AnnotatorFlag(
+                    "low_competence",
+                    f"Dawid–Skene puts their expected accuracy at {competence:.2f}, less than "
+                    f"{DS_CHANCE_MARGIN:.2f} above the {row.chance:.2f} of answering at random "
+                    "with their own answer shares",
+                )
+            )
+        peers = _median_of_others(rows, name, "competence")
+        if (
+            model == "mace"
+            and competence < MACE_MAX_THETA
+            and math.isfinite(peers)
+            and competence < MACE_PEER_RATIO * peers
+        ):
+            flags.append(
+                AnnotatorFlag(
+                    "low_competence",
+                    f"MACE estimates that they answered at random on {_pct(1 - competence)} of "
+                    f"their units (θ = {competence:.2f}; the other annotators' median θ is "
+                    f"{peers:.2f})",
+                )
+            )
+    position = row.position
+    if position is not None and position.n >= POSITION_MIN_PAIRS:
+        share = position.share_first
+        outside = not share.low <= position.others_share <= share.high
+        if abs(share.value - position.others_share) >= POSITION_GAP and outside:
+            flags.append(
+                AnnotatorFlag(
+                    "position",
+                    f"chose the response shown first on {_pct(share.value)} of {position.n} "
+                    f"pairs (interval {_pct(share.low)}–{_pct(share.high)}), while the others "
+                    f"chose that same response on {_pct(position.others_share)} of the same "
+                    "pairs",
+                )
+            )
+    run = row.run
+    if (
+        run.length >= RUN_MIN
+        and run.others_length is not None
+        and run.length >= RUN_RATIO * run.others_length
+        and run.n * (1 - run.others_share) * run.others_share**run.length < RUN_CHANCE
+    ):
+        flags.append(
+            AnnotatorFlag(
+                "straight_lining",
+                f"longest run of the same answer: {run.length} of {run.n} in a row gave "
+                f"{_answer(run.value, level)}; on the same units in the same order the others' "
+                f"consensus repeated itself at most {run.others_length} times",
+            )
+        )
+    return tuple(flags)
+
+
+def _pct(value: float) -> str:
+    return "n/a" if not math.isfinite(value) else f"{100 * value:.0f}%"
+
+
+def _answer(value: float, level: str) -> str:
+    if level == "nominal":
+        return ("A", "B", "tie")[int(value)]
+    return f"{value:g}"

@@ -1,0 +1,145 @@
+"""MACE: how often each annotator answers at random, without gold (the model for score scales).
+
+D. Hovy, T. Berg-Kirkpatrick, A. Vaswani and E. Hovy, "Learning Whom to Trust with MACE",
+NAACL-HLT 2013, 1120–1130. The true label ``T_u`` of a unit is uniform over the K labels;
+annotator w *knows* with probability ``θ_w`` and then answers ``T_u``, else spams: answers k with
+probability ``ξ_w(k)``, whatever the truth::
+
+    P(y_wu = k | T_u = t) = θ_w [k = t] + (1 − θ_w) ξ_w(k)
+
+EM (the paper's, with its additive smoothing ``δ = 0.01 / K`` of the expected counts before
+normalising; crowd-kit's ``MACE(method="em")``, which it matches on the same initial parameters
+and iterations: tested). E-step: ``m_u(t) = (1/K) Π_w P(y_wu | t)``, ``Z_u = Σ_t m_u(t)``; the
+posterior that w spammed on u is ``Σ_t m_u(t)/Z_u · (1−θ_w)ξ_w(y) / P(y | t)``. M-step: θ_w is
+w's expected share of knowing answers, ξ_w their expected spam answers' shares. The default start
+is deterministic (θ = ½, ξ uniform); EM stops when the log-likelihood per answer gains less than
+``tol``, or after ``max_iter`` iterations.
+
+Why MACE for score scales and not Dawid–Skene on the scale's points: a K-point scale gives each
+annotator a K × K confusion matrix, K(K − 1) free numbers (90 on 1–10) to fit from the few
+hundred units one person labels, and most cells are never visited; MACE gives each annotator one
+competence θ and one answer-share vector ξ (K numbers), which a campaign can estimate, and θ is
+exactly the question asked of a careless annotator: how often do they answer without looking.
+It treats the points as categories (an answer one point off counts as a miss), so it is a test
+for carelessness, not a measure of closeness; closeness is the leave-one-out MAE beside it.
+
+>>> import numpy as np
+>>> labels = np.array([[0, 1, 2, 0, 1, 2], [0, 1, 2, 0, 1, 2], [2, 2, 2, 2, 2, 2]], float)
+>>> fit = mace(labels, 3)
+>>> fit.labels.tolist()
+[0.0, 1.0, 2.0, 0.0, 1.0, 2.0]
+>>> fit.competence.round(2).tolist()
+[1.0, 1.0, 0.0]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibration.dawid_skene import AnswerPatterns, answer_triples
+
+MACE_MAX_ITER = 100
+MACE_TOL = 1e-7
+"""Stop when the log-likelihood per answer gains less than this."""
+
+
+@dataclass(frozen=True)
+class MaceFit:
+    """A MACE fit. ``posteriors``: units × labels, P(true label | answers) (NaN rows: nobody
+    answered); ``labels``: the most probable label (lowest on a tie); ``competence``: θ per
+    rater, the probability that they answer the truth rather than spam (NaN: no answers);
+    ``spam``: raters × labels, ξ, their answer shares when spamming."""
+
+    posteriors: np.ndarray
+    labels: np.ndarray
+    competence: np.ndarray
+    spam: np.ndarray
+    log_likelihood: float
+    """Log marginal likelihood per answer at the returned parameters."""
+    iterations: int
+    converged: bool
+
+
+def mace(
+    labels: np.ndarray,
+    n_labels: int,
+    *,
+    max_iter: int = MACE_MAX_ITER,
+    tol: float | None = MACE_TOL,
+    init: tuple[np.ndarray, np.ndarray] | None = None,
+) -> MaceFit:
+    """Fit MACE by EM to a raters × units matrix of label codes 0..n_labels-1 (NaN = none).
+
+    ``init``: (θ per rater, ξ raters × labels) to start from (default θ = ½, ξ uniform);
+    ``tol=None`` runs exactly ``max_iter`` iterations.
+    """
+    patterns = AnswerPatterns.of(labels)
+    n_raters, n_patterns = patterns.matrix.shape
+    raters, rows, answers = answer_triples(patterns.matrix)
+    if answers.size and (answers.min() < 0 or answers.max() >= n_labels):
+        raise ValueError(f"label codes must lie in 0..{n_labels - 1}")
+    if init is None:
+        theta = np.full(n_raters, 0.5)
+        xi = np.full((n_raters, n_labels), 1.0 / n_labels)
+    else:
+        theta, xi = np.asarray(init[0], dtype=np.float64), np.asarray(init[1], dtype=np.float64)
+    smoothing = 0.01 / n_labels
+    units = patterns.counts
+    n_answers = max(float(units[rows].sum()), 1.0)
+    state = _e_step(theta, xi, raters, rows, answers, units, n_labels)
+    log_likelihood, iterations, converged = state[0], 0, False
+    for iterations in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
+        spam_counts, know_counts, strategy = state[2], state[3], state[4]
+        pair = np.column_stack([spam_counts, know_counts]) + smoothing
+        theta = pair[:, 1] / pair.sum(axis=1)
+        xi = (strategy + smoothing) / (strategy + smoothing).sum(axis=1, keepdims=True)
+        state = _e_step(theta, xi, raters, rows, answers, units, n_labels)
+        gain = state[0] - log_likelihood
+        log_likelihood = state[0]
+        if tol is not None and gain < tol * n_answers:
+            converged = True
+            break
+    posteriors = state[1]
+    given = np.zeros(n_raters, dtype=bool)
+    given[raters] = True
+    return MaceFit(
+        patterns.expand(posteriors),
+        patterns.expand(np.argmax(posteriors, axis=1).astype(np.float64))
+        if n_patterns
+        else np.full(patterns.of_unit.size, np.nan),
+        np.where(given, theta, np.nan),
+        xi,
+        float(log_likelihood / n_answers),
+        iterations,
+        converged,
+    )
+
+
+def _e_step(theta, xi, raters, rows, answers, units, n_labels):
+    """(log-likelihood, posteriors per pattern, expected spam counts, expected knowing counts,
+    expected spam answers raters × labels) at θ, ξ; patterns weighted by their units."""
+    n_raters, n_rows = theta.size, units.size
+    spam_part = (1.0 - theta[raters]) * xi[raters, answers]  # answers
+    # P(y | t) per answer and true label t
+    likelihood = spam_part[:, None] + theta[raters, None] * (
+        answers[:, None] == np.arange(n_labels)[None, :]
+    )
+    log_m = np.full((n_rows, n_labels), -np.log(n_labels))
+    with np.errstate(divide="ignore"):
+        for t in range(n_labels):
+            log_m[:, t] += np.bincount(rows, weights=np.log(likelihood[:, t]), minlength=n_rows)
+    m = np.exp(log_m)
+    z = m.sum(axis=1)
+    log_likelihood = float(units @ np.log(z + 1e-8))
+    posteriors = m / z[:, None]
+    post = posteriors[rows]  # answers × true label
+    weight = units[rows]
+    spammed = (post / likelihood).sum(axis=1) * spam_part * weight
+    knew = post[np.arange(answers.size), answers] * theta[raters] / (spam_part + theta[raters])
+    spam_counts = np.bincount(raters, weights=spammed, minlength=n_raters)
+    know_counts = np.bincount(raters, weights=knew * weight, minlength=n_raters)
+    strategy = np.zeros((n_raters, n_labels))
+    np.add.at(strategy, (raters, answers), spammed)
+    return log_likelihood, posteriors, spam_counts, know_counts, strategy

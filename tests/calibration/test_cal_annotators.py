@@ -1,0 +1,270 @@
+"""Reliability without gold: Dawid–Skene and MACE (against crowd-kit and by hand), the
+Annotators table and its flags, and the robust references (``--reference``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from annotate_app.cli.main import app
+from calibration import CalibrationInputError, CalibrationOptions, calibrate
+from calibration.annotators import annotator_reliability
+from calibration.dawid_skene import dawid_skene
+from calibration.mace import mace
+from calibration.reference import human_reference
+from calibration.scale import Scale
+from schemas.protocols import PAIRWISE, get_protocol
+
+nan = np.nan
+runner = CliRunner()
+
+
+def _crowd(matrix: np.ndarray) -> pd.DataFrame:
+    """crowd-kit's long form (task, worker, label), workers and labels first met in sorted order
+    (crowd-kit's MACE indexes sorted groups with first-met codes)."""
+    raters, units = np.nonzero(~np.isnan(matrix))
+    order = np.lexsort((raters, units))
+    labels = matrix[raters, units].astype(int)
+    return pd.DataFrame({"task": units[order], "worker": raters[order], "label": labels[order]})
+
+
+def _simulated(seed: int, n_raters: int, n_units: int, k: int, accuracy, p_answer=1.0):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, k, n_units)
+    matrix = np.full((n_raters, n_units), nan)
+    for w in range(n_raters):
+        answers = np.where(rng.random(n_units) < accuracy[w], truth, rng.integers(0, k, n_units))
+        matrix[w] = np.where(rng.random(n_units) < p_answer, answers, nan)
+    matrix[:, :k] = np.arange(k)[None, :]  # every rater meets every label first in order
+    return truth, matrix
+
+
+def test_dawid_skene_matches_crowdkit_on_the_same_input():
+    crowdkit = pytest.importorskip("crowdkit.aggregation")
+    _, matrix = _simulated(3, 6, 80, 3, [0.9, 0.8, 0.7, 0.6, 0.34, 0.85], p_answer=0.7)
+    theirs = crowdkit.DawidSkene(n_iter=30, tol=-np.inf).fit(_crowd(matrix))
+    ours = dawid_skene(matrix, 3, max_iter=30, tol=None)  # same start (soft majority), 30 steps
+    posteriors = theirs.probas_.sort_index().reindex(columns=range(3)).to_numpy()
+    np.testing.assert_allclose(ours.posteriors, posteriors, atol=1e-6)
+    np.testing.assert_allclose(ours.priors, theirs.priors_.sort_index().to_numpy(), atol=1e-6)
+    for (worker, answered), row in theirs.errors_.iterrows():  # crowd-kit: [worker, k][true]
+        for true in range(3):
+            assert ours.confusion[worker, true, answered] == pytest.approx(row[true], abs=1e-6)
+    assert (ours.labels == theirs.labels_.sort_index().to_numpy()).all()
+
+
+def test_dawid_skene_by_hand():
+    """Raters 0 and 1 answer A, B on two units, rater 2 answers B, B.
+
+    Soft majority: T = (2/3, 1/3) and (0, 1), π = (1/3, 2/3). M-step: raters 0 and 1 have
+    e[A] = (1, 0) and e[B] = (1/4, 3/4) (counts 1/3 and 1 for answers A and B on true B); rater
+    2 gave only B, e[A] = e[B] = (0, 1). E-step, unit 0: π_A·1·1·1 = 1/3 against
+    π_B·(1/4)²·1 = 1/24, so P(A) = 8/9; unit 1: P(B) = 1 (up to the 1e-10 floor).
+    """
+    labels = np.array([[0, 1], [0, 1], [1, 1]], dtype=float)
+    fit = dawid_skene(labels, 2, max_iter=1, tol=None)
+    assert fit.posteriors[0, 0] == pytest.approx(8 / 9, abs=1e-8)
+    assert fit.posteriors[1, 1] == pytest.approx(1.0, abs=1e-8)
+    np.testing.assert_allclose(fit.priors, [4 / 9, 5 / 9], atol=1e-8)
+    # rater 2 answers B whatever the truth: expected accuracy = π_B, exactly chance
+    assert fit.competence[2] == pytest.approx(5 / 9, abs=1e-8)
+    assert fit.chance[2] == pytest.approx(5 / 9, abs=1e-8)
+    assert fit.iterations == 1 and not fit.converged
+    assert dawid_skene(labels, 2).converged
+
+
+def test_mace_matches_crowdkit_em_from_the_same_start():
+    crowdkit = pytest.importorskip("crowdkit.aggregation")
+    from scipy import stats
+
+    _, matrix = _simulated(5, 5, 60, 5, [0.9, 0.8, 0.7, 0.2, 0.85])
+    theirs = crowdkit.MACE(n_restarts=1, n_iter=20, method="em", random_state=0)
+    theirs.fit(_crowd(matrix))
+    # crowd-kit's start: uniform(1, 1.5) draws normalised, both with random_state 0
+    spam = stats.uniform(1, 1.5).rvs(size=(5, 2), random_state=0)
+    spam /= spam.sum(axis=1, keepdims=True)
+    shares = stats.uniform(1, 1.5).rvs(size=(5, 5), random_state=0)
+    shares /= shares.sum(axis=1, keepdims=True)
+    ours = mace(matrix, 5, max_iter=20, tol=None, init=(spam[:, 1], shares))
+    np.testing.assert_allclose(ours.competence, theirs.spamming_[:, 1], atol=1e-6)
+    np.testing.assert_allclose(ours.spam, theirs.thetas_, atol=1e-6)
+    posteriors = theirs.probas_.sort_index().reindex(columns=range(5)).to_numpy()
+    np.testing.assert_allclose(ours.posteriors, posteriors, atol=1e-6)
+
+
+def test_mace_finds_the_spammer_and_is_deterministic():
+    truth, matrix = _simulated(7, 5, 200, 5, [0.9, 0.85, 0.8, 0.0, 0.9])
+    matrix[3] = 4.0  # rater 3 always answers the top point
+    first, again = mace(matrix, 5), mace(matrix, 5)
+    np.testing.assert_array_equal(first.competence, again.competence)
+    assert first.converged
+    assert first.competence[3] < 0.05 < 0.6 < first.competence[[0, 1, 2, 4]].min()
+    assert (first.labels == truth).mean() > 0.95
+
+
+def _pairwise_campaign(seed=11, n_units=120):
+    """Truth A or B; two careful annotators (95% right) and three who always answer A."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, n_units).astype(float)
+    careful = [np.where(rng.random(n_units) < 0.95, truth, 1 - truth) for _ in range(2)]
+    return truth, np.vstack([*careful, np.zeros((3, n_units))])
+
+
+def test_dawid_skene_reference_is_not_bent_by_spammers():
+    truth, matrix = _pairwise_campaign()
+    plain = human_reference(matrix, "majority", pairwise=True)
+    robust = human_reference(matrix, "dawid-skene", pairwise=True)
+    assert (plain.values == truth).mean() < 0.6  # three "A" always win the majority
+    assert (robust.values == truth).mean() > 0.9
+    np.testing.assert_array_equal(plain.weights, np.ones(5))
+    assert robust.weights[2:].max() < 0.6 < robust.weights[:2].min()
+
+
+def test_mace_reference_of_scores_is_closer_to_the_truth_than_the_mean():
+    rng = np.random.default_rng(2)
+    truth = rng.integers(1, 6, 150).astype(float)
+    careful = [np.where(rng.random(150) < 0.85, truth, rng.integers(1, 6, 150)) for _ in range(3)]
+    careless = [np.full(150, 5.0), rng.integers(1, 6, 150).astype(float)]
+    matrix = np.vstack([*careful, *careless])
+    scale = Scale(1, 5, 1.0)
+    mean = human_reference(matrix, "mean", scale=scale).values
+    robust = human_reference(matrix, "mace", scale=scale)
+    assert np.abs(robust.values - truth).mean() < 0.5 * np.abs(mean - truth).mean()
+    assert robust.weights[3] < 0.1
+
+
+def test_reference_rules_that_do_not_fit_the_protocol_are_named():
+    with pytest.raises(CalibrationInputError, match="dawid-skene is for preferences"):
+        human_reference(np.ones((2, 3)), "dawid-skene", scale=Scale(1, 5, 1.0))
+    with pytest.raises(CalibrationInputError, match="needs a scale with points"):
+        human_reference(np.ones((2, 3)), "mace", scale=Scale(0, 1))
+    with pytest.raises(CalibrationInputError, match="needs scores"):
+        human_reference(np.zeros((2, 3)), "median", pairwise=True)
+
+
+def test_annotator_table_flags_a_position_spammer_in_words():
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 2, 60).astype(float)
+    honest = [np.where(rng.random(60) < 0.9, truth, 1 - truth) for _ in range(4)]
+    swapped = rng.random((5, 60)) < 0.5
+    spammer = np.where(swapped[4], 1.0, 0.0)  # always the response shown first
+    table = annotator_reliability(
+        np.vstack([*honest, spammer]), list("abcds"), scale=None, swapped=swapped, bootstrap=200
+    )
+    rows = {row.annotator: row for row in table.rows}
+    assert table.model == "dawid-skene" and table.alpha_level == "nominal"
+    assert all(not rows[name].flags for name in "abcd")
+    kinds = {flag.kind for flag in rows["s"].flags}
+    assert kinds == {"low_agreement", "alpha_gain", "low_competence", "position"}
+    position = next(f.reason for f in rows["s"].flags if f.kind == "position")
+    assert position.startswith("chose the response shown first on 100% of 60 pairs")
+    assert rows["s"].position is not None and rows["s"].position.share_first.low > 0.9
+    assert rows["s"].alpha_without > table.alpha + 0.1
+    assert rows["a"].accuracy is not None and rows["a"].mae is None
+
+
+def test_annotator_table_runs_and_straight_lining_by_hand():
+    # rater s answers 3 on twelve units in a row (their order), then 1; the others vary
+    others = np.array(
+        [[1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1], [1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1]]
+    )
+    matrix = np.vstack([others, [3] * 12 + [1]]).astype(float)
+    table = annotator_reliability(matrix, ["a", "b", "s"], scale=Scale(1, 3, 1.0), bootstrap=0)
+    s = table.rows[2]
+    assert (s.run.length, s.run.value, s.run.n, s.run.others_length) == (12, 3.0, 13, 1)
+    flag = next(f for f in s.flags if f.kind == "straight_lining")
+    assert flag.reason.startswith("longest run of the same answer: 12 of 13 in a row gave 3")
+    assert s.mae is not None and s.mae.value == pytest.approx(
+        np.mean(np.abs(matrix[2] - others[0]))
+    )
+    assert np.isnan(s.mae.low)  # no bootstrap, no interval, and no agreement flag on a point
+    assert table.model == "mace" and table.rows[0].competence > s.competence
+
+
+def _frame(matrix: np.ndarray, pairwise: bool) -> pd.DataFrame:
+    labels = ("A", "B", "tie")
+    rows = []
+    for r, values in enumerate(matrix):
+        for u, value in enumerate(values):
+            rows.append(
+                {
+                    "unit": f"u{u:03d}",
+                    "rater": f"annotator:h{r}",
+                    "kind": "human",
+                    "value": labels[int(value)] if pairwise else value,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_calibrate_records_the_reference_its_exclusions_and_weights():
+    _, matrix = _pairwise_campaign()
+    frame = _frame(matrix, pairwise=True)
+    options = CalibrationOptions(
+        PAIRWISE, consensus="dawid-skene", bootstrap=0, exclude_annotators=("annotator:h4",)
+    )
+    result = calibrate(frame, options).result
+    assert result.reference.consensus == "dawid-skene"
+    assert result.reference.excluded_annotators == ["annotator:h4"]
+    assert set(result.reference.weights) == {f"annotator:h{r}" for r in range(4)}
+    assert result.human.n_annotators == 4
+    assert result.annotators is not None
+    rows = {row.annotator: row for row in result.annotators.rows}
+    assert rows["annotator:h4"].excluded and rows["annotator:h4"].weight is None
+    assert rows["annotator:h0"].weight == result.reference.weights["annotator:h0"]
+    with pytest.raises(CalibrationInputError, match="annotator:nobody"):
+        calibrate(frame, CalibrationOptions(PAIRWISE, exclude_annotators=("annotator:nobody",)))
+
+
+def test_cli_reference_and_exclusions_round_trip_into_the_json(tmp_path):
+    _, matrix = _pairwise_campaign(n_units=40)
+    labels = ("A", "B", "tie")
+    records = [
+        {
+            "judge": f"annotator:h{r}",
+            "judge_kind": "human",
+            "protocol": "pairwise",
+            "pair": [f"{u}/1", f"{u}/2"],
+            "preference": labels[int(value)],
+        }
+        for r, values in enumerate(matrix)
+        for u, value in enumerate(values)
+    ]
+    judgments = tmp_path / "j.jsonl"
+    judgments.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    out = tmp_path / "out.json"
+    result = runner.invoke(
+        app,
+        [
+            "calibrate", "--protocol", "pairwise", "--judgments", str(judgments),
+            "--bootstrap", "0", "--reference", "dawid-skene",
+            "--exclude-annotator", "h3", "--json", str(out),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    written = json.loads(out.read_text("utf-8"))
+    assert written["reference"]["consensus"] == "dawid-skene"
+    assert written["options"]["consensus"] == "dawid-skene"
+    assert written["reference"]["excluded_annotators"] == ["annotator:h3"]
+    assert sorted(written["reference"]["weights"]) == [f"annotator:h{r}" for r in (0, 1, 2, 4)]
+    assert [row["excluded"] for row in written["annotators"]["rows"]] == [
+        False, False, False, True, False,
+    ]  # fmt: skip
+    clash = runner.invoke(
+        app,
+        ["calibrate", "--protocol", "pairwise", "--judgments", str(judgments),
+         "--consensus", "majority", "--reference", "dawid-skene"],
+    )  # fmt: skip
+    assert clash.exit_code != 0 and "--reference" in clash.output
+
+
+def test_a_continuous_scale_has_no_latent_model():
+    protocol = get_protocol("score", scale_min=0, scale_max=1)
+    matrix = np.array([[0.1, 0.5, 0.9], [0.2, 0.4, 0.8]])
+    table = annotator_reliability(matrix, ["a", "b"], scale=Scale.of(protocol), bootstrap=0)
+    assert table.model is None and np.isnan(table.rows[0].competence)
+    assert table.rows[0].qwk is None and table.rows[0].mae is not None
