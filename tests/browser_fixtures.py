@@ -4,7 +4,8 @@
   served on them by :func:`annotate_app.cli.serve.serve_app` on a free 127.0.0.1 port. Seed it
   with ``app_server.add_user(...)`` or ``with app_server.session() as session: ...`` (the data
   folder is ``$CRITIQUELAB_DATA_DIR`` for the whole module). The server log is saved to
-  ``test-artifacts/<module>-server.log``.
+  ``test-artifacts/<module>-server.log``. ``sample_app_server`` is the same on a copy of the
+  sample project.
 * ``browser`` (one per run): Debian's Chromium driven by Playwright; skips (fails under
   ``CRITIQUELAB_REQUIRE_E2E=1``) when no Chromium is found (:mod:`bench.system_binaries`).
 * ``page``: a fresh browser context per test; a screenshot of the page at the end of every test
@@ -40,6 +41,7 @@ from annotate_app.auth import COOKIE_NAME as SESSION_COOKIE
 from bench.system_binaries import chromium_missing, chromium_path
 from data.services.users import UserRecord, create_user
 from data.storage.engine import make_engine, session_scope, upgrade_database
+from tests.sample_template import SampleTemplate
 from tests.skips import missing
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -119,14 +121,15 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=15)
 
 
-@pytest.fixture(scope="module")
-def app_server(
-    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+def _serve(
+    folder: Path, request: pytest.FixtureRequest, seed: Callable[[Path, Path], None] | None = None
 ) -> Iterator[AppServer]:
-    """The app served on a fresh database for the tests of one module."""
-    folder = tmp_path_factory.mktemp("app")
-    db_url = f"sqlite:///{folder / 'critiquelab.db'}"
-    data_dir = folder / "data"
+    """The app served on the database ``folder/critiquelab.db`` (``seed(db_file, data_dir)``
+    first writes it, when given), migrated, on a free port; stopped afterwards."""
+    db_file, data_dir = folder / "critiquelab.db", folder / "data"
+    db_url = f"sqlite:///{db_file}"
+    if seed is not None:
+        seed(db_file, data_dir)
     ARTIFACTS.mkdir(exist_ok=True)
     log_path = ARTIFACTS / f"{request.module.__name__.rsplit('.', 1)[-1]}-server.log"
     with pytest.MonkeyPatch.context() as environment:
@@ -151,6 +154,24 @@ def app_server(
         finally:
             _stop(process)
             engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def app_server(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[AppServer]:
+    """The app served on a fresh database for the tests of one module."""
+    yield from _serve(tmp_path_factory.mktemp("app"), request)
+
+
+@pytest.fixture(scope="module")
+def sample_app_server(
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+    sample_template: SampleTemplate,
+) -> Iterator[AppServer]:
+    """The app served on a copy of the sample project (built once per test process)."""
+    yield from _serve(tmp_path_factory.mktemp("app"), request, sample_template.copy_to)
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ ALIGNMMBENCH_ENV = "CRITIQUELAB_ALIGNMMBENCH_DIR"
 
 # One set of browser fixtures (app server, Chromium, page, login) for every test folder: a second
 # Playwright instance in the same session would collide with the first one's event loop.
-pytest_plugins = ["tests.browser_fixtures"]
+pytest_plugins = ["tests.sample_template", "tests.browser_fixtures"]
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from tests.sample_template import SampleTemplate
+
 
 @dataclass(frozen=True)
 class SampleDatabase:
@@ -26,17 +28,15 @@ class SampleDatabase:
 
 
 @contextmanager
-def sample_database(folder: Path) -> Iterator[SampleDatabase]:
-    """Build the sample project (finished campaigns with humans and judges) in ``folder``."""
-    from data.sample.build import build_sample_project
-    from data.storage.engine import make_engine, upgrade_database
+def sample_database(folder: Path, template: SampleTemplate) -> Iterator[SampleDatabase]:
+    """A copy of the sample project (finished campaigns with humans and judges) in ``folder``."""
+    from data.storage.engine import make_engine
 
+    template.copy_to(folder / "critiquelab.db", folder / "data")
     url = f"sqlite:///{folder / 'critiquelab.db'}"
     engine = make_engine(url)
     try:
-        upgrade_database(engine)
-        summary = build_sample_project(engine, data_dir=folder / "data")
-        yield SampleDatabase(url, engine, summary, folder)
+        yield SampleDatabase(url, engine, template.summary, folder)
     finally:
         engine.dispose()
 

@@ -18,8 +18,8 @@ POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    with sample_database(tmp_path_factory.mktemp("sample")) as built:
+def sample(tmp_path_factory, sample_template):
+    with sample_database(tmp_path_factory.mktemp("sample"), sample_template) as built:
         url, engine = built.url, built.engine
         yield url, engine
 

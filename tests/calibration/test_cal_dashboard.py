@@ -19,9 +19,9 @@ TIMEOUT = 120
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory):
+def sample(tmp_path_factory, sample_template):
     """The sample project in a fresh database, plus an admin, a reviewer and an annotator."""
-    with sample_database(tmp_path_factory.mktemp("sample")) as built:
+    with sample_database(tmp_path_factory.mktemp("sample"), sample_template) as built:
         url, engine, folder = built.url, built.engine, built.folder
         summary = built.summary
         with session_scope(engine) as session:

@@ -35,9 +35,9 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory):
+def sample(tmp_path_factory, sample_template):
     """The bundled sample project (finished campaigns with humans and judges) in a database."""
-    with sample_database(tmp_path_factory.mktemp("sample")) as built:
+    with sample_database(tmp_path_factory.mktemp("sample"), sample_template) as built:
         url, engine = built.url, built.engine
         yield url, engine
 

@@ -25,8 +25,8 @@ CAMPAIGN = "demo-alignmmbench-finished"
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    with sample_database(tmp_path_factory.mktemp("sample")) as built:
+def sample(tmp_path_factory, sample_template):
+    with sample_database(tmp_path_factory.mktemp("sample"), sample_template) as built:
         url, engine = built.url, built.engine
         with session_scope(engine) as session:
             reviewer = create_user(session, "worker-reviewer", "a long password 123", "reviewer")

@@ -23,9 +23,9 @@ TIMEOUT = 120
 
 
 @pytest.fixture(scope="module")
-def tagged(tmp_path_factory):
+def tagged(tmp_path_factory, sample_template):
     """The sample project with three causes tagged on its first campaign's first judge."""
-    with sample_database(tmp_path_factory.mktemp("sample")) as built:
+    with sample_database(tmp_path_factory.mktemp("sample"), sample_template) as built:
         url, engine, folder = built.url, built.engine, built.folder
         with session_scope(engine) as session:
             reviewer = create_user(session, "cause-rita", "a long password 123", "reviewer")

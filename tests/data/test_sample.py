@@ -23,10 +23,9 @@ from data.sample import (
     DEMO_ACCOUNTS,
     MMIE_DATASET,
     SampleSummary,
-    build_sample_project,
 )
 from data.services.users import password_matches
-from data.storage.engine import make_engine, upgrade_database
+from data.storage.engine import make_engine
 from schemas.benchmarks import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES
 from schemas.protocols import get_protocol, to_canonical
 from schemas.tables import (
@@ -41,6 +40,7 @@ from schemas.tables import (
     Unit,
     User,
 )
+from tests.sample_template import SampleTemplate
 
 FINISHED = [plan.spec.name for plan in CAMPAIGNS if plan.finished]
 OPEN = [plan.spec.name for plan in CAMPAIGNS if not plan.finished]
@@ -48,12 +48,14 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, SampleSummary, Path]]:
+def built(
+    tmp_path_factory: pytest.TempPathFactory, sample_template: SampleTemplate
+) -> Iterator[tuple[Engine, SampleSummary, Path]]:
+    """The sample project as built for this test run (:mod:`tests.sample_template`)."""
     folder = tmp_path_factory.mktemp("sample")
+    sample_template.copy_to(folder / "sample.db", folder / "files")
     engine = make_engine(f"sqlite:///{folder / 'sample.db'}")
-    upgrade_database(engine)
-    summary = build_sample_project(engine, data_dir=folder / "files")
-    yield engine, summary, folder / "files"
+    yield engine, sample_template.summary, folder / "files"
     engine.dispose()
 
 

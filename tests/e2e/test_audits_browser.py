@@ -11,7 +11,6 @@ from playwright.sync_api import expect
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
-from data.sample.build import build_sample_project
 from tests.browser_fixtures import (
     ARTIFACTS,
     SLOW_UI_TIMEOUT_MS,
@@ -23,12 +22,6 @@ pytestmark = pytest.mark.e2e
 POINTWISE, PAIRWISE = "demo-alignmmbench-finished", "demo-pairwise-finished"
 
 
-@pytest.fixture(scope="module")
-def sample(app_server: Any) -> Any:
-    build_sample_project(app_server.engine, data_dir=app_server.data_dir)
-    return app_server
-
-
 def _screenshot_at(page: Any, heading: str, name: str) -> None:
     page.set_viewport_size({"width": 1280, "height": 720})
     page.get_by_role("heading", name=heading).first.evaluate(
@@ -37,8 +30,10 @@ def _screenshot_at(page: Any, heading: str, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name))
 
 
-def test_the_page_shows_both_audits_of_the_sample(sample: Any, page: Any, login: Any) -> None:
-    login(page, sample.url, "demo-reviewer", "demo-reviewer-pass")
+def test_the_page_shows_both_audits_of_the_sample(
+    sample_app_server: Any, page: Any, login: Any
+) -> None:
+    login(page, sample_app_server.url, "demo-reviewer", "demo-reviewer-pass")
     page.get_by_role("link", name="Calibration").click()
     choose_option(page, "Campaign", f"{PAIRWISE} (pairwise)")
     resamples = page.get_by_label("Bootstrap resamples")
@@ -67,10 +62,10 @@ def test_the_page_shows_both_audits_of_the_sample(sample: Any, page: Any, login:
     )
 
 
-def test_the_report_sections_render(sample: Any, page: Any, tmp_path: Any) -> None:
+def test_the_report_sections_render(sample_app_server: Any, page: Any, tmp_path: Any) -> None:
     html = tmp_path / "report.html"
     result = CliRunner().invoke(app, [
-        "--db", sample.db_url, "calibrate", "--campaign", PAIRWISE, "--bootstrap", "100",
+        "--db", sample_app_server.db_url, "calibrate", "--campaign", PAIRWISE, "--bootstrap", "100",
         "--consistency", POINTWISE, PAIRWISE, "--price-in", "2.5", "--price-out", "10",
         "--html", str(html),
     ])  # fmt: skip

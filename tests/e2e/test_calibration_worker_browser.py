@@ -11,16 +11,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from data.sample.build import build_sample_project
 from tests.browser_fixtures import ARTIFACTS, SLOW_UI_TIMEOUT_MS
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def sample(app_server: Any) -> Any:
-    build_sample_project(app_server.engine, data_dir=app_server.data_dir)
-    return app_server
 
 
 def _workers() -> list[int]:
@@ -46,9 +39,11 @@ def _screenshot_at(page: Any, heading: str, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name))
 
 
-def test_the_page_shows_the_workers_calibration(sample: Any, page: Any, login: Any) -> None:
+def test_the_page_shows_the_workers_calibration(
+    sample_app_server: Any, page: Any, login: Any
+) -> None:
     page.set_viewport_size({"width": 1280, "height": 720})
-    login(page, sample.url, "demo-reviewer", "demo-reviewer-pass")
+    login(page, sample_app_server.url, "demo-reviewer", "demo-reviewer-pass")
     page.get_by_role("link", name="Calibration").click()
     expect(page.get_by_role("heading", name="Judges beside the human ceiling")).to_be_visible(
         timeout=SLOW_UI_TIMEOUT_MS

@@ -10,18 +10,11 @@ import pytest
 from playwright.sync_api import expect
 from sqlmodel import select
 
-from data.sample.build import build_sample_project
 from schemas.disagreements import DEFAULT_TAXONOMY
 from schemas.tables import DisagreementTag
 from tests.browser_fixtures import ARTIFACTS, SLOW_UI_TIMEOUT_MS, drawn_by_this_run
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def sample(app_server: Any) -> Any:
-    build_sample_project(app_server.engine, data_dir=app_server.data_dir)
-    return app_server
 
 
 def _tags(server: Any) -> list[tuple[int, str, str]]:
@@ -34,8 +27,10 @@ def _unit_shown(page: Any) -> str:
     return page.get_by_role("combobox", name="Unit (largest gap first)").input_value()
 
 
-def test_keys_tag_the_cause_and_open_the_next_disagreement(sample: Any, page: Any, login: Any):
-    login(page, sample.url, "demo-reviewer", "demo-reviewer-pass")
+def test_keys_tag_the_cause_and_open_the_next_disagreement(
+    sample_app_server: Any, page: Any, login: Any
+):
+    login(page, sample_app_server.url, "demo-reviewer", "demo-reviewer-pass")
     page.get_by_role("link", name="Disagreements").click()
     expect(page.get_by_text("Why does the judge disagree?")).to_be_visible(
         timeout=SLOW_UI_TIMEOUT_MS
@@ -48,7 +43,7 @@ def test_keys_tag_the_cause_and_open_the_next_disagreement(sample: Any, page: An
     note.fill("Counts 4 cats; the image has 3.")
     note.press("4")  # inside the note a digit is text, not a shortcut
     expect(note).to_have_value("Counts 4 cats; the image has 3.4")
-    assert _tags(sample) == []
+    assert _tags(sample_app_server) == []
     note.press("Backspace")
     page.get_by_role("heading", name="Why does the judge disagree?").click()  # leave the box
     expect(page.get_by_text("Running...")).to_have_count(0, timeout=SLOW_UI_TIMEOUT_MS)
@@ -59,7 +54,7 @@ def test_keys_tag_the_cause_and_open_the_next_disagreement(sample: Any, page: An
     assert (
         flash.inner_text().replace("\u2060", "") == f"Tagged {first.split(' · ')[0]}: too lenient."
     )
-    tags = _tags(sample)
+    tags = _tags(sample_app_server)
     assert [(cause, note_text) for _, cause, note_text in tags] == [
         (DEFAULT_TAXONOMY[3], "Counts 4 cats; the image has 3.")
     ]
