@@ -7,11 +7,15 @@ plain ``ValueError`` raised by its code) are bad input, exit 2, one line on stde
 file reader names up to 50 bad lines), with the options a message names given as this command's
 flags (:func:`cli_flag`); anything else, including a ``ValueError`` from inside
 numpy or pandas, exits 1 with one line. The traceback only with ``--debug``.
+
+Start-up: importing this module (all it takes for ``--help``) loads typer and the command
+modules, never pandas, scipy, torch, alembic or the database layer; each command imports the
+library it calls when it runs (``tests/annotate_app/cli/test_cli_start.py``,
+``bench/cli_start.py``).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Any
 
 import typer
@@ -30,7 +34,7 @@ from annotate_app.cli import (
     users,
 )
 from annotate_app.cli.context import CliState, cli_flag
-from data.storage.engine import default_db_url
+from data.storage.urls import default_db_url
 from schemas.option_text import OptionError
 
 EXIT_BAD_INPUT = 2
@@ -135,6 +139,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        import importlib.metadata
+
         typer.echo(f"critiquelab {importlib.metadata.version('critiquelab')}")
         raise typer.Exit()
 
