@@ -132,6 +132,9 @@ app = typer.Typer(
     cls=_ErrorMappingGroup,
     help="CritiqueLab: human annotation and judge calibration of multimodal model outputs.",
     no_args_is_help=True,
+    # click's plain help and usage errors: rendering them with rich (typer's default) imports
+    # rich.markdown and friends and doubled the time of every --help (bench/cli_start.py)
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
