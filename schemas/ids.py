@@ -22,6 +22,8 @@ from pydantic import AfterValidator
 
 MAX_ID_LENGTH = 512
 PAIR_SEPARATOR = "|"
+HUMAN_PREFIX = "annotator:"
+"""A human rater's name among judges and in the campaign frame: ``annotator:<account name>``."""
 
 # Unicode bidirectional formatting characters (UAX #9): embeddings, overrides, isolates, marks.
 _BIDI_CONTROLS = frozenset(

@@ -153,3 +153,21 @@ def any_engine(
 def pg_engine(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
     """A fresh migrated PostgreSQL database (for tests that need PostgreSQL's row locks)."""
     yield from _migrated_engine(pg_url, tmp_path, monkeypatch)
+
+
+# What makes a test `slow` (left out of the inner loop's `pytest -m "not slow"`; CI runs all):
+# a browser, a PostgreSQL server, a served app or a tiny torch model among its fixtures, or the
+# PostgreSQL side of `any_engine`. Tests that start processes of their own are marked by hand.
+SLOW_FIXTURES = frozenset(
+    {"browser", "app_server", "sample_app_server", "pg_server", "tiny_llama", "tiny_llava"}
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        uses = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("any_engine") == "postgresql"
+        marked = any(item.get_closest_marker(name) for name in ("e2e", "postgres"))
+        if uses & SLOW_FIXTURES or on_postgres or marked:
+            item.add_marker(pytest.mark.slow)

@@ -8,10 +8,6 @@ import typer
 
 from annotate_app.cli.context import state
 from annotate_app.cli.imports import PROTOCOL_OPTION, SCALE_OPTION
-from data.io.importers.annotations import import_annotations
-from data.io.importers.sources import progress_total
-from data.storage.engine import session_scope
-from schemas.protocols import parse_scale
 
 annotations_app = typer.Typer(
     help="Human labels (FORMATS.md §3, judge_kind human): import them as a finished campaign."
@@ -32,6 +28,11 @@ def annotations_import(
     scale: str = SCALE_OPTION,
 ) -> None:
     """Import labels made elsewhere as a closed campaign with one external account per annotator."""
+    from data.io.importers.annotations import import_annotations
+    from data.io.importers.sources import progress_total
+    from data.storage.engine import session_scope
+    from schemas.protocols import parse_scale
+
     cli = state(ctx)
     progress = cli.progress(f"checking {file.name}", total=progress_total(file))
     with progress as advance, session_scope(cli.engine()) as session:

@@ -6,30 +6,20 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import typer
 
-from annotate_app.campaign_calibration import calibrate_campaign, load_campaign
-from annotate_app.cli.calibrate_audits import (
-    AuditOutputs,
-    campaign_audits,
-    consistency_only,
-    read_audit_inputs,
-)
 from annotate_app.cli.context import CliState, state
-from annotate_app.disagreement_review import report_html
-from calibration import CalibrationInputError, CalibrationOptions, CalibrationReport, calibrate
-from calibration.compare import compare_judges
-from calibration.io import judgement_frame, with_response_metadata
-from calibration.reference import no_majority_rule
-from calibration.report_compare import comparison_text
-from calibration.report_html import audit_report_html, write_html
-from calibration.result import CalibrationResult
-from data.io.campaign_input import CampaignCalibrationInput
-from data.io.frames import HUMAN_PREFIX
-from data.io.importers.reader import dataset_metadata, files_sha256, read_judgement_files
-from schemas.protocols import Protocol, get_protocol, parse_scale
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from annotate_app.cli.calibrate_audits import AuditOutputs
+    from calibration import CalibrationOptions, CalibrationReport
+    from calibration.result import CalibrationResult
+    from data.io.campaign_input import CampaignCalibrationInput
+    from schemas.protocols import Protocol
 
 
 def register(app: typer.Typer) -> None:
@@ -122,6 +112,22 @@ def calibrate_command(
     ),
 ) -> None:
     """Agreement of each judge with the humans, human ceiling, intervals (METRICS.md)."""
+    # the calibration package, pandas and scipy: loaded when the command runs, not for --help
+    from annotate_app.campaign_calibration import load_campaign
+    from annotate_app.cli.calibrate_audits import (
+        AuditOutputs,
+        campaign_audits,
+        consistency_only,
+        read_audit_inputs,
+    )
+    from annotate_app.disagreement_review import report_html
+    from calibration import CalibrationInputError, CalibrationOptions
+    from calibration.compare import compare_judges
+    from calibration.reference import no_majority_rule
+    from calibration.report_compare import comparison_text
+    from calibration.report_html import write_html
+    from schemas.protocols import get_protocol, parse_scale
+
     cli = state(ctx)
     audit_inputs = read_audit_inputs(
         consistency, delta, price_in, price_out, prices, families, file_mode=bool(judgments)
@@ -237,6 +243,9 @@ def _calibrate(
 ) -> CalibrationReport:
     """A campaign through the library's campaign calibration (the rationales of the units the
     report lists read apart); files through ``calibrate``."""
+    from annotate_app.campaign_calibration import calibrate_campaign
+    from calibration import calibrate
+
     if source is not None:
         return calibrate_campaign(cli.engine(), source, progress=progress, **fields).report
     return calibrate(frame, options, data_sha256=data_sha256, progress=progress)
@@ -246,6 +255,8 @@ def _annotator_names(frame: pd.DataFrame, names: list[str]) -> tuple[str, ...]:
     """``--exclude-annotator`` names as the frame's raters: a campaign's humans are
     ``annotator:<login>`` there, so a login alone is accepted; an unknown name is kept, for
     calibration to name it beside those present."""
+    from schemas.ids import HUMAN_PREFIX
+
     present = set(frame.loc[frame["kind"] == "human", "rater"].astype(str))
     return tuple(
         f"{HUMAN_PREFIX}{name}"
@@ -257,6 +268,8 @@ def _annotator_names(frame: pd.DataFrame, names: list[str]) -> tuple[str, ...]:
 
 def _emit_audits_only(cli, outputs: AuditOutputs, json_out: Path | None, html_out: Path | None):
     """``--consistency`` without ``--campaign``: its JSON, its report section, its text."""
+    from calibration.report_html import audit_report_html
+
     output = outputs.json()
     if json_out is not None:
         json_out.write_text(json.dumps(output, indent=2, ensure_ascii=False), "utf-8")
@@ -271,6 +284,9 @@ def _file_frame(
     """File mode: the files read by the importers' reader (same rules as ``import`` and
     ``judgments import``), turned into the judgement frame; and the SHA-256 of the files' bytes
     in the order given, dataset last."""
+    from calibration.io import judgement_frame, with_response_metadata
+    from data.io.importers.reader import dataset_metadata, files_sha256, read_judgement_files
+
     lines = read_judgement_files(judgments)
     frame = judgement_frame(((line.where, line.record) for line in lines), protocol)
     if dataset is not None:

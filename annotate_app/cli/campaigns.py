@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from annotate_app.cli.context import state, to_jsonable
 from annotate_app.cli.disagreements import review_flags
-from data.queue.routing import routing_plan, set_routing
-from data.services.campaign_progress import campaign_progress
-from data.services.campaigns import (
-    CampaignError,
-    CampaignSpec,
-    PairSampling,
-    create_campaign,
-    get_campaign,
-)
-from data.storage.engine import session_scope
-from schemas.core import stored_id
-from schemas.protocols import parse_scale
+
+if TYPE_CHECKING:
+    from data.services.campaigns import PairSampling
 
 _ROUTING_HELP = (
     "least-annotated | judge-disagreement | judge-uncertainty | stratified (see PROTOCOLS.md)."
@@ -77,6 +69,13 @@ def create(
     ),
 ) -> None:
     """Create a campaign with one unit per response (pointwise) or per pair (pairwise)."""
+    from data.queue.routing import routing_plan
+    from data.services.campaign_progress import campaign_progress
+    from data.services.campaigns import CampaignSpec, create_campaign
+    from data.storage.engine import session_scope
+    from schemas.core import stored_id
+    from schemas.protocols import parse_scale
+
     pair_mode, pairs_per_item = _pair_sampling(pairs)
     spec = CampaignSpec(
         name=name,
@@ -133,6 +132,9 @@ def set_routing_command(
     ),
 ) -> None:
     """Change which units a campaign serves first, and re-rank its units now."""
+    from data.queue.routing import set_routing
+    from data.storage.engine import session_scope
+
     cli = state(ctx)
     with session_scope(cli.engine()) as session:
         plan = set_routing(session, name, routing, _judges(routing_judges), stratified_share)
@@ -160,6 +162,11 @@ def status(
     units: bool = typer.Option(False, "--units", help="Also list every unit."),
 ) -> None:
     """Progress per annotator and per unit, with the active time per unit."""
+    from data.services.campaign_progress import campaign_progress
+    from data.services.campaigns import get_campaign
+    from data.storage.engine import session_scope
+    from schemas.core import stored_id
+
     cli = state(ctx)
     with session_scope(cli.engine()) as session:
         progress = campaign_progress(session, stored_id(get_campaign(session, name)))
@@ -198,6 +205,8 @@ def _pair_sampling(text: str) -> tuple[PairSampling, int | None]:
         return "all", None
     if text.isdigit() and int(text) > 0:
         return "sample", int(text)
+    from data.services.campaigns import CampaignError
+
     raise CampaignError(f"--pairs is {text!r}; use 'dataset', 'all' or a number of pairs per item")
 
 

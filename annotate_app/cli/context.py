@@ -13,6 +13,9 @@ command takes ``ctx: typer.Context`` and calls :func:`state` to reach it::
 The engine is created on first use and the schema upgraded then (a database written by a newer
 CritiqueLab is refused), so commands that need no database (``calibrate --judgments``) never
 open one.
+
+This module is imported by every command, including ``--help``: it imports no database, table or
+data-frame library at module level (``tests/annotate_app/cli/test_cli_start.py``).
 """
 
 from __future__ import annotations
@@ -24,14 +27,12 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from sqlalchemy.engine import Engine
 
-from data.storage.engine import make_engine, upgrade_database
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 ProgressCallback = Callable[[int], None]
 """Called with the number of records just processed."""
@@ -50,6 +51,8 @@ class CliState:
     def engine(self) -> Engine:
         """The database engine, schema upgraded to the newest revision on first use."""
         if self._engine is None:
+            from data.storage.engine import make_engine, upgrade_database
+
             engine = make_engine(self.db_url)
             upgrade_database(engine)
             self._engine = engine
@@ -70,6 +73,15 @@ class CliState:
         if not self.shows_progress:
             yield lambda _advance: None
             return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
         columns = (
             TextColumn("{task.description}"),
             BarColumn(),

@@ -23,7 +23,6 @@ from annotate_app.cli.judging_options import (
     judging_line,
     template_file,
 )
-from critic.sft import SftOptions, export_campaign_sft
 
 critic_app = typer.Typer(help="Train a critic on human judgements and let it judge campaigns.")
 critic_app.command("train")(critic_train.train)
@@ -69,6 +68,8 @@ def export_sft(
     template: Path = TEMPLATE,
 ) -> None:
     """Write critic training data (FORMATS.md §4) from a campaign's human judgements."""
+    from critic.sft import SftOptions, export_campaign_sft
+
     cli = state(ctx)
     options = SftOptions(
         eval_fraction=eval_fraction,

@@ -8,13 +8,15 @@ and its agreement on the eval split; the loss log goes to stderr.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
 from annotate_app.cli.context import state
 from annotate_app.cli.judging_options import choice
-from calibration.result import CalibrationResult
+
+if TYPE_CHECKING:
+    from calibration.result import CalibrationResult
 
 _OBJECTIVES: dict[str, Literal["generate", "head"]] = {"generate": "generate", "head": "head"}
 _HEAD_TARGETS: dict[str, Literal["consensus", "annotators"]] = {

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from annotate_app.cli.context import state
 from annotate_app.cli.serve import exit_after_serving, serve_app
-from annotate_app.disagreement_review import campaign_reference
-from data.sample import SampleSummary, build_sample_project
+
+if TYPE_CHECKING:
+    from data.sample import SampleSummary
 
 
 def describe(summary: SampleSummary) -> str:
@@ -35,6 +38,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Build the sample project (synthetic data, demo accounts) if absent, print the logins,
         and serve the app."""
+        from annotate_app.disagreement_review import campaign_reference
+        from data.sample import build_sample_project
+
         cli = state(ctx)
         summary = build_sample_project(cli.engine(), references=campaign_reference)
         cli.emit(summary, text=describe(summary))

@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from data.services.disagreements import DisagreementError
-
 _FLAGS = (("threshold", "--disagreement-threshold"), ("taxonomy", "--taxonomy"))
 
 
 @contextmanager
 def review_flags() -> Iterator[None]:
     """A disagreement-review settings error gets the flag to change added to its message."""
+    from data.services.disagreements import DisagreementError
+
     try:
         yield
     except DisagreementError as error:

@@ -7,14 +7,6 @@ from pathlib import Path
 import typer
 
 from annotate_app.cli.context import state
-from data.io.exporters import (
-    annotation_records,
-    export_dataset,
-    model_judgement_records,
-    write_judgement_records,
-)
-from data.io.exporters.tags import export_disagreement_tags
-from data.storage.engine import read_scope
 
 export_app = typer.Typer(help="Export annotations and judgements to files.")
 
@@ -35,6 +27,9 @@ def export_annotations(  # not ``annotations``: the name the __future__ import b
     ),
 ) -> None:
     """Human judgements of a campaign (FORMATS.md §3, with annotator, seconds, revision)."""
+    from data.io.exporters import annotation_records, write_judgement_records
+    from data.storage.engine import read_scope
+
     cli = state(ctx)
     with read_scope(cli.engine()) as session:
         records = annotation_records(session, campaign, all_revisions=all_revisions)
@@ -51,6 +46,9 @@ def judgments(
     output: Path = _OUTPUT,
 ) -> None:
     """Model judgements (FORMATS.md §3); `judgments import` reads the file back unchanged."""
+    from data.io.exporters import model_judgement_records, write_judgement_records
+    from data.storage.engine import read_scope
+
     cli = state(ctx)
     with read_scope(cli.engine()) as session:
         records = model_judgement_records(session, judges=judges or (), campaign_name=campaign)
@@ -69,6 +67,9 @@ def disagreement_tags(
     ),
 ) -> None:
     """Reviewers' causes of judge–human disagreements (FORMATS.md "Disagreement tags")."""
+    from data.io.exporters.tags import export_disagreement_tags
+    from data.storage.engine import read_scope
+
     cli = state(ctx)
     export_format = export_format or _format_of(output)
     with read_scope(cli.engine()) as session:
@@ -85,6 +86,9 @@ def dataset(
     output: Path = _OUTPUT,
 ) -> None:
     """A dataset as a §1 JSONL file with its images copied beside it (re-importable)."""
+    from data.io.exporters import export_dataset
+    from data.storage.engine import read_scope
+
     cli = state(ctx)
     with read_scope(cli.engine()) as session:
         result = export_dataset(session, name, output)

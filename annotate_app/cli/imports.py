@@ -12,10 +12,6 @@ from pathlib import Path
 import typer
 
 from annotate_app.cli.context import state
-from data.io.importers import import_alignmmbench, import_jsonl, import_judgements, import_mmie
-from data.io.importers.sources import count_lines, progress_total
-from data.storage.engine import session_scope
-from schemas.protocols import parse_scale
 
 import_app = typer.Typer(help="Import datasets (items with model responses) from files.")
 judgments_app = typer.Typer(help="Model judgements (FORMATS.md §3): import them from files.")
@@ -49,6 +45,10 @@ def jsonl(
 ) -> None:
     """Import a CritiqueLab dataset file (.jsonl, .csv or .parquet): items with responses and
     pairs (FORMATS.md §1)."""
+    from data.io.importers.jsonl import import_jsonl
+    from data.io.importers.sources import progress_total
+    from data.storage.engine import session_scope
+
     cli = state(ctx)
     progress = cli.progress(f"checking {file.name}", total=progress_total(file))
     with progress as advance, session_scope(cli.engine()) as session:
@@ -86,6 +86,10 @@ def alignmmbench(
     update: bool = _UPDATE,
 ) -> None:
     """Import AlignMMBench items (13 tasks, prompt-variant groups) and model responses."""
+    from data.io.importers.alignmmbench import import_alignmmbench
+    from data.io.importers.sources import count_lines
+    from data.storage.engine import session_scope
+
     responses, models = responses or [], models or []
     if len(responses) != len(models):
         raise typer.BadParameter(
@@ -119,6 +123,9 @@ def mmie(
     update: bool = _UPDATE,
 ) -> None:
     """Import an MMIE file: interleaved questions, model answers, ground truth."""
+    from data.io.importers.mmie import import_mmie
+    from data.storage.engine import session_scope
+
     cli = state(ctx)
     with cli.progress(f"checking {file.name}") as advance, session_scope(cli.engine()) as session:
         summary = import_mmie(
@@ -144,6 +151,11 @@ def judgments_import(
     update: bool = _UPDATE,
 ) -> None:
     """Import model judgements (GPT-4 outputs produced elsewhere, a critic's scores...)."""
+    from data.io.importers.judgements import import_judgements
+    from data.io.importers.sources import progress_total
+    from data.storage.engine import session_scope
+    from schemas.protocols import parse_scale
+
     cli = state(ctx)
     progress = cli.progress(f"checking {file.name}", total=progress_total(file))
     with progress as advance, session_scope(cli.engine()) as session:

@@ -6,18 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from critic.prompts import PromptTemplate, load_template
-from schemas.ids import id_problem
+if TYPE_CHECKING:
+    from critic.prompts import PromptTemplate
 
 T = TypeVar("T")
 
 
 def _judge_name(value: str) -> str:
     """The one id rule (schemas.ids): a judge name is exported as an id."""
+    from schemas.ids import id_problem
+
     problem = id_problem(value)
     if problem is not None:
         raise typer.BadParameter(f"the judge name {value!r} {problem}")
@@ -47,7 +49,11 @@ def choice(value: str, allowed: Mapping[str, T], option: str) -> T:
 
 def template_file(path: Path | None) -> PromptTemplate | None:
     """The template of ``--template``, or None for the built-in one."""
-    return load_template(path) if path else None
+    if path is None:
+        return None
+    from critic.prompts import load_template
+
+    return load_template(path)
 
 
 def judging_line(summary: Any) -> str:

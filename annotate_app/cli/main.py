@@ -7,11 +7,15 @@ plain ``ValueError`` raised by its code) are bad input, exit 2, one line on stde
 file reader names up to 50 bad lines), with the options a message names given as this command's
 flags (:func:`cli_flag`); anything else, including a ``ValueError`` from inside
 numpy or pandas, exits 1 with one line. The traceback only with ``--debug``.
+
+Start-up: importing this module (all it takes for ``--help``) loads typer and the command
+modules, never pandas, scipy, torch, alembic or the database layer; each command imports the
+library it calls when it runs (``tests/annotate_app/cli/test_cli_start.py``,
+``bench/cli_start.py``).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Any
 
 import typer
@@ -25,12 +29,13 @@ from annotate_app.cli import (
     critic,
     demo,
     exports,
+    gold,
     imports,
     serve,
     users,
 )
 from annotate_app.cli.context import CliState, cli_flag
-from data.storage.engine import default_db_url
+from data.storage.urls import default_db_url
 from schemas.option_text import OptionError
 
 EXIT_BAD_INPUT = 2
@@ -128,6 +133,9 @@ app = typer.Typer(
     cls=_ErrorMappingGroup,
     help="CritiqueLab: human annotation and judge calibration of multimodal model outputs.",
     no_args_is_help=True,
+    # click's plain help and usage errors: rendering them with rich (typer's default) imports
+    # rich.markdown and friends and doubled the time of every --help (bench/cli_start.py)
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
@@ -135,6 +143,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        import importlib.metadata
+
         typer.echo(f"critiquelab {importlib.metadata.version('critiquelab')}")
         raise typer.Exit()
 
@@ -171,7 +181,7 @@ serve.register(app)
 calibrate.register(app)
 critic.register(app)
 critic.register_export(export_app)
-importlib.import_module("annotate_app.cli.gold").register(app)  # gold units, qualification
+gold.register(app)
 
 
 def run() -> None:

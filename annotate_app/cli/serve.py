@@ -33,7 +33,6 @@ from typing import NoReturn
 import typer
 
 from annotate_app.cli.context import state
-from data.storage.engine import make_engine, upgrade_database
 
 APP_SCRIPT = Path(__file__).resolve().parents[1] / "asgi.py"
 MAX_UPLOAD_MB = 200
@@ -80,6 +79,8 @@ def serve_app(db_url: str, host: str = "127.0.0.1", port: int = 8501) -> int:
     The app process finds the database in ``$CRITIQUELAB_DB``; ``$CRITIQUELAB_DATA_DIR`` passes
     through unchanged.
     """
+    from data.storage.engine import make_engine, upgrade_database
+
     engine = make_engine(db_url)
     try:
         upgrade_database(engine)

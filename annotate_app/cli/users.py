@@ -1,4 +1,8 @@
-"""``critiquelab users``: add accounts, reset passwords (hashed with argon2, never echoed)."""
+"""``critiquelab users``: add accounts, reset passwords (hashed with argon2, never echoed).
+
+Every command family imports the library it calls inside the command, so that ``--help`` and the
+other families never load it (``tests/annotate_app/cli/test_cli_start.py``).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,6 @@ import sys
 import typer
 
 from annotate_app.cli.context import state
-from data.services.auth import revoke_sessions
-from data.services.users import create_user, list_users, reset_password
-from data.storage.engine import session_scope
-from schemas.tables import ROLES
 
 users_app = typer.Typer(help="User accounts: add annotators, reviewers and admins.")
 
@@ -22,6 +22,10 @@ def add(
     role: str = typer.Option(..., "--role", help="annotator | reviewer | admin."),
 ) -> None:
     """Add a user; the password is read from stdin when piped, else prompted (twice)."""
+    from data.services.users import create_user
+    from data.storage.engine import session_scope
+    from schemas.tables import ROLES
+
     if role not in ROLES:
         raise typer.BadParameter(
             f"{role!r} is not one of: " + ", ".join(ROLES), param_hint="--role"
@@ -40,6 +44,10 @@ def reset_password_(
 ) -> None:
     """Set a new password (read as for `users add`); ends the account's sessions and its login
     lock. The way back in for an admin locked out from an unfamiliar address."""
+    from data.services.auth import revoke_sessions
+    from data.services.users import reset_password
+    from data.storage.engine import session_scope
+
     password = _read_password()
     cli = state(ctx)
     with session_scope(cli.engine()) as session:
@@ -51,6 +59,9 @@ def reset_password_(
 @users_app.command("list")
 def list_(ctx: typer.Context) -> None:
     """List the user accounts with their roles."""
+    from data.services.users import list_users
+    from data.storage.engine import session_scope
+
     cli = state(ctx)
     with session_scope(cli.engine()) as session:
         users = list_users(session)

@@ -25,7 +25,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, col
 
 from data.services.campaigns import get_campaign, unit_key_map
-from schemas.ids import pair_unit_key, parse_unit_key, response_unit_key
+from schemas.ids import HUMAN_PREFIX, pair_unit_key, parse_unit_key, response_unit_key
 from schemas.items import ItemContent, ResponseContent, UnitContent
 from schemas.records import JUDGEMENT_FRAME_COLUMNS
 from schemas.tables import (
@@ -219,9 +219,6 @@ def _judgements(session: Session, campaign: Campaign, judges: list[str] | None) 
         pd.Series(expected, dtype=np.float64),
     )
 
-
-HUMAN_PREFIX = "annotator:"
-"""A human rater's name in the frame: ``annotator:<account name>``."""
 
 _ANNOTATION_COLUMNS = (
     col(User.name),

@@ -5,7 +5,9 @@ that concurrent writers wait instead of failing (threads of one process wait the
 arrival order, see :class:`_WriterGate`), and foreign keys enforced. PostgreSQL is used
 when the URL says so (``postgresql+psycopg://...``). The schema is managed by Alembic from the
 first table: :func:`upgrade_database` brings any database to the newest revision and refuses one
-written by a newer CritiqueLab.
+written by a newer CritiqueLab. Alembic is imported only when a database is not at
+:data:`HEAD_REVISION` (new, older, or newer): opening an up-to-date database costs two small
+queries.
 """
 
 from __future__ import annotations
@@ -18,22 +20,25 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import event
+from sqlalchemy import event, inspect, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlmodel import Session, create_engine
 
 import schemas.tables  # noqa: F401  (registers every table on SQLModel.metadata)
+from data.storage.urls import default_db_url
 
-DEFAULT_DB_URL = "sqlite:///critiquelab.db"
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+HEAD_REVISION = "0006_gold_units"
+"""The newest revision in ``migrations/versions`` (tests/data/test_storage_migrations.py holds it
+to :func:`head_revision`): a database at it is opened without Alembic. Change it with each new
+migration."""
 
 
 class DatabaseTooNew(RuntimeError):
@@ -60,11 +65,6 @@ class TransactionCancelled(DatabaseBusy):
 
 class DatabaseUnavailable(DatabaseProblem):
     """The database server could not be reached (down, restarting, or the connection dropped)."""
-
-
-def default_db_url() -> str:
-    """``$CRITIQUELAB_DB`` if set, else ``sqlite:///critiquelab.db`` in the current folder."""
-    return os.environ.get("CRITIQUELAB_DB") or DEFAULT_DB_URL
 
 
 def data_dir(db_url: str | None = None) -> Path:
@@ -408,6 +408,8 @@ def _busy(engine: Engine) -> DatabaseBusy:
 
 
 def alembic_config(engine: Engine) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["engine"] = engine
@@ -415,6 +417,9 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def head_revision() -> str:
+    """The newest revision as Alembic reads it from the migrations folder."""
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory(str(MIGRATIONS_DIR))
     head = script.get_current_head()
     if head is None:
@@ -425,8 +430,20 @@ def head_revision() -> str:
 def current_revision(engine: Engine) -> str | None:
     """The schema revision the database carries (None: no schema yet), read without the write
     lock: a command that opens an up-to-date database does not wait for, or hold up, writers."""
+    from alembic.runtime.migration import MigrationContext
+
     with engine.execution_options(**{_READ_ONLY: True}).connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
+
+
+def _at_head(engine: Engine) -> bool:
+    """Whether the database's one stored revision is :data:`HEAD_REVISION`, read as
+    :func:`current_revision` reads it (no write lock) but with one query and no Alembic."""
+    with engine.execution_options(**{_READ_ONLY: True}).connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return False
+        stored = connection.execute(text("SELECT version_num FROM alembic_version")).all()
+    return [row[0] for row in stored] == [HEAD_REVISION]
 
 
 def upgrade_database(engine: Engine) -> str:
@@ -435,6 +452,11 @@ def upgrade_database(engine: Engine) -> str:
     Raises :class:`DatabaseTooNew` when the database carries a revision this version does not
     know (it was written by a newer CritiqueLab): upgrade CritiqueLab instead.
     """
+    if _at_head(engine):  # the common case: no Alembic, no write transaction
+        return HEAD_REVISION
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory(str(MIGRATIONS_DIR))
     current = current_revision(engine)
     if current is not None:

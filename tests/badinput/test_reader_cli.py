@@ -25,6 +25,8 @@ from data.services.users import create_user
 from data.storage.engine import make_engine, session_scope
 from schemas.tables import Annotation, Dataset, Unit
 
+pytestmark = pytest.mark.slow  # each test starts processes (or trains models)
+
 SCRIPT = Path(sys.executable).with_name("critiquelab")
 CALIBRATE = ["calibrate", "--protocol", "alignmmbench", "--bootstrap", "0", "--judgments"]
 AWKWARD = 'line\u2028separator\u2029paragraph\u0085next\rreturn\r\nand a "quote", too'

@@ -73,6 +73,7 @@ print(json.dumps({"point": point, "peak_mb": peak_mb, "boot": [float(b[0]) for b
 """
 
 
+@pytest.mark.slow  # a process of its own
 def test_alpha_on_100k_continuous_units_stays_under_1_gb():
     if not Path("/proc/self/status").exists():
         pytest.skip("the peak memory is read from Linux's /proc/self/status (VmHWM)")

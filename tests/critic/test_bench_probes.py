@@ -16,6 +16,8 @@ from bench.peer_consensus import item_readings, peer_consensus, read_response
 from bench.stacking_probe import nested_cv
 from critic.modeling import inference_dtype, load_base_model
 
+pytestmark = pytest.mark.slow  # each test starts processes (or trains models)
+
 LABELS = np.array(["A", "B", "tie"])
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
 from data.storage.engine import (
+    HEAD_REVISION,
     DatabaseTooNew,
     current_revision,
     head_revision,
@@ -25,6 +28,29 @@ def test_migrations_build_every_table_from_an_empty_database(any_engine: Engine)
     tables = set(inspect(any_engine).get_table_names())
     assert set(SQLModel.metadata.tables) <= tables
     assert upgrade_database(any_engine) == head_revision()  # a second upgrade is a no-op
+
+
+def test_head_revision_names_the_newest_migration() -> None:
+    """``upgrade_database`` leaves a database at HEAD_REVISION alone without asking Alembic: a new
+    migration must move the constant, or databases at the old head would never be upgraded."""
+    assert head_revision() == HEAD_REVISION, "set data.storage.engine.HEAD_REVISION to the new head"
+
+
+def test_an_up_to_date_database_is_opened_without_alembic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ready.db'}"
+    engine = make_engine(url)
+    upgrade_database(engine)
+    engine.dispose()
+    code = (
+        "import sys; from data.storage.engine import make_engine, upgrade_database; "
+        f"print(upgrade_database(make_engine({url!r}))); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'alembic'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert done.stdout.split("\n")[:2] == [HEAD_REVISION, "[]"]
 
 
 def test_migrations_match_the_models(any_engine: Engine) -> None:

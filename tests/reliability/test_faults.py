@@ -33,6 +33,8 @@ from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Draft, User
 from tests.skips import missing
 
+pytestmark = pytest.mark.slow  # each test starts processes (or trains models)
+
 WORKER = Path(__file__).resolve().with_name("submit_worker.py")
 ACKS_BEFORE_KILL = 60
 

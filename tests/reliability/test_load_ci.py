@@ -11,10 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 from sqlalchemy import func, select
 
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Unit
+
+pytestmark = pytest.mark.slow  # each test starts processes (or trains models)
 
 
 def test_twenty_annotators_for_ten_seconds(load_test: ModuleType, backend_url: str) -> None:

@@ -121,6 +121,7 @@ def _critiquelab_process(db_url: str, argv: list[str], cwd: Path) -> tuple[int, 
     return done.returncode, done.stdout + done.stderr
 
 
+@pytest.mark.slow  # a process of its own
 def test_api_key_never_reaches_logs_database_or_exports(
     engine: Engine, db_url: str, tmp_path: Path, fake_openai: str, load_test: ModuleType,
     caplog: pytest.LogCaptureFixture,

@@ -13,10 +13,9 @@ from typing import Any
 from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import JudgementLine
 from data.services.users import USER_NAME_PATTERN
+from schemas.ids import HUMAN_PREFIX
 from schemas.option_text import Message
 from schemas.protocols import InvalidJudgement, Protocol, get_protocol
-
-HUMAN_PREFIX = "annotator:"
 
 
 class AnnotationImportError(ValueError):

@@ -3,7 +3,8 @@
 Until the first release, the schema lives in one migration, ``0001_initial``. Run
 ``python -m data.storage.migrations.regenerate`` after changing a table; after the first release,
 add a
-new revision with ``alembic revision --autogenerate`` instead.
+new revision with ``alembic revision --autogenerate`` instead, and set
+``data.storage.engine.HEAD_REVISION`` to it.
 """
 
 from __future__ import annotations

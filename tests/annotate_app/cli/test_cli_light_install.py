@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test starts processes (or trains models)
+
 # Runs the CLI in a fresh interpreter in which the critic extra's modules cannot be imported,
 # as in an install of the core package alone.
 _WITHOUT_CRITIC_EXTRA = textwrap.dedent(
