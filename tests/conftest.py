@@ -75,10 +75,27 @@ def _migrated_engine(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     engine.dispose()
 
 
+@pytest.fixture(scope="session")
+def empty_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated empty SQLite database file, made once per test process, to copy for each test
+    (running the migrations for each of hundreds of tests cost more than the tests)."""
+    path = tmp_path_factory.mktemp("template") / "empty.db"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade_database(engine)
+    engine.dispose()  # the last connection to close folds the WAL into the file
+    assert not path.with_name("empty.db-wal").exists()
+    return path
+
+
 @pytest.fixture
-def engine(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
-    """A fresh, migrated SQLite database in a temp folder (data dir beside it)."""
-    yield from _migrated_engine(db_url, tmp_path, monkeypatch)
+def engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_sqlite_template: Path
+) -> Iterator[Engine]:
+    """A fresh, migrated SQLite database in a temp folder (data dir beside it): a copy of
+    ``empty_sqlite_template`` (``upgrade_database`` then finds it up to date)."""
+    path = tmp_path / "critiquelab.db"
+    shutil.copyfile(empty_sqlite_template, path)
+    yield from _migrated_engine(f"sqlite:///{path}", tmp_path, monkeypatch)
 
 
 def _free_port() -> int:
@@ -123,18 +140,43 @@ def pg_server() -> Iterator[str]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture
-def pg_url(pg_server: str) -> Iterator[str]:
-    """A fresh empty PostgreSQL database on the test server (dropped afterwards)."""
+@contextlib.contextmanager
+def _pg_database(server: str, template: str | None = None) -> Iterator[str]:
+    """A new database on the test server (a copy of ``template`` when given); dropped after."""
     import psycopg
 
     name = f"t_{uuid.uuid4().hex[:12]}"
-    admin = pg_server.replace("postgresql+psycopg://", "postgresql://") + "/postgres"
+    admin = server.replace("postgresql+psycopg://", "postgresql://") + "/postgres"
+    copy = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    yield f"{pg_server}/{name}"
+        connection.execute(f'CREATE DATABASE "{name}"{copy}')
+    yield f"{server}/{name}"
     with psycopg.connect(admin, autocommit=True) as connection:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A fresh empty PostgreSQL database on the test server (dropped afterwards)."""
+    with _pg_database(pg_server) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server: str) -> Iterator[str]:
+    """A migrated empty database on the test server, the template of ``pg_migrated_url``."""
+    with _pg_database(pg_server) as url:
+        engine = make_engine(url)
+        upgrade_database(engine)
+        engine.dispose()  # CREATE DATABASE ... TEMPLATE needs it without connections
+        yield url.rsplit("/", 1)[1]
+
+
+@pytest.fixture
+def pg_migrated_url(pg_server: str, pg_template: str) -> Iterator[str]:
+    """A fresh migrated PostgreSQL database: a copy of ``pg_template`` (dropped afterwards)."""
+    with _pg_database(pg_server, pg_template) as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -144,15 +186,20 @@ def any_engine(
     """The same test on a fresh migrated SQLite and a fresh migrated PostgreSQL database."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'critiquelab.db'}"
+        shutil.copyfile(
+            request.getfixturevalue("empty_sqlite_template"), tmp_path / "critiquelab.db"
+        )
     else:
-        url = request.getfixturevalue("pg_url")
+        url = request.getfixturevalue("pg_migrated_url")
     yield from _migrated_engine(url, tmp_path, monkeypatch)
 
 
 @pytest.fixture
-def pg_engine(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+def pg_engine(
+    pg_migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Engine]:
     """A fresh migrated PostgreSQL database (for tests that need PostgreSQL's row locks)."""
-    yield from _migrated_engine(pg_url, tmp_path, monkeypatch)
+    yield from _migrated_engine(pg_migrated_url, tmp_path, monkeypatch)
 
 
 # What makes a test `slow` (left out of the inner loop's `pytest -m "not slow"`; CI runs all):

@@ -8,24 +8,11 @@ from pathlib import Path
 import pytest
 from badinput_files import build_workspace
 
-from data.storage.engine import make_engine, upgrade_database
-
 
 @pytest.fixture(scope="session")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The corpus and its generated files, shared read-only by all bad-input tests."""
     return build_workspace(tmp_path_factory.mktemp("badinput"))
-
-
-@pytest.fixture(scope="session")
-def empty_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated empty SQLite database file to copy for each test."""
-    path = tmp_path_factory.mktemp("template") / "empty.db"
-    engine = make_engine(f"sqlite:///{path}")
-    upgrade_database(engine)
-    engine.dispose()  # the last connection to close folds the WAL into the file
-    assert not path.with_name("empty.db-wal").exists()
-    return path
 
 
 @pytest.fixture
