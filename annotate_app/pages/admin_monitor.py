@@ -15,7 +15,8 @@ from annotate_app.pickers import pick_campaign
 from calibration.annotators import Estimate
 from data.services.campaign_progress import campaign_progress
 from data.services.campaigns import campaign_protocol
-from data.services.monitor import low_effort_flags, unit_issues
+from data.services.effort import ABS_MIN_SECONDS, SECONDS_PER_1000_CHARS
+from data.services.monitor import low_effort_report, unit_issues
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 
@@ -27,7 +28,8 @@ campaign = pick_campaign(engine, key="mon_campaign")
 campaign_id = stored_id(campaign)
 with session_scope(engine) as session:
     progress = campaign_progress(session, campaign_id)
-    effort = low_effort_flags(session, campaign_id)
+    effort_report = low_effort_report(session, campaign_id)
+    effort = effort_report.flags
     issues = unit_issues(session, campaign_id)
 
 
@@ -127,9 +129,35 @@ render_gold_monitor(engine, stored_id(user), campaign)
 
 st.subheader("Possible low-effort answers")
 st.caption(
-    "fast: under a quarter of the annotator's own median time (after 5 answers); "
-    "repeated_rationale: the same rationale on several units; copied_rationale: mostly text "
-    "of the response itself."
+    f"too_fast: less time than skimming the unit's text at 700 words a minute takes "
+    f"({SECONDS_PER_1000_CHARS:g} s per 1,000 characters, plus a little per image; never under "
+    f"{ABS_MIN_SECONDS:g} s); duplicate_rationale: nearly the same rationale as on another unit "
+    "with different responses (short stock phrases are not compared); copied_rationale: mostly "
+    "text of the response itself. Per annotator: a flag when a fifth of their answers carry one, "
+    "or more than half their rationales are stock phrases; answering position and runs of one "
+    "answer are the Annotators table's flags above, repeated here. Thresholds in METRICS.md."
+)
+reliability_flags = {
+    row.annotator: [f.reason for f in row.flags if f.kind in ("position", "straight_lining")]
+    for row in (reliability.rows if reliability else ())
+}
+st.dataframe(
+    pd.DataFrame(
+        {
+            "Annotator": [a.annotator for a in effort_report.annotators],
+            "Answers": [a.answers for a in effort_report.annotators],
+            "Flagged answers": [a.flagged for a in effort_report.annotators],
+            "Too fast": [a.counts["too_fast"] for a in effort_report.annotators],
+            "Duplicate": [a.counts["duplicate_rationale"] for a in effort_report.annotators],
+            "Copied": [a.counts["copied_rationale"] for a in effort_report.annotators],
+            "Stock": [a.stock for a in effort_report.annotators],
+            "Flags": ["; ".join(f.reason for f in a.flags) for a in effort_report.annotators],
+            "Position / runs (Annotators table)": [
+                "; ".join(reliability_flags.get(a.annotator, ())) for a in effort_report.annotators
+            ],
+        }
+    ),
+    hide_index=True,
 )
 st.dataframe(
     pd.DataFrame(

@@ -25,7 +25,7 @@ from data.io.importers.datasets import ImportSummary
 from data.io.importers.jsonl import import_jsonl
 from data.sample.dataset import SampleRecords, sample_records, write_sample_files
 from data.sample.labels import BASE_TIME, add_annotations, add_judgements
-from data.sample.synthetic import ANNOTATORS, MODELS
+from data.sample.synthetic import DEMO_ANNOTATORS, MODELS
 from data.sample.tags import ReferenceReader, add_disagreement_tags
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.users import create_user, get_user
@@ -58,7 +58,7 @@ class DemoAccount:
 DEMO_ACCOUNTS: tuple[DemoAccount, ...] = (
     DemoAccount("demo-admin", "admin", "demo-admin-pass"),
     DemoAccount("demo-reviewer", "reviewer", "demo-reviewer-pass"),
-    *(DemoAccount(a.name, "annotator", f"{a.name}-pass") for a in ANNOTATORS),
+    *(DemoAccount(a.name, "annotator", f"{a.name}-pass") for a in DEMO_ANNOTATORS),
 )
 
 _NOTE = (
@@ -79,6 +79,7 @@ CAMPAIGNS: tuple[_CampaignPlan, ...] = (
             "demo-alignmmbench-finished",
             ALIGNMMBENCH_DATASET,
             "alignmmbench",
+            overlap=4,
             synthetic=True,
             instructions=_NOTE.format(labels="the annotations and judge outputs"),
         ),
@@ -89,6 +90,7 @@ CAMPAIGNS: tuple[_CampaignPlan, ...] = (
             "demo-mmie-finished",
             MMIE_DATASET,
             "mmie",
+            overlap=4,
             synthetic=True,
             instructions=_NOTE.format(labels="the annotations and judge outputs"),
         ),
@@ -100,6 +102,7 @@ CAMPAIGNS: tuple[_CampaignPlan, ...] = (
             ALIGNMMBENCH_DATASET,
             "pairwise",
             pairs="dataset",
+            overlap=4,
             synthetic=True,
             instructions=_NOTE.format(labels="the annotations and judge outputs"),
         ),

@@ -18,13 +18,22 @@ from sqlmodel import Session, col, select
 
 from data.io.judgements import insert_judgements
 from data.sample.dataset import ResponseTruth
-from data.sample.rationales import pairwise_rationale, pointwise_rationale
+from data.sample.rationales import (
+    human_pointwise_rationale,
+    pairwise_rationale,
+    pointwise_rationale,
+    with_fact,
+)
+from data.sample.seeds import ALIGNMMBENCH_TIERS, MMIE_TIERS
 from data.sample.synthetic import (
     ANNOTATORS,
     JUDGES,
+    SECOND_LOOK,
+    STOCK_RATIONALES,
     AnnotatorProfile,
     JudgeProfile,
     active_seconds,
+    careless_seconds,
     judge_usage,
     pairwise_raw_output,
     perceived_preference,
@@ -63,19 +72,24 @@ def add_annotations(
     annotator_ids: dict[str, int],
     truths: dict[str, ResponseTruth],
 ) -> int:
-    """Submit a synthetic annotation from every sample annotator to every unit of ``campaign``
-    that has none yet; return how many were added."""
+    """Submit a synthetic annotation to every unit of ``campaign`` that has none yet, from each
+    honest sample annotator and, in the last slot of an overlap-4 campaign, from
+    :data:`~data.sample.synthetic.SECOND_LOOK` in turn (dave on even units, erin on odd ones);
+    return how many were added."""
     annotated = set(
         session.exec(select(Annotation.unit_id).where(Annotation.campaign_id == campaign.id))
     )
-    units = [u for u in _unit_truths(session, campaign, truths) if u.unit_id not in annotated]
-    annotators = ANNOTATORS[: campaign.overlap]
+    every = _unit_truths(session, campaign, truths)
+    turn = {unit.unit_id: place % len(SECOND_LOOK) for place, unit in enumerate(every)}
+    units = [u for u in every if u.unit_id not in annotated]
+    honest = ANNOTATORS[: campaign.overlap]
     if not units:
         return 0
     assignments: list[dict[str, object]] = []
     annotations: list[dict[str, object]] = []
     for index, unit in enumerate(units):
-        for slot, annotator in enumerate(annotators):
+        extra = (SECOND_LOOK[turn[unit.unit_id]],) if campaign.overlap > len(honest) else ()
+        for slot, annotator in enumerate(honest + extra):
             rng = rng_for("human", campaign.name, unit.unit_key, annotator.name)
             answer = _human_answer(rng, campaign.protocol, unit, annotator)
             submitted = BASE_TIME + timedelta(minutes=7 * index + 3 * slot, seconds=rng.random())
@@ -123,7 +137,7 @@ def add_annotations(
     connection.execute(
         update(UNITS)
         .where(UNITS.c.id.in_([unit.unit_id for unit in units]))
-        .values(slots_taken=len(annotators), n_submitted=len(annotators))
+        .values(slots_taken=campaign.overlap, n_submitted=campaign.overlap)
     )
     return len(annotations)
 
@@ -141,21 +155,40 @@ def _human_answer(
     rng: random.Random, protocol_name: str, unit: _UnitTruth, annotator: AnnotatorProfile
 ) -> _HumanAnswer:
     protocol = get_protocol(protocol_name)
+    if annotator.careless:
+        return _careless_answer(rng, protocol_name)
     slow = 1.6 if protocol.name == "mmie" else 1.0
     seconds = active_seconds(rng, annotator.seconds * slow)
     if protocol.is_pointwise:
         truth = unit.truths[0]
         low, high = protocol.bounds
         score = perceived_score(rng, truth.quality, annotator.bias, annotator.noise, low, high)
-        rationale = pointwise_rationale(rng, truth.language, truth.tier, truth.fact)
+        tiers = MMIE_TIERS if protocol.name == "mmie" else ALIGNMMBENCH_TIERS
+        rationale = human_pointwise_rationale(
+            rng, truth.language, tiers, truth.tier, score, truth.fact
+        )
         return _HumanAnswer(float(score), None, "AB", rationale, seconds)
     shown_order = rng.choice(("AB", "BA"))
     a, b = unit.truths
     preference = perceived_preference(
         rng, a.quality, b.quality, annotator.noise, annotator.tie_margin, 1.0
     )
-    rationale = _pair_reason(rng, a, b, preference, shown_order)
+    if annotator.position_bias and rng.random() < annotator.position_bias:
+        preference = to_canonical("A", swapped=shown_order == "BA")  # the one shown first
+    rationale = with_fact(_pair_reason(rng, a, b, preference, shown_order), a.language, a.fact)
     return _HumanAnswer(None, preference, shown_order, rationale, seconds)
+
+
+def _careless_answer(rng: random.Random, protocol_name: str) -> _HumanAnswer:
+    """1–3 s, a random score (or preference) and a stock rationale."""
+    protocol = get_protocol(protocol_name)
+    seconds = careless_seconds(rng)
+    rationale = rng.choice(STOCK_RATIONALES)
+    if protocol.is_pointwise:
+        low, high = protocol.bounds
+        return _HumanAnswer(float(rng.randint(int(low), int(high))), None, "AB", rationale, seconds)
+    shown_order = rng.choice(("AB", "BA"))
+    return _HumanAnswer(None, rng.choice(("A", "B", "tie")), shown_order, rationale, seconds)
 
 
 def add_judgements(session: Session, campaign: Campaign, truths: dict[str, ResponseTruth]) -> int:

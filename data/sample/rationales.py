@@ -165,3 +165,29 @@ def pairwise_rationale(
             f"{how[winner]} ({fact}).",
         )
     )
+
+
+def human_pointwise_rationale(
+    rng: random.Random,
+    language: Language,
+    tiers: dict[str, float],
+    truth_tier: str,
+    score: float,
+    fact: str,
+) -> str:
+    """An annotator's reason for ``score`` on a response in ``truth_tier``, naming the unit's key
+    fact. They describe what the response is (its tier) unless their score lies two or more tiers
+    away; then the words are those of the tier nearest the score, so that a 9 never says that
+    most details are wrong."""
+    available = [tier for tier in tiers if tier in _POINTWISE[language]]
+    nearest = min(available, key=lambda name: abs(tiers[name] - score))
+    far = abs(available.index(nearest) - available.index(truth_tier)) >= 2
+    tier = nearest if far or truth_tier not in available else truth_tier
+    return with_fact(pointwise_rationale(rng, language, tier, fact), language, fact)
+
+
+def with_fact(reason: str, language: Language, fact: str) -> str:
+    """``reason``, followed by the key fact when it does not name it (what a person adds)."""
+    if fact in reason:
+        return reason
+    return f"{reason}应为：{fact}。" if language == "zh" else f"{reason} Expected: {fact}."

@@ -43,6 +43,10 @@ class AnnotatorProfile:
     """Pairwise: a perceived difference smaller than this (in 1–10 points) is a tie."""
     seconds: float
     """Median active seconds per unit."""
+    careless: bool = False
+    """Answers in 1–3 s, with random scores or preferences and stock rationales."""
+    position_bias: float = 0.0
+    """Pairwise: chance of choosing the response shown first whatever their quality."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,28 @@ ANNOTATORS: tuple[AnnotatorProfile, ...] = (
     AnnotatorProfile("demo-bob", bias=0.5, noise=0.9, tie_margin=1.2, seconds=31.0),
     AnnotatorProfile("demo-carol", bias=-0.4, noise=1.1, tie_margin=0.6, seconds=66.0),
 )
+"""The honest annotators: every unit of a finished campaign has one answer from each."""
+
+SECOND_LOOK: tuple[AnnotatorProfile, ...] = (
+    AnnotatorProfile("demo-dave", bias=0.0, noise=0.0, tie_margin=0.0, seconds=2.0, careless=True),
+    AnnotatorProfile(
+        "demo-erin", bias=0.2, noise=0.8, tie_margin=0.8, seconds=40.0, position_bias=0.6
+    ),
+)
+"""A careless annotator and a position-biased one, who share a fourth answer per unit of the
+finished campaigns (dave on even units, erin on odd ones), so that the low-effort flags and the
+Annotators table have something true to show."""
+
+DEMO_ANNOTATORS: tuple[AnnotatorProfile, ...] = ANNOTATORS + SECOND_LOOK
+
+STOCK_RATIONALES: tuple[str, ...] = (
+    "Looks good to me, fine.",
+    "The answer is correct.",
+    "Fine, nothing to add.",
+    "Good answer, no issues.",
+    "Seems right to me, ok.",
+)
+"""What the careless annotator writes: generic, just over the campaigns' 20-character minimum."""
 
 JUDGES: tuple[JudgeProfile, ...] = (
     JudgeProfile(
@@ -172,6 +198,11 @@ def judge_usage(
         "total_tokens": prompt + completion,
     }
     return usage, round(seconds, 3)
+
+
+def careless_seconds(rng: random.Random) -> float:
+    """The careless annotator's time on a unit: 1–3 s, to one decimal."""
+    return round(rng.uniform(1.0, 3.0), 1)
 
 
 def active_seconds(rng: random.Random, median: float) -> float:

@@ -1,5 +1,8 @@
 """Campaign monitoring beyond progress: human label matrices, low-effort signals, skips, flags.
 
+Low-effort signals are :mod:`data.services.effort`'s, on the campaign's live answers
+(:func:`low_effort_report`).
+
 Progress per annotator and per unit is ``data.services.campaign_progress``. These are read-only
 queries that return typed records; the monitor page renders them. Agreement is not
 computed here (``data`` never imports ``calibration``): :func:`human_rating_matrices` returns the
@@ -8,9 +11,7 @@ annotators × units matrices that the page hands to the calibration package.
 
 from __future__ import annotations
 
-import re
-import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ import numpy as np
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
+from data.services.effort import EffortAnswer, EffortFlag, EffortReport, assess
 from schemas.core import stored_id
 from schemas.ids import pair_unit_key, response_unit_key
 from schemas.protocols import PREFERENCES
@@ -35,17 +37,7 @@ from schemas.tables import (
 )
 
 NO_TASK = "(no task)"
-FAST_RATIO = 0.25
-"""An answer is 'fast' when it took less than this fraction of the annotator's own median."""
-MIN_HISTORY = 5
-"""Answers an annotator must have given before their median is trusted for the fast check."""
-COPY_SHINGLE = 8
-COPY_FRACTION = 0.8
-"""A rationale is 'copied' when this fraction of its 8-character shingles occur in a response."""
-MIN_COPY_CHARS = 16
 MAX_ID_FILTER = 1000
-
-EffortReason = Literal["fast", "repeated_rationale", "copied_rationale"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +52,10 @@ class UnitInfo:
     """the evaluated model (pointwise); None for pairs"""
     response_texts: tuple[str, ...]
     """the plain text of the response(s), canonical order"""
+    question_text: str = ""
+    """the plain text of the question and its earlier turns, as the annotator reads them"""
+    images: int = 0
+    """images shown with the unit (the item's, its earlier turns' and the responses')"""
 
 
 @dataclass(frozen=True)
@@ -79,18 +75,6 @@ class RatingMatrix:
     """Annotators × units: True where the pair was shown in the order B, A (pairwise)."""
     order: np.ndarray | None = None
     """Annotators × units: the answer's place in submission order (NaN = not rated)."""
-
-
-@dataclass(frozen=True)
-class EffortFlag:
-    """A live answer that looks like low-effort work, and why."""
-
-    annotation_id: int
-    unit_id: int
-    unit_key: str
-    annotator: str
-    reason: EffortReason
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -153,6 +137,8 @@ def unit_infos(
             item.task,
             response.model,
             (content_text(response.content),),
+            _question_text(item),
+            _images(item, response.content),
         )
         for unit, item, response in pointwise
     }
@@ -172,8 +158,26 @@ def unit_infos(
             item.task,
             None,
             (content_text(first.content), content_text(second.content)),
+            _question_text(item),
+            _images(item, first.content, second.content),
         )
     return infos
+
+
+def _question_text(item: Item) -> str:
+    turns = [turn.get("content") for turn in item.history or [] if isinstance(turn, dict)]
+    return "\n".join(content_text(content) for content in (*turns, item.question))
+
+
+def _images(item: Item, *responses: object) -> int:
+    turns = [turn.get("content") for turn in item.history or [] if isinstance(turn, dict)]
+    return sum(_image_count(content) for content in (*turns, item.question, *responses))
+
+
+def _image_count(content: object) -> int:
+    if not isinstance(content, list):
+        return 0
+    return sum(isinstance(s, dict) and s.get("type") == "image" for s in content)
 
 
 def _live_answers(session: Session, campaign_id: int) -> list[_Answer]:
@@ -223,69 +227,34 @@ def human_rating_matrices(session: Session, campaign_id: int) -> dict[str, Ratin
     return matrices
 
 
-def low_effort_flags(
-    session: Session,
-    campaign_id: int,
-    *,
-    fast_ratio: float = FAST_RATIO,
-    min_history: int = MIN_HISTORY,
-) -> list[EffortFlag]:
-    """Live answers that look like low-effort work.
-
-    * ``fast``: active time below ``fast_ratio`` × the annotator's own median (only once they
-      have ``min_history`` answers, so a median exists);
-    * ``repeated_rationale``: the same rationale (case, spacing and punctuation ignored) on
-      several of the annotator's units;
-    * ``copied_rationale``: at least 80% of the rationale's 8-character shingles occur in the
-      response being judged (or either response of a pair).
-    """
+def low_effort_report(session: Session, campaign_id: int) -> EffortReport:
+    """Low-effort flags of the campaign's live answers (gold answers left out), per answer and per
+    annotator (:func:`data.services.effort.assess`: too fast for the text shown, near-duplicate
+    rationales across different units, rationales copied from the response, stock rationales)."""
     infos = unit_infos(session, campaign_id)
-    answers = _live_answers(session, campaign_id)
-    by_annotator: dict[int, list[_Answer]] = defaultdict(list)
-    for answer in answers:
-        by_annotator[answer.annotation.annotator_id].append(answer)
-    flags: list[EffortFlag] = []
-    for own in by_annotator.values():
-        median = statistics.median(answer.annotation.seconds for answer in own)
-        rationale_counts = Counter(_normalise(answer.annotation.rationale) for answer in own)
-        for answer in own:
-            annotation, info = answer.annotation, infos[answer.annotation.unit_id]
-            reasons: list[tuple[EffortReason, str]] = []
-            if len(own) >= min_history and annotation.seconds < fast_ratio * median:
-                reasons.append(("fast", f"{annotation.seconds:.0f} s, their median {median:.0f} s"))
-            normalised = _normalise(annotation.rationale)
-            if normalised and rationale_counts[normalised] > 1:
-                repeats = rationale_counts[normalised]
-                reasons.append(("repeated_rationale", f"same rationale on {repeats} units"))
-            copied = max(_copied_fraction(normalised, text) for text in info.response_texts)
-            if copied >= COPY_FRACTION:
-                reasons.append(("copied_rationale", f"{copied:.0%} of it occurs in the response"))
-            flags += [
-                EffortFlag(
-                    stored_id(annotation),
-                    annotation.unit_id,
-                    info.unit_key,
-                    answer.annotator,
-                    *reason,
-                )
-                for reason in reasons
-            ]
-    return sorted(flags, key=lambda flag: (flag.annotator, flag.unit_id, flag.reason))
+    answers = []
+    for answer in _live_answers(session, campaign_id):
+        annotation, info = answer.annotation, infos[answer.annotation.unit_id]
+        shown = len(info.question_text) + sum(len(text) for text in info.response_texts)
+        answers.append(
+            EffortAnswer(
+                stored_id(annotation),
+                annotation.unit_id,
+                info.unit_key,
+                answer.annotator,
+                annotation.seconds,
+                annotation.rationale or "",
+                shown,
+                info.images,
+                info.response_texts,
+            )
+        )
+    return assess(answers)
 
 
-def _normalise(text: str) -> str:
-    return " ".join(re.sub(r"[^\w]+", " ", text.casefold()).split())
-
-
-def _shingles(text: str) -> set[str]:
-    return {text[i : i + COPY_SHINGLE] for i in range(len(text) - COPY_SHINGLE + 1)}
-
-
-def _copied_fraction(normalised_rationale: str, response_text: str) -> float:
-    if len(normalised_rationale) < MIN_COPY_CHARS:
-        return 0.0
-    own = _shingles(normalised_rationale)
-    return len(own & _shingles(_normalise(response_text))) / len(own)
+def low_effort_flags(session: Session, campaign_id: int) -> list[EffortFlag]:
+    """The answer flags of :func:`low_effort_report`."""
+    return low_effort_report(session, campaign_id).flags
 
 
 def unit_issues(session: Session, campaign_id: int) -> list[UnitIssue]:

@@ -281,6 +281,10 @@ def test_monitor_shows_progress_and_agreement_per_task(world):
             "Flags"} <= set(annotators.columns)  # fmt: skip
     assert "MACE" not in " ".join(annotators["Flags"])  # three answers raise no flag
     assert any("competence: mace" in c.value for c in at.caption)
+    effort = next(d.value for d in at.dataframe if "Flagged answers" in d.value.columns)
+    assert {"Too fast", "Duplicate", "Copied", "Stock", "Flags",
+            "Position / runs (Annotators table)"} <= set(effort.columns)  # fmt: skip
+    assert any("700 words a minute" in c.value for c in at.caption)
 
 
 def test_an_undefined_alpha_says_why():

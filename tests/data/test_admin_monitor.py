@@ -10,7 +10,13 @@ import pytest
 from admin_factory import add_campaign, add_dataset, add_people, answer, units_of
 
 from data.queue import flag, next_unit, skip
-from data.services.monitor import human_rating_matrices, low_effort_flags, unit_infos, unit_issues
+from data.services.monitor import (
+    human_rating_matrices,
+    low_effort_flags,
+    low_effort_report,
+    unit_infos,
+    unit_issues,
+)
 from data.storage.engine import session_scope
 
 
@@ -74,47 +80,77 @@ def test_pairwise_labels_are_coded_nominally(any_engine):
     np.testing.assert_array_equal(matrix.values, [[0, 1], [2, np.nan]])
 
 
-def test_low_effort_flags_catch_fast_repeated_and_copied_answers(world):
+def test_low_effort_flags_catch_too_fast_duplicate_and_copied_answers(world):
     engine, people, campaign_id = world
     with session_scope(engine) as session:
         units = units_of(session, campaign_id)
-        # ann: five careful answers around 60 s, then one in 5 s (median 60 → 5 < 15)
-        for index, seconds in enumerate([60, 55, 65, 70, 50, 5]):
+        infos = unit_infos(session, campaign_id)
+        # ann: careful answers, then one in 2 s (under the 5 s absolute minimum); rationales that
+        # differ in one number only would be near-duplicates, so these differ in substance
+        reasons = [
+            "Reads the sign correctly but misses the second line of text.",
+            "Counts four apples where the picture clearly has five.",
+            "Transcribes every word of the receipt, totals included.",
+            "Gets the date right and the shop name wrong.",
+            "Complete: both lines of the label, spelled as printed.",
+            "Says there are three dogs; I count two and a cat.",
+        ]
+        for index, seconds in enumerate([60, 55, 65, 70, 50, 2]):
             answer(
                 session, units[index], people["ann"], score=5, seconds=seconds,
-                rationale=f"Distinct careful reasoning number {index} about the facts.",
+                rationale=reasons[index],
             )  # fmt: skip
-        # bob: the same rationale twice, differing only in case and punctuation
-        answer(session, units[0], people["bob"], score=5, rationale="Looks fine to me.")
-        answer(session, units[1], people["bob"], score=6, rationale="looks fine to me")
+        # bob: the same long rationale on two units (case and punctuation differ), and a stock
+        # phrase twice, which is not a duplicate
+        long = "The counting is off by two and the colour of the circles is wrong"
+        answer(session, units[0], people["bob"], score=5, rationale=long + ".")
+        answer(session, units[1], people["bob"], score=6, rationale=long.upper())
+        answer(session, units[2], people["bob"], score=6, rationale="Looks fine to me.")
+        answer(session, units[3], people["bob"], score=6, rationale="looks fine to me")
         # cat: a rationale pasted from the response itself
         answer(
             session, units[2], people["cat"], score=7,
             rationale="The answer of m1 to question 1 is long enough to copy.",
         )  # fmt: skip
-        flags = low_effort_flags(session, campaign_id)
-    found = {(flag.annotator, flag.unit_id, flag.reason) for flag in flags}
+        report = low_effort_report(session, campaign_id)
+        assert low_effort_flags(session, campaign_id) == report.flags
+    found = {(flag.annotator, flag.unit_id, flag.reason) for flag in report.flags}
     assert found == {
-        ("ann", units[5].id, "fast"),
-        ("bob", units[0].id, "repeated_rationale"),
-        ("bob", units[1].id, "repeated_rationale"),
+        ("ann", units[5].id, "too_fast"),
+        ("bob", units[0].id, "duplicate_rationale"),
+        ("bob", units[1].id, "duplicate_rationale"),
         ("cat", units[2].id, "copied_rationale"),
     }
-    fast = next(flag for flag in flags if flag.reason == "fast")
-    assert fast.detail == "5 s, their median 58 s"
+    fast = next(flag for flag in report.flags if flag.reason == "too_fast")
+    shown = len(infos[units[5].id].question_text) + len(infos[units[5].id].response_texts[0])
+    assert fast.detail == f"2.0 s for {shown} characters; no answer takes under 5 s"
+    duplicate = next(flag for flag in report.flags if flag.reason == "duplicate_rationale")
+    assert duplicate.detail.startswith("100% the same as their rationale on r:ds-item-0/m2")
+    bob = next(row for row in report.annotators if row.annotator == "bob")
+    assert (bob.answers, bob.flagged, bob.stock) == (4, 2, 2)
+    assert bob.flags == ()  # fewer than 10 answers: no per-annotator flag yet
 
 
-def test_fast_answers_are_not_judged_before_the_annotator_has_a_history(world):
+def test_unit_infos_carry_the_question_and_images_the_annotator_reads(world):
+    engine, _, campaign_id = world
+    with session_scope(engine) as session:
+        infos = unit_infos(session, campaign_id)
+    first = infos[min(infos)]
+    assert first.question_text == "Question 0?"
+    assert first.images == 0
+
+
+def test_answers_without_a_recorded_time_are_not_judged_too_fast(world):
     engine, people, campaign_id = world
     with session_scope(engine) as session:
         units = units_of(session, campaign_id)
-        for index, seconds in enumerate([60, 60, 2]):
+        for index, seconds in enumerate([0.0, 3.0]):
             answer(
                 session, units[index], people["ann"], score=5, seconds=seconds,
-                rationale=f"Reason {index} that differs from the others.",
+                rationale=("Wrong count of the red circles.", "Misreads the chart's axis.")[index],
             )  # fmt: skip
-        assert low_effort_flags(session, campaign_id) == []
-        assert [f.reason for f in low_effort_flags(session, campaign_id, min_history=3)] == ["fast"]
+        flags = low_effort_flags(session, campaign_id)
+    assert [(f.unit_id, f.reason) for f in flags] == [(units[1].id, "too_fast")]
 
 
 def test_unit_issues_list_skips_and_flags_with_their_reasons(any_engine):

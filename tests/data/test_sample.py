@@ -132,7 +132,7 @@ def test_accounts_have_roles_synthetic_flags_and_the_printed_passwords(
 ) -> None:
     users = {user.name: user for user in session.exec(select(User))}
     roles = Counter(users[account.name].role for account in DEMO_ACCOUNTS)
-    assert roles["annotator"] == 3 and roles["admin"] == 1 and roles["reviewer"] == 1
+    assert roles["annotator"] == 5 and roles["admin"] == 1 and roles["reviewer"] == 1
     for account in DEMO_ACCOUNTS:
         user = users[account.name]
         assert user.synthetic and "demo" in user.name and user.role == account.role
@@ -170,12 +170,12 @@ def test_everything_synthetic_is_marked(session: Session) -> None:
 
 
 @pytest.mark.parametrize("name", FINISHED)
-def test_finished_campaigns_have_three_consistent_annotations_per_unit(
+def test_finished_campaigns_have_four_consistent_annotations_per_unit(
     session: Session, name: str
 ) -> None:
     campaign = _campaign(session, name)
     protocol = get_protocol(campaign.protocol)
-    assert campaign.status == "closed" and campaign.overlap == 3
+    assert campaign.status == "closed" and campaign.overlap == 4
     units = session.exec(select(Unit).where(Unit.campaign_id == campaign.id)).all()
     annotations = defaultdict(list)
     for annotation in session.exec(select(Annotation).where(Annotation.campaign_id == campaign.id)):
@@ -184,8 +184,9 @@ def test_finished_campaigns_have_three_consistent_annotations_per_unit(
         select(Assignment).where(Assignment.campaign_id == campaign.id))}  # fmt: skip
     for unit in units:
         live = annotations[unit.id]
-        assert len(live) == 3 == unit.slots_taken == unit.n_submitted
-        assert len({a.annotator_id for a in live}) == 3
+        # alice, bob, carol, and dave or erin in turn (the careless and position-biased ones)
+        assert len(live) == 4 == unit.slots_taken == unit.n_submitted
+        assert len({a.annotator_id for a in live}) == 4
         for annotation in live:
             assert annotation.is_live and annotation.revision == 1
             assert len(annotation.rationale) >= campaign.rationale_min
@@ -199,8 +200,8 @@ def test_finished_campaigns_have_three_consistent_annotations_per_unit(
             else:
                 assert annotation.preference in protocol.labels and annotation.score is None
                 assert annotation.shown_order == assignment.shown_order
-        assert sorted(assignments[a.assignment_id].slot for a in live) == [0, 1, 2]
-    assert len(assignments) == 3 * len(units)
+        assert sorted(assignments[a.assignment_id].slot for a in live) == [0, 1, 2, 3]
+    assert len(assignments) == 4 * len(units)
 
 
 @pytest.mark.parametrize("name", FINISHED)
@@ -306,3 +307,23 @@ def test_summary_counts_match_the_database(
     assert summary.judgements == session.exec(select(func.count()).select_from(Judgement)).one()
     unparsed = select(func.count()).select_from(Judgement).where(Judgement.parse_status != "ok")
     assert summary.unparsed_judgements == session.exec(unparsed).one() > 0
+
+
+def test_low_effort_flags_spare_the_honest_annotators_and_catch_the_careless_one(
+    session: Session,
+) -> None:
+    from data.services.monitor import low_effort_report
+
+    honest_answers = honest_flagged = 0
+    for name in FINISHED:
+        report = low_effort_report(session, _campaign(session, name).id)
+        rows = {row.annotator: row for row in report.annotators}
+        dave = rows["demo-dave"]
+        assert dave.counts["too_fast"] == dave.answers >= 30
+        assert {flag.kind for flag in dave.flags} == {"too_fast", "stock_rationales"}
+        for annotator in ("demo-alice", "demo-bob", "demo-carol"):
+            honest_answers += rows[annotator].answers
+            honest_flagged += rows[annotator].flagged
+            assert rows[annotator].counts["too_fast"] == 0
+    # 57 of 1,584 (3.6%); demo-bob on the pairwise campaign alone is above 5% (12%)
+    assert honest_flagged / honest_answers <= 0.05
