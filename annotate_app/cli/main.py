@@ -172,6 +172,7 @@ calibrate.register(app)
 critic.register(app)
 critic.register_export(export_app)
 importlib.import_module("annotate_app.cli.gold").register(app)  # gold units, qualification
+importlib.import_module("annotate_app.cli.answers").register(app)  # accept / reject answers
 
 
 def run() -> None:
