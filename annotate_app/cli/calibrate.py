@@ -10,7 +10,11 @@ from pathlib import Path
 import pandas as pd
 import typer
 
-from annotate_app.campaign_calibration import calibrate_campaign, load_campaign
+from annotate_app.campaign_calibration import (
+    calibrate_campaign,
+    load_campaign,
+    reference_exclusions,
+)
 from annotate_app.cli.calibrate_audits import (
     AuditOutputs,
     campaign_audits,
@@ -180,6 +184,8 @@ def calibrate_command(
         "aggregate": aggregate,
         "judges": tuple(judge) if judge else None,
     }
+    if source is not None:  # held and retired annotators: left out by themselves, and named
+        fields.update(reference_exclusions(source, fields))
     # The options' closed sets arrive as the user's text; CalibrationOptions.validate() checks
     # each one and names the valid values, so the Literal types hold once it has run.
     options = CalibrationOptions(protocol=chosen, **fields)  # type: ignore[arg-type]
