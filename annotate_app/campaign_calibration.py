@@ -100,8 +100,11 @@ def calibrate_campaign(
     (``judges``, ``by``, ``unparsed``, ``bootstrap``...), which is the source's. The campaign's
     frame holds no rationales (a million units' texts would not fit in a page), so the texts of
     the units the report lists as largest disagreements are read apart, in one query
-    (:func:`data.io.frames.campaign_rationales`) in a read-only snapshot.
+    (:func:`data.io.frames.campaign_rationales`) in a read-only snapshot. Annotators held or
+    retired in the campaign are left out of the reference without being listed
+    (:func:`reference_exclusions`); answers a reviewer rejected are not in the frame at all.
     """
+    options = {**options, **reference_exclusions(source, options)}
     chosen = CalibrationOptions(protocol=source.protocol, **options)
     report = calibrate(source.frame, chosen, overrides=source.overrides, progress=progress)
     units = report.listed_units()
@@ -110,6 +113,23 @@ def calibrate_campaign(
             rows = campaign_rationales(session, source.campaign, units, judges=list(report.details))
         report = report.with_rationales(rows)
     return CampaignCalibration(source, chosen, report)
+
+
+def reference_exclusions(
+    source: CampaignCalibrationInput, options: dict[str, Any]
+) -> dict[str, tuple]:
+    """The options ``exclude_annotators`` and ``exclusion_reasons`` for ``source``: the
+    annotators the user listed (``options``), and those held or retired in the campaign, whom
+    the reference leaves out by itself and names with their standing (METRICS.md). Applying it
+    again changes nothing."""
+    listed = tuple(options.get("exclude_annotators") or ())
+    reasons = dict(options.get("exclusion_reasons") or ())
+    reasons.update(source.standing_exclusions)
+    added = tuple(name for name in source.standing_exclusions if name not in listed)
+    return {
+        "exclude_annotators": listed + added,
+        "exclusion_reasons": tuple(sorted(reasons.items())),
+    }
 
 
 def judge_audit(

@@ -419,6 +419,9 @@ def _reference_summary(data: UnitData, options: CalibrationOptions) -> dict:
         "n_units_without_reference": int((~has).sum()),
         "n_adjudicated": int(data.adjudicated.sum()),
         "excluded_annotators": list(data.excluded),
+        "exclusion_reasons": {
+            name: dict(options.exclusion_reasons).get(name, "listed") for name in data.excluded
+        },
         "weights": dict(
             zip(data.raters, (data.weights if data.weights is not None else []), strict=False)
         ),

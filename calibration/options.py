@@ -32,6 +32,10 @@ class CalibrationOptions:
     exclude_annotators: tuple[str, ...] = ()
     """Annotators (rater names as in the frame) left out of the reference and of the human
     ceiling; the annotators table still lists them, marked excluded."""
+    exclusion_reasons: tuple[tuple[str, str], ...] = ()
+    """Why annotators of ``exclude_annotators`` are left out, as (name, reason) pairs: ``held``
+    or ``retired`` (their standing in the campaign, left out by itself); one not named here was
+    ``listed`` by the user."""
     no_majority: NoMajorityRule = "tie"
     unparsed: UnparsedRule = "wrong"
     bootstrap: int = DEFAULT_BOOTSTRAP

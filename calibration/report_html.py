@@ -103,7 +103,11 @@ def _setup(result: CalibrationResult) -> str:
         "Humans": f"{result.human.n_annotators} annotators on {result.human.n_units} units",
         "Reference": f"{reference.consensus} of the human judgements; adjudicated label where "
         f"one exists ({reference.n_adjudicated} units); no majority → {reference.no_majority}",
-        "Annotators left out of the reference": ", ".join(reference.excluded_annotators) or "none",
+        "Annotators left out of the reference": ", ".join(
+            f"{name} ({reference.exclusion_reasons.get(name, 'listed')})"
+            for name in reference.excluded_annotators
+        )
+        or "none",
         "Annotators' weights in the reference": ", ".join(
             f"{name} {_fmt(weight)}" for name, weight in reference.weights.items()
         )

@@ -237,6 +237,9 @@ class ReferenceSummary(_Section):
     n_adjudicated: int
     excluded_annotators: list[str] = []
     """Annotators left out of the reference and of the human ceiling."""
+    exclusion_reasons: dict[str, str] = {}
+    """Why each of ``excluded_annotators`` is left out: ``listed`` (``--exclude-annotator``),
+    ``held`` or ``retired`` (their standing in the campaign: left out by itself)."""
     weights: dict[str, float | None] = {}
     """Each annotator's weight in the reference: 1.0 under mean, median and majority; the
     Dawid–Skene expected accuracy or the MACE θ under those models."""

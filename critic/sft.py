@@ -8,7 +8,9 @@ The label of a unit is its live adjudication if there is one, else the consensus
 annotators (``mean`` or ``median`` of the scores rounded half up to the scale step, ``majority``
 for pairwise with no majority → tie), or — with ``per_annotator`` — one record per annotator with
 their own label and rationale. Items, never responses, are split between train and eval with a
-seed, so no item is in both.
+seed, so no item is in both. Answers a reviewer rejected are not read
+(:func:`data.io.critic_io.annotated_units`), and the labels of annotators held or retired in the
+campaign are left out as if listed in ``exclude_annotators`` (the summary names them, with why).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from calibration.reference import consensus as human_consensus
 from calibration.scale import Scale
 from critic.judge_prompt import build_prompt
 from critic.prompts import PromptTemplate, builtin_template, format_target
+from data.io.campaign_input import standing_exclusions
 from data.io.critic_io import (
     AnnotatedUnit,
     HumanLabel,
@@ -99,6 +102,9 @@ class SftExportSummary:
     """Units with at least one live human label."""
     items: int
     prompt_id: str
+    excluded_annotators: dict[str, str] = field(default_factory=dict)
+    """Annotators whose labels were left out → why: ``listed`` (``exclude_annotators``),
+    ``held`` or ``retired`` (their standing in the campaign, left out by itself)."""
 
 
 def export_campaign_sft(
@@ -115,6 +121,9 @@ def export_campaign_sft(
     with read_scope(engine) as session:
         info = campaign_info(session, campaign)
         units = annotated_units(session, info.id)
+        standing = standing_exclusions(session, info.id)
+    excluded = {name: "listed" for name in options.exclude_annotators} | standing
+    options = replace(options, exclude_annotators=tuple(excluded))
     if not units:
         raise ValueError(
             f"campaign {campaign!r} has no human annotations yet: annotate some units first"
@@ -131,6 +140,7 @@ def export_campaign_sft(
         units=len(units),
         items=len({unit.unit.item.item_id for unit in units}),
         prompt_id=template.prompt_id(vision=options.vision),
+        excluded_annotators=excluded,
     )
 
 

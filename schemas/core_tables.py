@@ -21,6 +21,7 @@ from schemas.tables import (
     Judgement,
     Pair,
     Response,
+    ReviewDecision,
     Unit,
     User,
 )
@@ -36,5 +37,6 @@ JUDGE_CACHE: Table = core_table(JudgeCache)
 JUDGEMENTS: Table = core_table(Judgement)
 PAIRS: Table = core_table(Pair)
 RESPONSES: Table = core_table(Response)
+REVIEW_DECISIONS: Table = core_table(ReviewDecision)
 UNITS: Table = core_table(Unit)
 USERS: Table = core_table(User)

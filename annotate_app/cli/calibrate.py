@@ -113,7 +113,7 @@ def calibrate_command(
 ) -> None:
     """Agreement of each judge with the humans, human ceiling, intervals (METRICS.md)."""
     # the calibration package, pandas and scipy: loaded when the command runs, not for --help
-    from annotate_app.campaign_calibration import load_campaign
+    from annotate_app.campaign_calibration import load_campaign, reference_exclusions
     from annotate_app.cli.calibrate_audits import (
         AuditOutputs,
         campaign_audits,
@@ -186,6 +186,8 @@ def calibrate_command(
         "aggregate": aggregate,
         "judges": tuple(judge) if judge else None,
     }
+    if source is not None:  # held and retired annotators: left out by themselves, and named
+        fields.update(reference_exclusions(source, fields))
     # The options' closed sets arrive as the user's text; CalibrationOptions.validate() checks
     # each one and names the valid values, so the Literal types hold once it has run.
     options = CalibrationOptions(protocol=chosen, **fields)  # type: ignore[arg-type]

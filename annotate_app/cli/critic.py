@@ -85,8 +85,16 @@ def export_sft(
     cli.emit(
         summary,
         text=f"wrote {summary.records} records ({summary.train} train, {summary.eval} eval) from "
-        f"{summary.units} units of {summary.items} items to {output} [{summary.prompt_id}]",
+        f"{summary.units} units of {summary.items} items to {output} [{summary.prompt_id}]"
+        + _left_out(summary.excluded_annotators),
     )
+
+
+def _left_out(excluded: dict[str, str]) -> str:
+    """The annotators left out, with why (listed, held, retired), as a second line."""
+    if not excluded:
+        return ""
+    return "\nleft out: " + ", ".join(f"{name} ({why})" for name, why in excluded.items())
 
 
 @critic_app.command("score")

@@ -24,6 +24,7 @@ from typer.core import TyperGroup
 # a name of its own: ``from __future__ import annotations`` binds ``annotations`` in this module
 from annotate_app.cli import annotations as annotation_commands
 from annotate_app.cli import (
+    answers,
     calibrate,
     campaigns,
     critic,
@@ -182,6 +183,7 @@ calibrate.register(app)
 critic.register(app)
 critic.register_export(export_app)
 gold.register(app)
+answers.register(app)
 
 
 def run() -> None:

@@ -12,6 +12,7 @@ from annotate_app.campaign_calibration import campaign_annotators, task_agreemen
 from annotate_app.db import get_engine
 from annotate_app.gold_views import render_gold_monitor
 from annotate_app.pickers import pick_campaign
+from annotate_app.review_views import render_answer_review
 from calibration.annotators import Estimate
 from data.services.campaign_progress import campaign_progress
 from data.services.campaigns import campaign_protocol
@@ -126,6 +127,7 @@ if reliability is not None:
 st.dataframe(pd.DataFrame(table), hide_index=True)
 
 render_gold_monitor(engine, stored_id(user), campaign)
+render_answer_review(engine, stored_id(user), campaign)
 
 st.subheader("Possible low-effort answers")
 st.caption(

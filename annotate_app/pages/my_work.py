@@ -21,6 +21,12 @@ from data.storage.engine import DatabaseProblem, session_scope
 from schemas.core import stored_id
 
 PAGE_SIZE = 50
+REVIEW_TEXT = {
+    "pending": "",
+    "accepted": "accepted",
+    "rejected": "rejected: see the comment",
+    "resubmitted": "revised, waiting for review",
+}
 
 user = require_role("annotator", "reviewer", "admin")
 engine = get_engine()
@@ -142,6 +148,7 @@ with list_area:
             limit=PAGE_SIZE,
             offset=(page - 1) * PAGE_SIZE,
         )
+        reviews = queue.review_info(session, [m.annotation_id for m in mine])
     if not mine:
         st.info("No answers on this page.")
     else:
@@ -154,6 +161,7 @@ with list_area:
                 "Answer": [m.preference_shown or f"{m.score:g}" for m in mine],
                 "Rationale": [m.rationale[:120] for m in mine],
                 "Revision": [m.revision for m in mine],
+                "Review": [REVIEW_TEXT[reviews[m.annotation_id].state] for m in mine],
                 "Seconds": [round(m.seconds) for m in mine],
                 "When (UTC)": [m.created_at.strftime("%Y-%m-%d %H:%M") for m in mine],
             }
@@ -185,12 +193,25 @@ with edit_area:
             with session_scope(engine) as session:
                 view, own = queue.my_annotation_view(session, edit_id, user.id)
                 others = queue.others_answers(session, own.unit_id, user.id)
+                review = queue.review_info(session, [own.annotation_id])[own.annotation_id]
         except queue.QueueError as error:
             st.error(escape_markdown(str(error)))
             st.stop()
         st.subheader(
             f"Edit {escape_markdown(own.item_id)}, {own.unit_label} (revision {own.revision})"
         )
+        if review.state == "rejected":
+            st.warning(
+                f"A reviewer ({escape_markdown(review.decided_by or 'the command line')}) "
+                "rejected this answer: it does not count. Their comment: "
+                f"{escape_markdown(review.comment)} — you may revise it below; the revision "
+                "goes back to a reviewer."
+            )
+        elif review.state == "resubmitted":
+            st.info(
+                "You revised this answer after a reviewer rejected it; it waits for their "
+                f"review. Their comment was: {escape_markdown(review.comment)}"
+            )
         unit_column, answer_column = st.columns([3, 2], gap="large")
         with unit_column:
             render_unit(view)

@@ -9,6 +9,8 @@ from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.pickers import pick_campaign
 from annotate_app.render import render_bands, render_content, render_history, safe_markdown
+from annotate_app.review_views import FLASH as REVIEW_FLASH
+from annotate_app.review_views import STATE_TEXT, answer_actions
 from annotate_app.text import escape_markdown
 from data.services.adjudication import (
     AdjudicationError,
@@ -55,8 +57,9 @@ engine = get_engine()
 FLASH = "adjudicate_flash"
 
 st.title("Adjudicate")
-if FLASH in st.session_state:
-    st.success(escape_markdown(st.session_state.pop(FLASH)))
+for flash in (FLASH, REVIEW_FLASH):
+    if flash in st.session_state:
+        st.success(escape_markdown(st.session_state.pop(flash)))
 
 campaign = pick_campaign(engine, key="adj_campaign")
 include_done = st.checkbox("Include units already adjudicated", key="adj_include_done")
@@ -113,8 +116,16 @@ with answers_column:
             st.markdown(
                 f"**{escape_markdown(answer.annotator)}**: {value} · {answer.seconds:.0f} s"
                 + (f" · revision {answer.revision}" if answer.revision > 1 else "")
+                + f" · {STATE_TEXT[answer.review]}"
             )
             st.markdown(safe_markdown(answer.rationale))
+            if answer.review_comment:
+                st.caption("Rejected: " + escape_markdown(answer.review_comment))
+            if answer.annotation_id is not None:
+                with st.expander("Review this answer"):
+                    answer_actions(
+                        engine, user.id, answer.annotation_id, answer.review, key="adjudicate"
+                    )
     st.markdown("**Judges**")
     if not review.judges:
         st.caption("No judge output for this unit.")

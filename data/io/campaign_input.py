@@ -10,18 +10,33 @@ import :mod:`calibration`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 from sqlalchemy import func, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
-from data.io.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
+from data.io.frames import (
+    HUMAN_PREFIX,
+    campaign_judgement_frame,
+    campaign_judges,
+    campaign_reference_overrides,
+)
 from data.queue.routing import campaign_estimation_sample
 from data.services.campaigns import campaign_protocol, get_campaign, unit_key_map
 from schemas.core import core_table
 from schemas.protocols import Protocol
-from schemas.tables import Adjudication, Annotation, AuditEvent, Judgement
+from schemas.tables import (
+    Adjudication,
+    Annotation,
+    AnnotatorStanding,
+    AuditEvent,
+    Judgement,
+    User,
+)
+
+EXCLUDED_STANDINGS: tuple[str, ...] = ("held", "retired")
+"""Standings whose annotators the reference leaves out by itself (METRICS.md)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +57,9 @@ class CampaignCalibrationInput:
     estimation_units: int | None = None
     """Stratified routing: how many units the frame holds, the estimation sample (PROTOCOLS.md,
     *Routing*: a simple random sample, so the estimate needs no weights); None otherwise."""
+    standing_exclusions: dict[str, str] = field(default_factory=dict)
+    """Annotators of the frame (``annotator:<login>``) whose standing in the campaign is held or
+    retired → that standing: the reference leaves them out without being asked to."""
 
 
 def read_calibration_input(
@@ -66,7 +84,14 @@ def read_calibration_input(
         keys = unit_key_map(session, found.id)
         sample = {keys[unit] for unit in campaign_estimation_sample(session, found.id)}
         frame = frame[frame["unit"].isin(sample)].reset_index(drop=True)
+    present = set(frame.loc[frame["kind"] == "human", "rater"].astype(str))
+    standing = {
+        f"{HUMAN_PREFIX}{name}": status
+        for name, status in standing_exclusions(session, found.id).items()
+        if f"{HUMAN_PREFIX}{name}" in present
+    }
     return CampaignCalibrationInput(
+        standing_exclusions=standing,
         campaign=found.name,
         protocol=protocol if protocol is not None else campaign_protocol(found),
         frame=frame,
@@ -74,6 +99,20 @@ def read_calibration_input(
         judges=campaign_judges(session, found.id),
         estimation_units=None if sample is None else len(sample),
     )
+
+
+def standing_exclusions(session: Session, campaign_id: int) -> dict[str, str]:
+    """Login name → standing of the campaign's annotators who are held or retired now: their
+    answers stay stored, but the human reference, the human ceiling and the SFT export leave
+    them out by themselves (and say so)."""
+    rows = session.execute(
+        select(User.name, AnnotatorStanding.status)  # type: ignore[call-overload]
+        .join(User, col(User.id) == col(AnnotatorStanding.annotator_id))
+        .where(col(AnnotatorStanding.campaign_id) == campaign_id)
+        .where(col(AnnotatorStanding.status).in_(EXCLUDED_STANDINGS))
+        .order_by(col(User.name))
+    ).all()
+    return {str(name): str(status) for name, status in rows}
 
 
 def campaign_version(session: Session, campaign: str | int) -> tuple[int, ...]:

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from data.io.content import resolve_image
-from data.io.frames import item_content
+from data.io.frames import item_content, not_rejected
 from data.io.judgements import insert_judgements
 from data.services.campaigns import campaign_protocol, get_campaign
 from data.storage.engine import engine_data_dir
@@ -155,7 +155,8 @@ def campaign_units(session: Session, campaign_id: int) -> list[CampaignUnit]:
 
 
 def annotated_units(session: Session, campaign_id: int) -> list[AnnotatedUnit]:
-    """Units that have at least one live human annotation, with those labels.
+    """Units that have at least one live human annotation, with those labels (answers a reviewer
+    rejected left out: :func:`data.io.frames.not_rejected`).
 
     Labels are sorted by annotator name; the adjudicated label is the live adjudication's score
     (pointwise) or preference (pairwise), or None. The answers are read as columns, not ORM
@@ -173,6 +174,7 @@ def annotated_units(session: Session, campaign_id: int) -> list[AnnotatedUnit]:
         )
         .join(USERS, USERS.c.id == answers.c.annotator_id)
         .where(answers.c.campaign_id == campaign_id, answers.c.is_live.is_(True))
+        .where(not_rejected(answers.c.assignment_id, campaign_id))
     ).all()
     labels: dict[int, list[HumanLabel]] = defaultdict(list)
     for unit_id, annotator, score, preference, shown_order, rationale in rows:

@@ -2,7 +2,8 @@
 
 Gold units (known answers, :mod:`data.queue.gold`) are not in it: not their units, their human
 answers, their judgements nor their adjudications, so they never count toward the reference or
-the judge metrics.
+the judge metrics. Nor are answers a reviewer rejected (:func:`not_rejected`): a rejected answer,
+and a revision of it that no reviewer has accepted yet, count nowhere.
 
 Three set-based queries (units with their item and responses, live annotations, model
 judgements on the campaign's responses or pairs), joined in pandas: no query per row. Columns are
@@ -20,7 +21,18 @@ from typing import Any, TypeVarTuple
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Select, Subquery, Text, cast, literal, select, tuple_, union_all
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Subquery,
+    Text,
+    cast,
+    literal,
+    or_,
+    select,
+    tuple_,
+    union_all,
+)
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col
 
@@ -31,6 +43,7 @@ from schemas.records import JUDGEMENT_FRAME_COLUMNS
 from schemas.tables import (
     Adjudication,
     Annotation,
+    Assignment,
     Campaign,
     Item,
     Judgement,
@@ -243,8 +256,10 @@ _Columns = TypeVarTuple("_Columns")
 
 
 def _live_annotations(statement: Select[*_Columns], campaign: Campaign) -> Select[*_Columns]:
-    """Live answers to the campaign's real units: gold units' answers measure the annotators,
-    not the models, and never enter the reference (:mod:`data.queue.gold`)."""
+    """Live answers to the campaign's real units that no reviewer rejected: gold units' answers
+    measure the annotators, not the models, and never enter the reference
+    (:mod:`data.queue.gold`); rejected ones left it (:func:`not_rejected`)."""
+    assert campaign.id is not None  # a stored campaign
     return (
         statement.join(User, col(User.id) == col(Annotation.annotator_id))
         .join(Unit, col(Unit.id) == col(Annotation.unit_id))
@@ -252,8 +267,24 @@ def _live_annotations(statement: Select[*_Columns], campaign: Campaign) -> Selec
             col(Annotation.campaign_id) == campaign.id,
             col(Annotation.is_live).is_(True),
             col(Unit.gold).is_(False),
+            not_rejected(col(Annotation.assignment_id), campaign.id),
         )
     )
+
+
+def not_rejected(assignment_id: Any, campaign_id: int) -> ColumnElement[bool]:
+    """True for an answer (its ``assignment_id`` column) that counts: its assignment is not
+    ``rejected`` by a reviewer (:mod:`data.queue.review`).
+
+    A rejected answer stays its annotator's live answer (they may revise it), but it left the
+    human reference, the SFT export and the judge metrics, and so did a revision of it until a
+    reviewer accepts it. Written as ``NOT IN`` the campaign's few rejected assignments (found by
+    ``ix_assignment_expiry``), so a campaign's read does not join every assignment.
+    """
+    rejected = select(col(Assignment.id)).where(
+        col(Assignment.campaign_id) == campaign_id, col(Assignment.status) == "rejected"
+    )
+    return or_(assignment_id.is_(None), assignment_id.not_in(rejected))
 
 
 def _columns(rows: Sequence[Any], width: int) -> list[Sequence[Any]]:

@@ -18,13 +18,18 @@ Gold units (known answers) are served apart, blind, at the campaign's gold rate,
 until an annotator has passed the campaign's qualification; a held or retired annotator gets
 none (:class:`AnnotatorHeld`): :mod:`~data.queue.gold`. A gold lease takes no K slot.
 
+A reviewer may reject an answer (:mod:`~data.queue.review`): its assignment becomes
+``rejected``, its slot goes back to the pool and the answer leaves the human reference; accepting
+it again, or undoing the rejection, needs a free slot (the same constraints refuse a K+1-th).
+
 Leases expire after ``Campaign.lease_seconds``; expired slots go back to the pool. What an
 annotator may see is exactly a :class:`UnitView`: the item, the response(s) in their shown order,
 the rubric settings and their own draft — never another human's answer or a judge's output, and
 nothing that tells a gold unit from a real one.
 
 The modules: :mod:`~data.queue.leases` (the next unit), :mod:`~data.queue.drafts`,
-:mod:`~data.queue.answers` (submits, skips, flags, revisions), :mod:`~data.queue.views`
+:mod:`~data.queue.answers` (submits, skips, flags, revisions), :mod:`~data.queue.review`
+(reviewers' accept / reject), :mod:`~data.queue.views`
 (read-only views for the pages, the unit a page already shows among them),
 :mod:`~data.queue.records` (what they return and raise) and :mod:`~data.queue.common`.
 """
@@ -52,6 +57,17 @@ from data.queue.records import (
     UnitProgress,
     UnitView,
 )
+from data.queue.review import (
+    REVIEW_STATES,
+    ReviewConflict,
+    ReviewError,
+    ReviewInfo,
+    ReviewOutcome,
+    accept_answer,
+    reject_answer,
+    reopen_answer,
+    review_info,
+)
 from data.queue.revisions import revise
 from data.queue.views import (
     annotator_progress,
@@ -66,6 +82,7 @@ from data.queue.views import (
 )
 
 __all__ = [
+    "REVIEW_STATES",
     "AnnotatorHeld",
     "AnnotatorProgress",
     "AnswerInvalid",
@@ -78,9 +95,14 @@ __all__ = [
     "OtherAnswer",
     "QueueError",
     "ResponseView",
+    "ReviewConflict",
+    "ReviewError",
+    "ReviewInfo",
+    "ReviewOutcome",
     "SubmitStep",
     "UnitProgress",
     "UnitView",
+    "accept_answer",
     "annotator_progress",
     "assignment_view",
     "campaign_protocol",
@@ -93,6 +115,9 @@ __all__ = [
     "next_unit",
     "open_campaigns",
     "others_answers",
+    "reject_answer",
+    "reopen_answer",
+    "review_info",
     "revise",
     "save_draft",
     "skip",

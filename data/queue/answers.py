@@ -199,6 +199,11 @@ def _submit_otherwise(
         )
     if assignment.status in ("skipped", "released"):
         raise AssignmentNotFound("you gave this unit back (skipped or reported): open the next one")
+    if assignment.status == "rejected":
+        raise AssignmentNotFound(
+            "a reviewer rejected your answer to this unit: read their comment in My work and "
+            "revise the answer there"
+        )
     campaign = get_campaign(session, assignment.campaign_id)
     if campaign.status == "closed":
         raise CampaignNotOpen(f"campaign {campaign.name!r} is closed: answers are not accepted")

@@ -244,6 +244,8 @@ def _lock_unit(session: Session, unit_id: int) -> Unit | None:
 
 def retake_assignment(session: Session, assignment: Assignment) -> bool:
     """Put an expired or released own assignment back on a free slot of its unit, if any."""
+    if assignment.status == "rejected":  # back only through a reviewer (data.queue.review)
+        return False
     campaign = get_campaign(session, assignment.campaign_id)
     unit = _lock_unit(session, assignment.unit_id)
     if unit is None or unit.flagged or campaign.status == "closed":

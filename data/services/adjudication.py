@@ -16,7 +16,8 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from data.queue import campaign_protocol
+from data.io.frames import not_rejected
+from data.queue import campaign_protocol, review_info
 from data.services.admin import require_actor_role
 from data.services.campaigns import get_campaign
 from data.services.monitor import unit_infos
@@ -69,6 +70,16 @@ class HumanAnswer:
     seconds: float
     revision: int
     created_at: datetime
+    annotation_id: int | None = None
+    review: str = "pending"
+    """pending | accepted | rejected | resubmitted (:data:`data.queue.REVIEW_STATES`)"""
+    review_comment: str = ""
+    """the rejection's comment, for a rejected or resubmitted answer"""
+
+    @property
+    def counts(self) -> bool:
+        """Whether the answer is in the human reference (not rejected, nor resubmitted)."""
+        return self.review not in ("rejected", "resubmitted")
 
 
 @dataclass(frozen=True)
@@ -122,20 +133,23 @@ class UnitReview:
 
     @property
     def human_mean(self) -> float | None:
-        """Mean of the live human scores; None for pairwise units or without a score."""
-        scores = [a.score for a in self.answers if a.score is not None]
+        """Mean of the live human scores that count (not rejected); None for pairwise units or
+        without a score."""
+        scores = [a.score for a in self.answers if a.score is not None and a.counts]
         return statistics.fmean(scores) if scores else None
 
     @property
     def human_median(self) -> float | None:
         """Median of the live human scores (mean of the middle two when even); None as above."""
-        scores = [a.score for a in self.answers if a.score is not None]
+        scores = [a.score for a in self.answers if a.score is not None and a.counts]
         return float(statistics.median(scores)) if scores else None
 
     @property
     def preference_counts(self) -> dict[str, int]:
         """How many live human answers chose each preference (canonical order), A, B, tie."""
-        counts = Counter(a.preference for a in self.answers if a.preference is not None)
+        counts = Counter(
+            a.preference for a in self.answers if a.preference is not None and a.counts
+        )
         return {label: counts[label] for label in self.protocol.labels if counts[label]}
 
 
@@ -158,6 +172,7 @@ def adjudication_queue(
         .join(Unit, col(Unit.id) == col(Annotation.unit_id))
         .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
         .where(col(Unit.gold).is_(False))  # a gold unit's answer is known: nothing to adjudicate
+        .where(not_rejected(col(Annotation.assignment_id), campaign_id))  # out of the reference
     ):
         answers[annotation.unit_id].append(annotation)
     adjudicated = set(
@@ -225,6 +240,13 @@ def unit_review(session: Session, unit_id: int) -> UnitReview:
         for response in (session.get(Response, pk) for pk in response_pks)
         if response is not None
     )
+    live = session.exec(
+        select(Annotation, User.name)
+        .join(User, col(User.id) == col(Annotation.annotator_id))
+        .where(Annotation.unit_id == unit_id, Annotation.is_live)
+        .order_by(col(User.name))
+    ).all()
+    reviews = review_info(session, [stored_id(a) for a, _ in live])
     answers = tuple(
         HumanAnswer(
             annotator=name,
@@ -235,13 +257,11 @@ def unit_review(session: Session, unit_id: int) -> UnitReview:
             seconds=a.seconds,
             revision=a.revision,
             created_at=a.created_at,
+            annotation_id=stored_id(a),
+            review=reviews[stored_id(a)].state,
+            review_comment=reviews[stored_id(a)].comment,
         )
-        for a, name in session.exec(
-            select(Annotation, User.name)
-            .join(User, col(User.id) == col(Annotation.annotator_id))
-            .where(Annotation.unit_id == unit_id, Annotation.is_live)
-            .order_by(col(User.name))
-        )
+        for a, name in live
     )
     return UnitReview(
         unit_id=unit_id,

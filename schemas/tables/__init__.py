@@ -17,7 +17,10 @@ concurrency on SQLite and PostgreSQL alike:
 * one live annotation per annotator per unit (partial unique index on ``is_live``);
 * human annotations, adjudications and audit events are append-only: an edit is a new row;
 * a gold unit's known answer is a score or a preference, never both (``gold_answer``); one
-  standing per annotator and campaign (``annotator_standing``), in a closed set of states.
+  standing per annotator and campaign (``annotator_standing``), in a closed set of states;
+* a rejected answer gives its slot back (assignment status ``rejected``, outside the live
+  statuses), so another annotator can take it and K still holds; one live review decision per
+  answer, and a rejection has a comment (``review_decision``).
 
 Times are stored in UTC (see :func:`utcnow`).
 """
@@ -39,6 +42,7 @@ from schemas.tables.columns import (
     CAMPAIGN_STATUSES,
     LIVE_ASSIGNMENT_STATUSES,
     PARSE_STATUSES,
+    REVIEW_DECISIONS,
     ROLES,
     SHOWN_ORDERS,
     STANDINGS,
@@ -46,7 +50,7 @@ from schemas.tables.columns import (
 )
 from schemas.tables.content import Dataset, Item, Pair, Response
 from schemas.tables.judges import JudgeCache, Judgement
-from schemas.tables.review import Adjudication, DisagreementTag, Flag
+from schemas.tables.review import Adjudication, DisagreementTag, Flag, ReviewDecision
 
 __all__ = [
     "ASSIGNMENT_STATUSES",
@@ -55,6 +59,7 @@ __all__ = [
     "GOLD_PREFERENCES",
     "LIVE_ASSIGNMENT_STATUSES",
     "PARSE_STATUSES",
+    "REVIEW_DECISIONS",
     "ROLES",
     "SHOWN_ORDERS",
     "STANDINGS",
@@ -76,6 +81,7 @@ __all__ = [
     "LoginAttempt",
     "Pair",
     "Response",
+    "ReviewDecision",
     "Unit",
     "User",
     "utcnow",

@@ -143,15 +143,17 @@ class Assignment(SQLModel, table=True):
     """A lease of one overlap slot of a unit to one annotator.
 
     ``leased`` until it expires, then ``expired``; ``submitted`` when answered; ``skipped``
-    (with a reason) or ``released`` give the slot back. The row is kept either way, so the same
-    annotator never gets the unit again.
+    (with a reason) or ``released`` give the slot back; ``rejected`` when a reviewer rejected the
+    answer (:mod:`data.queue.review`): the slot is given back and the answer leaves the human
+    reference, until a reviewer accepts it or undoes the rejection on a free slot. The row is
+    kept either way, so the same annotator never gets the unit again.
     """
 
     __table_args__ = (
         UniqueConstraint("unit_id", "annotator_id", name="uq_assignment_unit_annotator"),
         CheckConstraint("slot >= 0 AND slot < overlap", name="ck_assignment_slot_in_overlap"),
         CheckConstraint(
-            "status IN ('leased','submitted','expired','skipped','released')",
+            "status IN ('leased','submitted','expired','skipped','released','rejected')",
             name="ck_assignment_status",
         ),
         CheckConstraint("shown_order IN ('AB','BA')", name="ck_assignment_shown_order"),

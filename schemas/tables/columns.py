@@ -14,10 +14,19 @@ from sqlmodel import Field
 
 ROLES: tuple[str, ...] = ("annotator", "reviewer", "admin")
 CAMPAIGN_STATUSES: tuple[str, ...] = ("active", "paused", "closed")
-ASSIGNMENT_STATUSES: tuple[str, ...] = ("leased", "submitted", "expired", "skipped", "released")
+ASSIGNMENT_STATUSES: tuple[str, ...] = (
+    "leased",
+    "submitted",
+    "expired",
+    "skipped",
+    "released",
+    "rejected",
+)
 LIVE_ASSIGNMENT_STATUSES: tuple[str, ...] = ("leased", "submitted")
 PARSE_STATUSES: tuple[str, ...] = ("ok", "unparsed", "out_of_scale", "error", "skipped")
 SHOWN_ORDERS: tuple[str, ...] = ("AB", "BA")
+REVIEW_DECISIONS: tuple[str, ...] = ("accept", "reject")
+"""A reviewer's decision on an answer (:class:`~schemas.tables.ReviewDecision`)."""
 STANDINGS: tuple[str, ...] = ("qualifying", "qualified", "held", "released", "retired")
 """An annotator's standing in a campaign (:class:`~schemas.tables.AnnotatorStanding`)."""
 

@@ -1,10 +1,11 @@
-"""Reviewers' work on units: final labels (adjudications), broken-unit flags, disagreement tags."""
+"""Reviewers' work on units: final labels (adjudications), broken-unit flags, disagreement tags,
+and accept / reject decisions on single answers."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Index, text
+from sqlalchemy import CheckConstraint, Index, text
 from sqlmodel import Field, SQLModel
 
 from schemas.tables.columns import time_field, utcnow
@@ -82,3 +83,43 @@ class DisagreementTag(SQLModel, table=True):
     gap: float = Field(default=0.0, description="|judge − reference|, or share of verdicts off")
     is_live: bool = True
     created_at: datetime = time_field(nullable=False, default_factory=utcnow)
+
+
+class ReviewDecision(SQLModel, table=True):
+    """A reviewer's accept or reject of one answer (one revision of an annotation).
+
+    Append-only like adjudications: a decision is never edited; undoing it (``reopen``) or a new
+    decision on the same answer revokes the live one (``revoked_at`` / ``revoked_by``) and both
+    rows stay. At most one live (unrevoked) decision per answer; a rejection carries a comment
+    for the annotator. What a rejection does to the queue (the slot given back, the answer out
+    of the reference) is the assignment's ``rejected`` status: :mod:`data.queue.review`.
+    """
+
+    __tablename__ = "review_decision"
+    __table_args__ = (
+        CheckConstraint("decision IN ('accept','reject')", name="ck_review_decision"),
+        CheckConstraint(
+            "decision <> 'reject' OR length(trim(comment)) > 0", name="ck_review_reject_comment"
+        ),
+        CheckConstraint(
+            "revoked_by IS NULL OR revoked_at IS NOT NULL", name="ck_review_revoked_when"
+        ),
+        Index(
+            "uq_review_decision_live",
+            "annotation_id",
+            unique=True,
+            sqlite_where=text("revoked_at IS NULL"),
+            postgresql_where=text("revoked_at IS NULL"),
+        ),
+        Index("ix_review_decision_campaign", "campaign_id", "decided_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaign.id")
+    annotation_id: int = Field(foreign_key="annotation.id")
+    decision: str = Field(description="accept | reject")
+    comment: str = Field(default="", description="why; required for a rejection")
+    decided_by: int | None = Field(default=None, foreign_key="user_account.id")
+    decided_at: datetime = time_field(nullable=False, default_factory=utcnow)
+    revoked_at: datetime | None = time_field(nullable=True)
+    revoked_by: int | None = Field(default=None, foreign_key="user_account.id")

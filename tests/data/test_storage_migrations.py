@@ -161,3 +161,138 @@ def test_gold_units_migration_downgrades_and_upgrades_again(
         with pytest.raises(IntegrityError), engine.begin() as connection:
             connection.execute(text(f"UPDATE campaign SET {bad}"))
     engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_review_decisions_migration_keeps_answers_and_the_slot_rules(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """0007 (review decisions, assignment status ``rejected``) upgrades a 0006 database whose
+    assignments annotations refer to (SQLite rebuilds the assignment table), keeps every rule
+    of the assignment table (slot in overlap, one live slot, one unit per annotator), goes down
+    to 0006 turning rejected assignments into released ones, and up again."""
+    from alembic import command
+    from sqlalchemy.exc import IntegrityError
+
+    from data.storage.engine import alembic_config
+
+    url = (
+        f"sqlite:///{tmp_path / 'review.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
+    engine = make_engine(url)
+    config = alembic_config(engine)
+    command.upgrade(config, "0006_gold_units")
+    from sqlmodel import Session
+
+    from schemas.tables import (
+        Annotation,
+        Assignment,
+        Campaign,
+        Dataset,
+        Item,
+        Response,
+        Unit,
+        User,
+    )
+
+    with Session(engine) as session:  # the 0006 tables: no model column is newer than 0006
+        session.add(User(id=1, name="ann", password_hash="x", role="annotator"))
+        session.add(Dataset(id=1, name="d", benchmark="generic"))
+        session.flush()
+        session.add(
+            Item(
+                id=1,
+                dataset_id=1,
+                item_id="i",
+                benchmark="generic",
+                question="q",
+                content_sha256="x",
+            )
+        )
+        session.flush()
+        session.add(
+            Response(id=1, response_id="r", item_pk=1, model="m", content="a", content_sha256="x")
+        )
+        session.add(Campaign(id=1, name="c", dataset_id=1, protocol="score", overlap=2))
+        session.flush()
+        session.add(Unit(id=1, campaign_id=1, item_pk=1, response_pk=1, slots_taken=1))
+        session.flush()
+        session.add(
+            Assignment(
+                id=1,
+                campaign_id=1,
+                unit_id=1,
+                annotator_id=1,
+                slot=0,
+                overlap=2,
+                status="submitted",
+            )
+        )
+        session.flush()
+        session.add(
+            Annotation(
+                id=1,
+                campaign_id=1,
+                unit_id=1,
+                annotator_id=1,
+                assignment_id=1,
+                score=3,
+                rationale="why",
+            )
+        )
+        session.commit()
+    assert upgrade_database(engine) == head_revision()
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE assignment SET status = 'rejected'"))
+        connection.execute(
+            text(
+                "INSERT INTO review_decision (campaign_id, annotation_id, decision, comment, "
+                "decided_at) VALUES (1, 1, 'reject', 'no reason given', CURRENT_TIMESTAMP)"
+            )
+        )
+    refused = (
+        "UPDATE assignment SET status = 'lost'",
+        "UPDATE assignment SET slot = 2",
+        "INSERT INTO review_decision (campaign_id, annotation_id, decision, comment, decided_at) "
+        "VALUES (1, 1, 'accept', '', CURRENT_TIMESTAMP)",  # a second live decision
+        "INSERT INTO review_decision (campaign_id, annotation_id, decision, comment, decided_at, "
+        "revoked_at) VALUES (1, 1, 'reject', '  ', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)",
+        "INSERT INTO review_decision (campaign_id, annotation_id, decision, comment, decided_at, "
+        "revoked_at) VALUES (1, 1, 'maybe', 'x', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)",
+        "INSERT INTO assignment (campaign_id, unit_id, annotator_id, slot, overlap, status, "
+        "shown_order, leased_at, expires_at) VALUES (1, 1, 1, 1, 2, 'leased', 'AB', "
+        "CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)",  # the unit twice to one annotator
+    )
+    for bad in refused:
+        with pytest.raises(IntegrityError), engine.begin() as connection:
+            connection.execute(text(bad))
+    with engine.begin() as connection:  # one live slot: two live rows on slot 0 are refused
+        connection.execute(
+            text(
+                "INSERT INTO user_account (id, name, role, password_hash, active, synthetic, "
+                "created_at) VALUES (2, 'bob', 'annotator', 'x', true, false, CURRENT_TIMESTAMP)"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO assignment (id, campaign_id, unit_id, annotator_id, slot, overlap, "
+                "status, shown_order, leased_at, expires_at) VALUES (3, 1, 1, 2, 0, 2, 'leased', "
+                "'AB', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+            )
+        )
+    with pytest.raises(IntegrityError), engine.begin() as connection:
+        connection.execute(text("UPDATE assignment SET status = 'submitted' WHERE id = 1"))
+    command.downgrade(config, "0006_gold_units")
+    assert "review_decision" not in set(inspect(engine).get_table_names())
+    with engine.connect() as connection:
+        statuses = connection.execute(text("SELECT status FROM assignment ORDER BY id")).all()
+        answers = connection.execute(text("SELECT count(*) FROM annotation")).scalar_one()
+    assert ([s for (s,) in statuses], answers) == (["released", "leased"], 1)
+    with pytest.raises(IntegrityError), engine.begin() as connection:
+        connection.execute(text("UPDATE assignment SET status = 'rejected'"))
+    assert upgrade_database(engine) == head_revision()
+    with pytest.raises(IntegrityError), engine.begin() as connection:
+        connection.execute(text("UPDATE assignment SET status = 'submitted' WHERE id = 1"))
+    engine.dispose()

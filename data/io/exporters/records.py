@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlmodel import Session, col, select
 
-from data.io.frames import campaign_judgements
+from data.io.frames import campaign_judgements, not_rejected
 from data.io.importers.judgements import COLUMNS_IN_META
 from data.services.campaigns import campaign_protocol, get_campaign
 from schemas.core_tables import PAIRS, RESPONSES
@@ -25,8 +25,8 @@ constraint) as the record's :data:`~schemas.protocols.Preference`, checked as th
 def annotation_records(
     session: Session, campaign_name: str, *, all_revisions: bool = False
 ) -> list[JudgementRecord]:
-    """The human judgements of a campaign: live annotations (every revision if asked), in
-    the order they were made."""
+    """The human judgements of a campaign: live annotations that a reviewer did not reject
+    (every revision, rejected ones too, if asked), in the order they were made."""
     campaign = get_campaign(session, campaign_name)
     protocol = campaign_protocol(campaign)
     query = (
@@ -36,8 +36,10 @@ def annotation_records(
         .where(Annotation.campaign_id == campaign.id, col(Unit.gold).is_(False))
         .order_by(col(Annotation.created_at), col(Annotation.id))
     )
-    if not all_revisions:
+    if not all_revisions:  # the answers that count: live, not rejected by a reviewer
+        assert campaign.id is not None  # a stored campaign
         query = query.where(Annotation.is_live)
+        query = query.where(not_rejected(col(Annotation.assignment_id), campaign.id))
     rows = list(session.exec(query))
     names = _unit_names(session, [(r[2], r[3]) for r in rows])
     records = []

@@ -1,0 +1,117 @@
+"""The human reference leaves out, by itself, answers a reviewer rejected and annotators held or
+retired in the campaign; ``calibrate --json``, its HTML report and ``export sft`` name who was
+left out and why (issue 24 §5, §6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+from typer.testing import CliRunner
+
+from annotate_app.cli.main import app
+from data import queue
+from data.services.campaigns import unit_key_map
+from data.services.gold import change_standing
+from data.storage.engine import session_scope
+from schemas.tables import Judgement, Unit
+from tests.data.test_queue import RATIONALE, build_campaign
+
+runner = CliRunner()
+
+
+def _annotated_campaign(engine: Engine) -> tuple[int, list[int], int]:
+    """6 units, K = 5, five annotators answer every unit (ann4 answers 1 everywhere); one judge
+    scores every unit; ann0 held, ann1 retired; one of ann2's answers rejected. Returns the
+    campaign, the annotators and the rejected answer's unit."""
+    campaign_id, annotators = build_campaign(engine, items=3, overlap=5, annotators=5)
+    rejected_unit = 0
+    for n, annotator in enumerate(annotators):
+        while True:
+            with session_scope(engine) as session:
+                view = queue.next_unit(session, campaign_id, annotator)
+                if view is None:
+                    break
+                score = 1 if n == 4 else 5 + (view.unit_id + n) % 3
+                answer = queue.submit(
+                    session, view.assignment_id, annotator, score=score, rationale=RATIONALE
+                )
+                session.flush()
+                if n == 2 and not rejected_unit:
+                    rejected_unit = view.unit_id
+                    rejected_answer = answer.id
+    with session_scope(engine) as session:
+        for unit in session.exec(select(Unit).where(Unit.campaign_id == campaign_id)):
+            key = unit_key_map(session, campaign_id)[unit.id]  # type: ignore[index]
+            session.add(
+                Judgement(
+                    judge="judge-x",
+                    protocol="alignmmbench",
+                    unit_key=key,
+                    response_pk=unit.response_pk,
+                    score=6,
+                )
+            )
+        change_standing(session, campaign_id, "ann0", "hold")
+        change_standing(session, campaign_id, "ann1", "retire")
+        queue.reject_answer(session, rejected_answer, comment="Off by two.")  # type: ignore[arg-type]
+    return campaign_id, annotators, rejected_unit
+
+
+def test_calibrate_json_and_report_name_the_annotators_left_out(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    _annotated_campaign(engine)
+    out, html = tmp_path / "out.json", tmp_path / "report.html"
+    command = ["--db", db_url, "calibrate", "--campaign", "camp-alignmmbench", "--bootstrap", "0"]
+    result = runner.invoke(
+        app, [*command, "--exclude-annotator", "ann4", "--json", str(out), "--html", str(html)]
+    )
+    assert result.exit_code == 0, result.output
+    reference = json.loads(out.read_text("utf-8"))["reference"]
+    assert reference["consensus"] == "mean"
+    assert sorted(reference["excluded_annotators"]) == [
+        "annotator:ann0",
+        "annotator:ann1",
+        "annotator:ann4",
+    ]
+    assert reference["exclusion_reasons"] == {
+        "annotator:ann0": "held",
+        "annotator:ann1": "retired",
+        "annotator:ann4": "listed",
+    }
+    assert sorted(reference["weights"]) == ["annotator:ann2", "annotator:ann3"]
+    report = html.read_text("utf-8")
+    assert "annotator:ann0 (held)" in report and "annotator:ann4 (listed)" in report
+    rows = json.loads(out.read_text("utf-8"))["annotators"]["rows"]
+    by_name = {row["annotator"]: row for row in rows}
+    assert by_name["annotator:ann2"]["n"] == 5  # the rejected answer is not read at all
+    assert by_name["annotator:ann0"]["excluded"] and not by_name["annotator:ann3"]["excluded"]
+
+
+def test_sft_export_leaves_out_rejected_answers_and_held_annotators(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    _, _, rejected_unit = _annotated_campaign(engine)
+    out = tmp_path / "sft.jsonl"
+    result = runner.invoke(
+        app,
+        [
+            "--db", db_url, "export", "sft", "--campaign", "camp-alignmmbench",
+            "--output", str(out), "--per-annotator",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "left out: ann0 (held), ann1 (retired)" in result.stdout
+    records = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    annotators = [name for record in records for name in record["meta"]["annotators"]]
+    assert sorted(set(annotators)) == ["ann2", "ann3", "ann4"]
+    assert annotators.count("ann2") == 5 and annotators.count("ann3") == 6
+    with session_scope(engine) as session:
+        rejected_key = unit_key_map(session, 1)[rejected_unit]
+    on_rejected_unit = [
+        r["meta"]["labels"] for r in records if r["meta"]["unit_key"] == rejected_key
+    ]
+    assert on_rejected_unit and all(set(labels) == {"ann3", "ann4"} for labels in on_rejected_unit)
