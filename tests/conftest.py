@@ -203,10 +203,19 @@ def pg_engine(
 
 
 # What makes a test `slow` (left out of the inner loop's `pytest -m "not slow"`; CI runs all):
-# a browser, a PostgreSQL server, a served app or a tiny torch model among its fixtures, or the
-# PostgreSQL side of `any_engine`. Tests that start processes of their own are marked by hand.
+# a browser, a PostgreSQL server, a served app, a tiny torch model or the built sample project
+# among its fixtures, or the PostgreSQL side of `any_engine`. Tests that start processes of their
+# own or build the sample themselves are marked by hand.
 SLOW_FIXTURES = frozenset(
-    {"browser", "app_server", "sample_app_server", "pg_server", "tiny_llama", "tiny_llava"}
+    {
+        "browser",
+        "app_server",
+        "sample_app_server",
+        "pg_server",
+        "tiny_llama",
+        "tiny_llava",
+        "sample_template",
+    }
 )
 
 

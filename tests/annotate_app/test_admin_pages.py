@@ -334,6 +334,7 @@ def test_audit_page_lists_and_exports_the_changes(world):
     ]
 
 
+@pytest.mark.slow  # a calibration worker process
 def test_a_refused_training_file_leaves_no_file_behind(world, tmp_path, calibration_worker_stopped):
     engine, people, _ = world
     with session_scope(engine) as session:
@@ -379,6 +380,7 @@ def _refuse_campaign_reads(patch: pytest.MonkeyPatch) -> None:
     patch.setattr("data.io.downloads.annotation_records", refuse)  # the annotations' read
 
 
+@pytest.mark.slow  # a calibration worker process
 def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
     world, db_url, tmp_path, calibration_worker_stopped
 ):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
@@ -19,6 +20,8 @@ from data.services.disagreements import campaign_tags, tag_disagreement
 from data.services.users import get_user
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import AuditEvent, DisagreementTag
+
+pytestmark = pytest.mark.slow  # each test builds the sample project
 
 
 def _tags(engine: Engine) -> list[tuple[str, str, str, str, str]]:

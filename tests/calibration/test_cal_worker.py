@@ -20,6 +20,8 @@ from data.storage.engine import read_scope, session_scope
 from schemas.tables import Judgement
 from tests.calibration.conftest import sample_database
 
+pytestmark = pytest.mark.slow  # calibration worker processes
+
 TIMEOUT = 120
 CAMPAIGN = "demo-alignmmbench-finished"
 

@@ -424,6 +424,7 @@ def test_calibration_of_a_stratified_campaign_reads_only_its_estimation_sample(
     assert source.estimation_units == len(sample)
 
 
+@pytest.mark.slow  # a full calibration with bootstrap
 def test_the_judge_audit_of_a_stratified_campaign_reads_only_its_estimation_sample(
     engine: Engine, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -28,6 +28,8 @@ from schemas.tables import (
     User,
 )
 
+pytestmark = pytest.mark.slow  # each test builds the sample project
+
 TABLES = (User, Dataset, Item, Response, Pair, Campaign, Unit, Assignment, Annotation, Judgement,
           AuditEvent)  # fmt: skip
 

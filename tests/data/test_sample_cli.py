@@ -16,6 +16,8 @@ from data.sample import DEMO_ACCOUNTS
 from data.storage.engine import make_engine
 from schemas.tables import Annotation, DisagreementTag, Item
 
+pytestmark = pytest.mark.slow  # each test builds the sample project through the CLI
+
 runner = CliRunner()
 
 

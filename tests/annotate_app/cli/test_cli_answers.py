@@ -4,6 +4,7 @@ exit 2 with one clear line on bad input (no comment, unknown answer, slot taken,
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -24,9 +25,10 @@ RATIONALE = "The answer counts the cats right and says so plainly."
 
 
 @pytest.fixture
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_sqlite_template: Path) -> list[str]:
     """A campaign of one item with two responses (two units), K = 1, each answered once."""
     monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "files"))
+    shutil.copyfile(empty_sqlite_template, tmp_path / "cli.db")  # migrated already
     args = ["--db", f"sqlite:///{tmp_path / 'cli.db'}"]
     make_image(tmp_path / "images" / "cat.png")
     items = write_jsonl(tmp_path / "items.jsonl", [item_record(0, models=2)])

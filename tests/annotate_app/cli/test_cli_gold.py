@@ -4,6 +4,7 @@ with bounded numbers, accuracy table, hold / release / retire."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -19,8 +20,9 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_sqlite_template: Path) -> list[str]:
     monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "files"))
+    shutil.copyfile(empty_sqlite_template, tmp_path / "cli.db")  # migrated already
     args = ["--db", f"sqlite:///{tmp_path / 'cli.db'}"]
     make_image(tmp_path / "images" / "cat.png")
     items = write_jsonl(tmp_path / "items.jsonl", [item_record(n, models=3) for n in range(2)])
