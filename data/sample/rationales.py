@@ -4,8 +4,12 @@ right or wrong, in the item's language, quoting the seed's key fact."""
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from data.sample.seeds import ALIGNMMBENCH_TIERS, MMIE_TIERS, Language
+
+if TYPE_CHECKING:
+    from data.sample.dataset import ResponseTruth
 
 _TIER_LEVEL: dict[str, float] = {
     **{tier: centre / 6.0 for tier, centre in MMIE_TIERS.items()},
@@ -191,3 +195,28 @@ def with_fact(reason: str, language: Language, fact: str) -> str:
     if fact in reason:
         return reason
     return f"{reason}应为：{fact}。" if language == "zh" else f"{reason} Expected: {fact}."
+
+
+def gold_explanation(truth: ResponseTruth, score: float) -> str:
+    """Why a gold unit's expected score is ``score``: what the response is (its tier), and the
+    key fact, in the item's language."""
+    how = _HOW[truth.language].get(truth.tier) or _HOW["en"][truth.tier]
+    if truth.language == "zh":
+        return f"预期 {score:g} 分：回答{how}。要点：{truth.fact}。"
+    return f"Expected {score:g}: the response {how}. Key point: {truth.fact}."
+
+
+def gold_pair_explanation(winner: ResponseTruth, loser: ResponseTruth) -> str:
+    """Why one response of a gold pair is the better one, without naming the order (the
+    feedback shows the expected answer in the order the annotator saw)."""
+    if winner.language == "zh":
+        how = _HOW["zh"]
+        return (
+            f"较好的回答{how.get(winner.tier, _HOW['en'][winner.tier])}，"
+            f"另一个{how.get(loser.tier, _HOW['en'][loser.tier])}。要点：{winner.fact}。"
+        )
+    how = _HOW["en"]
+    return (
+        f"The better response {how[winner.tier]}; the other {how[loser.tier]}. "
+        f"Key point: {winner.fact}."
+    )
