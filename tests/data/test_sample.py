@@ -411,21 +411,67 @@ def test_summary_counts_match_the_database(
     assert summary.unparsed_judgements == session.exec(unparsed).one() > 0
 
 
+HONEST = ("demo-alice", "demo-bob", "demo-carol", "demo-erin")
+"""Honest about effort: erin's position bias is a bias, not carelessness."""
+
+
+@pytest.mark.parametrize("name", FINISHED)
 def test_low_effort_flags_spare_the_honest_annotators_and_catch_the_careless_one(
-    session: Session,
+    session: Session, name: str
 ) -> None:
     from data.services.monitor import low_effort_report
 
-    honest_answers = honest_flagged = 0
-    for name in FINISHED:
-        report = low_effort_report(session, _campaign(session, name).id)
-        rows = {row.annotator: row for row in report.annotators}
-        dave = rows["demo-dave"]
-        assert dave.counts["too_fast"] == dave.answers >= 30
-        assert {flag.kind for flag in dave.flags} == {"too_fast", "stock_rationales"}
-        for annotator in ("demo-alice", "demo-bob", "demo-carol"):
-            honest_answers += rows[annotator].answers
-            honest_flagged += rows[annotator].flagged
-            assert rows[annotator].counts["too_fast"] == 0
-    # 57 of 1,584 (3.6%); demo-bob on the pairwise campaign alone is above 5% (12%)
-    assert honest_flagged / honest_answers <= 0.05
+    report = low_effort_report(session, _campaign(session, name).id)
+    rows = {row.annotator: row for row in report.annotators}
+    dave = rows["demo-dave"]
+    assert dave.counts["too_fast"] == dave.answers >= 30
+    assert {flag.kind for flag in dave.flags} == {"too_fast", "stock_rationales"}
+    for annotator in HONEST:
+        row = rows[annotator]
+        assert row.answers >= 30 and row.counts["too_fast"] == 0 and not row.flags
+        # their ties and hedged preferences no longer repeat one template per question
+        assert row.flagged <= 0.05 * row.answers, (annotator, row.flagged, row.answers)
+
+
+@pytest.mark.parametrize("name", FINISHED)
+def test_the_annotators_table_flags_the_careless_and_the_position_biased_ones(
+    built: tuple[Engine, SampleSummary, Path], name: str
+) -> None:
+    from annotate_app.campaign_calibration import calibrate_campaign, load_campaign
+
+    engine = built[0]
+    result = calibrate_campaign(engine, load_campaign(engine, name), bootstrap=200).report.result
+    assert result.annotators is not None
+    flags = {
+        row.annotator.removeprefix("annotator:"): {flag.kind for flag in row.flags}
+        for row in result.annotators.rows
+    }
+    assert flags["demo-dave"] & {"low_competence", "low_agreement"}
+    for annotator in ("demo-alice", "demo-bob", "demo-carol"):
+        assert not flags[annotator] & {"low_competence", "low_agreement", "position"}, annotator
+    if name == "demo-pairwise-finished":
+        assert "position" in flags["demo-erin"]
+    else:  # on scores there is no first response to prefer
+        assert "position" not in flags["demo-erin"]
+
+
+def test_human_rationales_fit_the_score(session: Session) -> None:
+    """A 9 never says that most details are wrong, a 2 never that nothing is missing."""
+    from data.sample.rationales import _REMARKS
+
+    campaign = _campaign(session, "demo-alignmmbench-finished")
+    praise = ("Correct and complete", "Nothing important is missing", *_REMARKS["en"]["high"])
+    blame = ("details are wrong", "Mostly incorrect", "Several factual errors",
+             "Does not answer", "Off topic", *_REMARKS["en"]["low"])  # fmt: skip
+    honest = select(User.id).where(col(User.name).in_(HONEST))
+    answers = session.exec(
+        select(Annotation.score, Annotation.rationale).where(
+            Annotation.campaign_id == campaign.id, col(Annotation.annotator_id).in_(honest)
+        )
+    ).all()
+    assert len(answers) >= 900
+    for score, rationale in answers:
+        if score >= 8:
+            assert not any(words in rationale for words in blame), (score, rationale)
+        if score <= 3:
+            assert not any(words in rationale for words in praise), (score, rationale)
