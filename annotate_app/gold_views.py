@@ -15,12 +15,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, func, select
 
 from annotate_app.text import escape_markdown
+from data.io.importers.errors import InvalidFile
 from data.services.admin import PermissionDenied
 from data.services.gold import (
     GoldSettings,
     change_standing_as,
     gold_accuracy_as,
     gold_settings,
+    import_gold_upload_as,
     set_gold_settings_as,
     standings_as,
 )
@@ -42,8 +44,8 @@ def render_gold_settings(engine: Engine, user_id: int, campaign: Campaign) -> No
     with st.form(f"gold_{campaign.id}"):
         st.markdown(
             f"**Gold units and qualification** (PROTOCOLS.md, *Gold units*): {gold_units} gold "
-            "units; add more with `critiquelab gold import FILE --campaign "
-            f"{escape_markdown(campaign.name)}`"
+            "units; add more with the gold file upload below or `critiquelab gold import FILE "
+            f"--campaign {escape_markdown(campaign.name)}`"
         )
         wanted = GoldSettings(
             gold_rate=float(
@@ -90,6 +92,38 @@ def render_gold_settings(engine: Engine, user_id: int, campaign: Campaign) -> No
             st.error(escape_markdown(str(error)))
         else:
             st.success("Saved: " + ", ".join(changes) if changes else "Nothing changed.")
+    _gold_upload(engine, user_id, campaign)
+
+
+def _gold_upload(engine: Engine, user_id: int, campaign: Campaign) -> None:
+    """Attach known answers from a gold file (FORMATS.md §6), read exactly as
+    ``critiquelab gold import`` reads it: every bad line listed with its field, nothing stored."""
+    with st.form(f"gold_upload_{campaign.id}"):
+        upload = st.file_uploader(
+            "Gold file (.jsonl: one known answer per line, FORMATS.md §6)",
+            type=["jsonl"],
+            key=f"g{campaign.id}_file",
+        )
+        send = st.form_submit_button("Import gold answers")
+    if send and upload is None:
+        st.error("Choose a .jsonl gold file first.")
+    elif send and upload is not None:
+        try:
+            with session_scope(engine) as session:
+                done = import_gold_upload_as(
+                    session, user_id, stored_id(campaign), upload.name, upload.getvalue()
+                )
+        except InvalidFile as error:
+            count = "1 problem" if len(error.problems) == 1 else f"{len(error.problems)} problems"
+            st.error(f"Nothing was imported: {count}. Fix each line listed below and upload again.")
+            st.code("\n".join(error.lines()), language=None, wrap_lines=True)
+        except ERRORS as error:
+            st.error(escape_markdown(str(error)))
+        else:
+            st.success(
+                f"{done.added} gold answers added, {done.replaced} replaced; "
+                f"{done.gold_units} gold units in all."
+            )
 
 
 def _share(share: float, low: float, high: float) -> str:

@@ -10,6 +10,13 @@ import typer
 
 from annotate_app.cli.context import state, to_jsonable
 from annotate_app.cli.disagreements import review_flags
+from annotate_app.cli.gold import (
+    GOLD_FEEDBACK,
+    GOLD_RATE,
+    QUALIFY,
+    QUALIFY_ACCURACY,
+    apply_gold_options,
+)
 
 if TYPE_CHECKING:
     from data.services.campaigns import PairSampling
@@ -67,8 +74,24 @@ def create(
     stratified_share: float = typer.Option(
         None, "--stratified-share", help="stratified: share of units served at random (0.2)."
     ),
+    gold: Path = typer.Option(
+        None,
+        "--gold",
+        exists=True,
+        dir_okay=False,
+        help="Gold file (JSON Lines, as `gold import` reads it): known answers for its units.",
+    ),
+    gold_rate: float = GOLD_RATE,
+    gold_feedback: bool = GOLD_FEEDBACK,
+    qualify: int = QUALIFY,
+    qualify_accuracy: float = QUALIFY_ACCURACY,
 ) -> None:
-    """Create a campaign with one unit per response (pointwise) or per pair (pairwise)."""
+    """Create a campaign with one unit per response (pointwise) or per pair (pairwise).
+
+    With --gold FILE, its known answers are attached and the gold options set in the same
+    transaction (an error in either creates nothing); --gold-rate above 0 and --qualify above 0
+    need gold units, so they need --gold.
+    """
     from data.queue.routing import routing_plan
     from data.services.campaign_progress import campaign_progress
     from data.services.campaigns import CampaignSpec, create_campaign
@@ -98,9 +121,23 @@ def create(
         routing_judges=_judges(routing_judges),
         routing_share=stratified_share,
     )
+    if gold is None and (gold_rate or qualify):
+        raise typer.BadParameter(
+            "--gold-rate above 0 and --qualify above 0 need gold units: give --gold FILE "
+            "(or set them later with `critiquelab gold import` and `critiquelab gold set`)",
+            param_hint="'--gold-rate' / '--qualify'",
+        )
     cli = state(ctx)
     with review_flags(), session_scope(cli.engine()) as session:
         campaign = create_campaign(session, spec)
+        gold_units = 0
+        if gold is not None:
+            from data.services.gold import import_gold
+
+            gold_units = import_gold(session, gold, stored_id(campaign)).gold_units
+        apply_gold_options(
+            session, stored_id(campaign), gold_rate, gold_feedback, qualify, qualify_accuracy
+        )
         progress = campaign_progress(session, stored_id(campaign))
         plan = routing_plan(session, campaign)
     cli.emit(
@@ -112,10 +149,22 @@ def create(
             "overlap": campaign.overlap,
             "routing": campaign.routing,
             "routing_note": plan.note,
+            "gold_units": gold_units,
+            "gold_rate": campaign.gold_rate,
+            "gold_feedback": campaign.gold_feedback,
+            "qualification_gold": campaign.qualification_gold,
+            "qualification_accuracy": campaign.qualification_accuracy,
         },
         text=f"created campaign {campaign.name!r}: {progress.units} units, "
         f"{campaign.overlap} annotators each ({campaign.protocol})"
-        + ("" if plan.routing == "least-annotated" else f"; routing {plan.routing}: {plan.note}"),
+        + ("" if plan.routing == "least-annotated" else f"; routing {plan.routing}: {plan.note}")
+        + (f"; {gold_units} gold units" if gold_units else "")
+        + (
+            f"; qualification: {campaign.qualification_gold} gold units, "
+            f"{campaign.qualification_accuracy:.0%} right"
+            if campaign.qualification_gold
+            else ""
+        ),
     )
 
 

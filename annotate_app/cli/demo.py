@@ -21,7 +21,8 @@ def describe(summary: SampleSummary) -> str:
         f"{len(summary.campaigns)} campaigns ({', '.join(summary.campaigns)}); "
         f"{summary.annotations} synthetic annotations, {summary.judgements} synthetic judge "
         f"outputs ({summary.unparsed_judgements} unparsed), {summary.disagreement_tags} "
-        "disagreement tags.\n"
+        f"disagreement tags; {summary.gold_units} gold units in the open campaigns "
+        "(demo-alignmmbench-open asks for a qualification step first).\n"
         "Demo logins (synthetic accounts, for this demo only):\n" + summary.login_details()
     )
 

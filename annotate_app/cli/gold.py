@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -48,53 +49,75 @@ def import_command(
     )
 
 
+GOLD_RATE = typer.Option(
+    None,
+    "--gold-rate",
+    min=0.0,
+    max=0.5,
+    help="Share of units served that are gold after qualification: 0 (none) or 0.01–0.5.",
+)
+GOLD_FEEDBACK = typer.Option(
+    None,
+    "--gold-feedback/--no-gold-feedback",
+    help="After a gold unit, show the expected answer and its explanation (training).",
+    show_default=False,
+)
+QUALIFY = typer.Option(
+    None,
+    "--qualify",
+    min=0,
+    max=1000,
+    help="N: gold units an annotator answers before any real unit (0 = no qualification).",
+)
+QUALIFY_ACCURACY = typer.Option(
+    None,
+    "--qualify-accuracy",
+    min=0.0,
+    max=1.0,
+    help="T: the share of the N answers that must be right (0–1).",
+)
+"""The gold settings' options, shared by ``gold set`` and ``campaign create`` (same bounds)."""
+
+
+def apply_gold_options(
+    session: Any,
+    campaign: str | int,
+    rate: float | None,
+    feedback: bool | None,
+    qualify: int | None,
+    accuracy: float | None,
+) -> dict[str, dict[str, Any]]:
+    """The one library call behind the gold options: :func:`data.services.gold.set_gold_settings`
+    (None = keep; audited; bounded, against the campaign's gold units)."""
+    from data.services.gold import set_gold_settings
+
+    return set_gold_settings(
+        session,
+        campaign,
+        gold_rate=rate,
+        gold_feedback=feedback,
+        qualification_gold=qualify,
+        qualification_accuracy=accuracy,
+    )
+
+
 @gold_app.command("set")
 def set_command(
     ctx: typer.Context,
     campaign: str = typer.Argument(..., help="Campaign name."),
-    rate: float = typer.Option(
-        None,
-        "--gold-rate",
-        min=0.0,
-        max=0.5,
-        help="Share of units served that are gold after qualification: 0 (none) or 0.01–0.5.",
-    ),
-    feedback: bool = typer.Option(
-        None,
-        "--gold-feedback/--no-gold-feedback",
-        help="After a gold unit, show the expected answer and its explanation (training).",
-        show_default=False,
-    ),
-    qualify: int = typer.Option(
-        None,
-        "--qualify",
-        min=0,
-        max=1000,
-        help="N: gold units an annotator answers before any real unit (0 = no qualification).",
-    ),
-    accuracy: float = typer.Option(
-        None,
-        "--qualify-accuracy",
-        min=0.0,
-        max=1.0,
-        help="T: the share of the N answers that must be right (0–1).",
-    ),
+    rate: float = GOLD_RATE,
+    feedback: bool = GOLD_FEEDBACK,
+    qualify: int = QUALIFY,
+    accuracy: float = QUALIFY_ACCURACY,
 ) -> None:
     """Change a campaign's gold settings; those not given are kept. Audited."""
     from data.services.campaigns import get_campaign
-    from data.services.gold import gold_settings, set_gold_settings
+    from data.services.gold import gold_settings
     from data.storage.engine import session_scope
 
     cli = state(ctx)
     with session_scope(cli.engine()) as session:
-        changes = set_gold_settings(
-            session,
-            campaign,
-            gold_rate=rate,
-            gold_feedback=feedback,
-            qualification_gold=qualify,
-            qualification_accuracy=accuracy,
-        )
+        changes = apply_gold_options(session, campaign, rate, feedback, qualify, accuracy)
         now = gold_settings(get_campaign(session, campaign))
     said = ", ".join(f"{name} {c['before']} → {c['after']}" for name, c in changes.items())
     cli.emit(

@@ -1,5 +1,6 @@
 """Build the bundled sample project: synthetic datasets, demo accounts, finished campaigns with
-synthetic annotations and judge outputs, and open campaigns to work on.
+synthetic annotations and judge outputs, and open campaigns to work on, with gold units (known
+answers) and, on one of them, a qualification step (:mod:`data.sample.gold`).
 
 The build writes the dataset files into a temporary folder and imports them with the real
 importer (:func:`data.io.importers.jsonl.import_jsonl`), creates campaigns with
@@ -24,6 +25,7 @@ from sqlmodel.sql.expression import SelectOfScalar
 from data.io.importers.datasets import ImportSummary
 from data.io.importers.jsonl import import_jsonl
 from data.sample.dataset import SampleRecords, sample_records, write_sample_files
+from data.sample.gold import add_gold
 from data.sample.labels import BASE_TIME, add_annotations, add_judgements
 from data.sample.synthetic import DEMO_ANNOTATORS, MODELS
 from data.sample.tags import ReferenceReader, add_disagreement_tags
@@ -40,6 +42,7 @@ from schemas.tables import (
     Judgement,
     Pair,
     Response,
+    Unit,
 )
 
 ALIGNMMBENCH_DATASET = "demo-alignmmbench-synthetic"
@@ -143,7 +146,8 @@ CAMPAIGNS: tuple[_CampaignPlan, ...] = (
         finished=False,
     ),
 )
-"""A finished (closed, fully annotated, judged) and an open campaign per protocol."""
+"""A finished (closed, fully annotated, judged) and an open campaign per protocol; the open ones
+get gold units (:data:`data.sample.gold.GOLD_PLANS`)."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,9 @@ class SampleSummary:
     """Live disagreement tags in the sample campaigns (the synthetic ones: :mod:`data.sample.tags`,
     plus any a reviewer added)."""
     added_tags: int = 0
+    gold_units: int = 0
+    """Gold units (known answers) in the open sample campaigns (:mod:`data.sample.gold`)."""
+    added_gold: int = 0
 
     def login_details(self) -> str:
         """The demo logins, one per line, for printing."""
@@ -223,6 +230,7 @@ def _build(
         if plan.finished:
             annotations_added += add_annotations(session, campaign, user_ids, records.truths)
             judgements_added += add_judgements(session, campaign, records.truths)
+    gold_added, gold_settings = add_gold(session, records.truths, admin_id)
     tags_added = 0
     if references is not None:
         tags_added = add_disagreement_tags(session, user_ids["demo-reviewer"], references)
@@ -232,6 +240,8 @@ def _build(
         + annotations_added
         + judgements_added
         + tags_added
+        + gold_added
+        + gold_settings
         + sum(s.items_added + s.responses_added + s.pairs_added for s in imports)
     )
     if added:
@@ -247,6 +257,7 @@ def _build(
                 "annotations": annotations_added,
                 "judgements": judgements_added,
                 "disagreement_tags": tags_added,
+                "gold_units": gold_added,
             },
         )
     session.flush()
@@ -256,6 +267,7 @@ def _build(
         annotations_added=annotations_added,
         judgements_added=judgements_added,
         tags_added=tags_added,
+        gold_added=gold_added,
     )
 
 
@@ -321,6 +333,7 @@ def _summary(
     annotations_added: int,
     judgements_added: int,
     tags_added: int,
+    gold_added: int = 0,
 ) -> SampleSummary:
     names = (ALIGNMMBENCH_DATASET, MMIE_DATASET)
     campaign_names = tuple(plan.spec.name for plan in CAMPAIGNS)
@@ -370,6 +383,14 @@ def _summary(
             ).one()
         ),
         added_tags=tags_added,
+        gold_units=int(
+            session.exec(
+                select(func.count())
+                .select_from(Unit)
+                .where(col(Unit.campaign_id).in_(campaigns), col(Unit.gold))
+            ).one()
+        ),
+        added_gold=gold_added,
     )
 
 

@@ -19,10 +19,10 @@ from sqlmodel import Session, col, select
 from data.io.judgements import insert_judgements
 from data.sample.dataset import ResponseTruth
 from data.sample.rationales import (
+    human_pairwise_rationale,
     human_pointwise_rationale,
     pairwise_rationale,
     pointwise_rationale,
-    with_fact,
 )
 from data.sample.seeds import ALIGNMMBENCH_TIERS, MMIE_TIERS
 from data.sample.synthetic import (
@@ -175,7 +175,7 @@ def _human_answer(
     )
     if annotator.position_bias and rng.random() < annotator.position_bias:
         preference = to_canonical("A", swapped=shown_order == "BA")  # the one shown first
-    rationale = with_fact(_pair_reason(rng, a, b, preference, shown_order), a.language, a.fact)
+    rationale = _pair_reason(rng, a, b, preference, shown_order)
     return _HumanAnswer(None, preference, shown_order, rationale, seconds)
 
 
@@ -296,7 +296,7 @@ def _pair_reason(
     """The annotator's reason, written about what they saw (first / second shown)."""
     first, second = (a, b) if shown_order == "AB" else (b, a)
     shown = to_canonical(preference, swapped=shown_order == "BA")  # the mapping is its own inverse
-    return pairwise_rationale(rng, a.language, shown, first.tier, second.tier, a.fact)
+    return human_pairwise_rationale(rng, a.language, shown, first.tier, second.tier, a.fact)
 
 
 def _unit_truths(

@@ -4,8 +4,12 @@ right or wrong, in the item's language, quoting the seed's key fact."""
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from data.sample.seeds import ALIGNMMBENCH_TIERS, MMIE_TIERS, Language
+
+if TYPE_CHECKING:
+    from data.sample.dataset import ResponseTruth
 
 _TIER_LEVEL: dict[str, float] = {
     **{tier: centre / 6.0 for tier, centre in MMIE_TIERS.items()},
@@ -167,6 +171,150 @@ def pairwise_rationale(
     )
 
 
+_REMARKS: dict[Language, dict[str, tuple[str, ...]]] = {
+    "en": {
+        "high": (
+            "I checked it against the image and found nothing to correct.",
+            "Easy to follow, and every claim can be verified in the picture.",
+            "I would accept this as it stands.",
+            "No mistakes that I could find on a second read.",
+            "The wording is clear and nothing in it contradicts the image.",
+            "Read it twice; the reasoning holds up.",
+            "A reader would come away with the right answer.",
+            "Nothing important is left for the reader to guess.",
+        ),
+        "mid": (
+            "A fuller explanation would have earned a higher score.",
+            "Usable, but I had to fill in the gaps myself.",
+            "The core is fine; the rest needs work.",
+            "I hesitated between two scores here.",
+            "It would pass with one more sentence of support.",
+            "Better than nothing, but not complete enough for a top score.",
+            "Not wrong as such, just not enough.",
+            "The image supports part of it, not all.",
+        ),
+        "low": (
+            "I would not accept this as an answer.",
+            "Checking it against the image shows the problem at once.",
+            "A reader would be misled by it.",
+            "There is little here worth keeping.",
+            "I compared it with the picture twice to be sure.",
+            "It needs to be redone rather than edited.",
+            "The confident tone does not make it right.",
+            "Nothing in it helps with the actual question.",
+        ),
+    },
+    "zh": {
+        "high": (
+            "对照图片检查过，没有需要更正的地方。",
+            "表达清楚，每一点都能在图中找到依据。",
+            "可以直接采用，无需修改。",
+            "重读一遍也没有发现问题。",
+            "推理过程站得住脚。",
+            "读者能得到正确的答案。",
+        ),
+        "mid": (
+            "如果解释再充分一些，分数会更高。",
+            "基本可用，但需要读者自己补全。",
+            "核心没问题，其余部分还需改进。",
+            "我在两个分数之间犹豫了一下。",
+            "再补充一句依据就可以了。",
+            "还算可以，但不够完整，拿不到高分。",
+        ),
+        "low": (
+            "这样的回答不能接受。",
+            "对照图片一看就能发现问题。",
+            "读者会被这个回答误导。",
+            "几乎没有可以保留的内容。",
+            "我对照图片核对了两遍。",
+            "需要重写，而不是修改。",
+        ),
+    },
+}
+"""Closing remarks of a human rationale, by how good the answer is (a person adds one of
+their own; without it, two answers in the same tier about the same fact read alike)."""
+
+_PAIR_REMARKS: dict[Language, tuple[str, ...]] = {
+    "en": (
+        "I read both twice before deciding.",
+        "I compared both with the image first.",
+        "I looked at the image before reading either answer.",
+        "I reread the question before choosing.",
+        "Judged on correctness first, then on clarity.",
+        "I went back and forth a little on this one.",
+        "Checked the key figures in both answers.",
+        "Length did not weigh in my choice.",
+    ),
+    "zh": (
+        "两个回答我都读了两遍。",
+        "先对照了图片再做判断。",
+        "核对细节后差别就清楚了。",
+        "优先看正确性，其次看表达。",
+        "这一对我犹豫了一下。",
+        "回答长短不影响我的判断。",
+    ),
+}
+"""Closing remarks of a human preference (one per rationale, drawn at random)."""
+
+_TIE_OPENERS: dict[Language, tuple[str, ...]] = {
+    "en": (
+        "Hard to separate",
+        "About equally good",
+        "Neither is clearly better",
+        "I call it a tie",
+        "Too close to choose",
+    ),
+    "zh": ("两个回答水平相当", "难分高下", "两者差不多", "我认为是平局", "很难取舍"),
+}
+
+
+def _level(tier: str) -> str:
+    level = _TIER_LEVEL[tier]
+    return "high" if level >= 0.8 else "mid" if level >= 0.5 else "low"
+
+
+def human_pairwise_rationale(
+    rng: random.Random,
+    language: Language,
+    verdict: str,
+    first_tier: str,
+    second_tier: str,
+    fact: str,
+) -> str:
+    """An annotator's reason for a preference (``verdict`` A = first shown): what each response
+    is, in words of their own (several openers, a closing remark), and the unit's key fact.
+
+    A tie says what both are; a preference for the worse answer (the rater's noise) is hedged;
+    between two answers of the same tier it says that the edge is small."""
+    how = _HOW[language]
+    remark = rng.choice(_PAIR_REMARKS[language])
+    if verdict == "tie":
+        opener = rng.choice(_TIE_OPENERS[language])
+        if language == "zh":
+            reason = f"{opener}：第一个{how[first_tier]}，第二个{how[second_tier]}。{remark}"
+        else:
+            reason = (
+                f"{opener}: the first response {how[first_tier]} and the second "
+                f"{how[second_tier]}. {remark}"
+            )
+        return with_fact(reason, language, fact)
+    first_wins = verdict == "A"
+    winner, loser = (first_tier, second_tier) if first_wins else (second_tier, first_tier)
+    if _TIER_LEVEL[winner] == _TIER_LEVEL[loser]:
+        if language == "zh":
+            better = "第一个" if first_wins else "第二个"
+            reason = f"两个回答都{how[winner]}，{better}表达稍清楚一些。{remark}"
+        else:
+            better = "first" if first_wins else "second"
+            reason = (
+                f"Both responses {how[winner]}; the {better} is slightly clearer, so it gets "
+                f"the edge. {remark}"
+            )
+        return with_fact(reason, language, fact)
+    reason = pairwise_rationale(rng, language, verdict, first_tier, second_tier, fact)
+    return with_fact(f"{reason} {remark}" if language == "en" else reason + remark, language, fact)
+
+
 def human_pointwise_rationale(
     rng: random.Random,
     language: Language,
@@ -178,12 +326,15 @@ def human_pointwise_rationale(
     """An annotator's reason for ``score`` on a response in ``truth_tier``, naming the unit's key
     fact. They describe what the response is (its tier) unless their score lies two or more tiers
     away; then the words are those of the tier nearest the score, so that a 9 never says that
-    most details are wrong."""
+    most details are wrong. A closing remark of their own (one that fits the tier) follows."""
     available = [tier for tier in tiers if tier in _POINTWISE[language]]
     nearest = min(available, key=lambda name: abs(tiers[name] - score))
     far = abs(available.index(nearest) - available.index(truth_tier)) >= 2
     tier = nearest if far or truth_tier not in available else truth_tier
-    return with_fact(pointwise_rationale(rng, language, tier, fact), language, fact)
+    reason = pointwise_rationale(rng, language, tier, fact)
+    remark = rng.choice(_REMARKS[language][_level(tier)])
+    reason = f"{reason} {remark}" if language == "en" else reason + remark
+    return with_fact(reason, language, fact)
 
 
 def with_fact(reason: str, language: Language, fact: str) -> str:
@@ -191,3 +342,28 @@ def with_fact(reason: str, language: Language, fact: str) -> str:
     if fact in reason:
         return reason
     return f"{reason}应为：{fact}。" if language == "zh" else f"{reason} Expected: {fact}."
+
+
+def gold_explanation(truth: ResponseTruth, score: float) -> str:
+    """Why a gold unit's expected score is ``score``: what the response is (its tier), and the
+    key fact, in the item's language."""
+    how = _HOW[truth.language].get(truth.tier) or _HOW["en"][truth.tier]
+    if truth.language == "zh":
+        return f"预期 {score:g} 分：回答{how}。要点：{truth.fact}。"
+    return f"Expected {score:g}: the response {how}. Key point: {truth.fact}."
+
+
+def gold_pair_explanation(winner: ResponseTruth, loser: ResponseTruth) -> str:
+    """Why one response of a gold pair is the better one, without naming the order (the
+    feedback shows the expected answer in the order the annotator saw)."""
+    if winner.language == "zh":
+        how = _HOW["zh"]
+        return (
+            f"较好的回答{how.get(winner.tier, _HOW['en'][winner.tier])}，"
+            f"另一个{how.get(loser.tier, _HOW['en'][loser.tier])}。要点：{winner.fact}。"
+        )
+    how = _HOW["en"]
+    return (
+        f"The better response {how[winner.tier]}; the other {how[loser.tier]}. "
+        f"Key point: {winner.fact}."
+    )

@@ -20,14 +20,15 @@ problem of the file together, and nothing is written.
 
 from __future__ import annotations
 
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from sqlmodel import Session, col, func, select
 
-from data.io.importers.errors import InvalidRecord, Problems
+from data.io.importers.errors import InvalidFile, InvalidRecord, Problems
 from data.io.importers.sources import read_json_lines
 from data.queue import gold as queue_gold
 from data.services.admin import require_actor_role
@@ -212,6 +213,28 @@ def import_gold_as(
     """:func:`import_gold` for an admin."""
     require_actor_role(session, actor_id, "admin")
     return import_gold(session, path, campaign, actor_id=actor_id)
+
+
+def import_gold_upload_as(
+    session: Session, actor_id: int | None, campaign: str | int, filename: str, data: bytes
+) -> GoldImport:
+    """:func:`import_gold_as` of an uploaded gold file (the Campaigns page): the same reader,
+    all or nothing; problems name the uploaded file's name, its line and field."""
+    require_actor_role(session, actor_id, "admin")
+    name = PurePath(filename.replace("\\", "/")).name or "gold.jsonl"
+    with tempfile.TemporaryDirectory(prefix="critiquelab-gold-") as folder:
+        path = Path(folder) / name
+        path.write_bytes(data)
+        try:
+            return import_gold(session, path, campaign, actor_id=actor_id)
+        except InvalidFile as error:
+            renamed = [
+                InvalidRecord(
+                    name if p.source == str(path) else p.source, p.location, p.field, p.text
+                )
+                for p in error.problems
+            ]
+            raise InvalidFile(renamed, stopped=error.stopped) from None
 
 
 def _entry(record: Any, source: str, line: int | str, protocol: Any) -> GoldEntry:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 
 import krippendorff
 import numpy as np
@@ -581,3 +582,39 @@ def test_gold_settings_are_saved_from_the_campaigns_page_and_bounded(world):
     assert "Saved: gold_feedback" in [s.value for s in at.success]
     with session_scope(engine) as session:
         assert session.get(Campaign, campaign_id).gold_feedback is True
+
+
+def test_a_gold_file_is_uploaded_on_the_campaigns_page_all_or_nothing(world):
+    from data.services.campaigns import unit_keys
+    from schemas.tables import GoldAnswer
+
+    engine, people, campaign_id = world
+    with session_scope(engine) as session:
+        keys = [key for _, key, _, _ in unit_keys(session, campaign_id)]
+    at = _page("pages/admin_campaigns.py", people["root"])
+    assert not at.exception, at.exception
+    bad = (
+        json.dumps({"unit": keys[2], "score": 42}) + "\n"
+        + json.dumps({"unit": keys[0], "score": 7}) + "\n"
+        + json.dumps({"unit": keys[2], "score": 7, "why": "x"}) + "\n"
+    ).encode()  # fmt: skip
+    uploader = at.file_uploader(key=f"g{campaign_id}_file")
+    uploader.set_value(("my-gold.jsonl", bad, "application/octet-stream"))
+    at.button(key=f"FormSubmitter:gold_upload_{campaign_id}-Import gold answers").click().run()
+    assert not at.exception, at.exception
+    assert any("Nothing was imported: 3 problems" in e for e in _errors(at)), _errors(at)
+    (problems,) = [element.value for element in at.code]
+    lines = problems.splitlines()
+    assert [line.split(": ")[0] for line in lines] == [f"my-gold.jsonl:{n}" for n in (1, 2, 3)]
+    assert "`score`" in lines[0] and "already served" in lines[1] and "`why`" in lines[2]
+    with session_scope(engine) as session:
+        assert not session.exec(select(GoldAnswer)).all()  # nothing written
+    good = json.dumps({"unit": keys[2], "score": 7, "explanation": "counts right"}).encode()
+    at.file_uploader(key=f"g{campaign_id}_file").set_value(("gold.jsonl", good, "text/plain"))
+    at.button(key=f"FormSubmitter:gold_upload_{campaign_id}-Import gold answers").click().run()
+    assert not at.exception, at.exception
+    assert "1 gold answers added, 0 replaced; 1 gold units in all." in [s.value for s in at.success]
+    with session_scope(engine) as session:
+        (row,) = session.exec(select(GoldAnswer)).all()
+        assert (row.score, row.explanation) == (7.0, "counts right")
+        assert list_events(session, action_prefix="gold.import")[0].actor_id == people["root"].id

@@ -3,6 +3,7 @@ determinism. One build per module (a few seconds) serves the read-only tests."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from critic.parsing import parse_judgement
+from data import queue
 from data.io.content import iter_images, resolve_image
 from data.sample import (
     ALIGNMMBENCH_DATASET,
@@ -24,8 +26,9 @@ from data.sample import (
     MMIE_DATASET,
     SampleSummary,
 )
+from data.sample.gold import GOLD_PLANS, GoldPlan
 from data.services.users import password_matches
-from data.storage.engine import make_engine
+from data.storage.engine import make_engine, session_scope
 from schemas.benchmarks import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES
 from schemas.protocols import get_protocol, to_canonical
 from schemas.tables import (
@@ -33,6 +36,7 @@ from schemas.tables import (
     Assignment,
     Campaign,
     Dataset,
+    GoldAnswer,
     Item,
     Judgement,
     Pair,
@@ -280,6 +284,104 @@ def test_the_noisier_pairwise_judge_prefers_the_response_shown_first(session: Se
     assert share["synthetic-critic-v0"] > share["synthetic-gpt4-like"] + 0.1
 
 
+@pytest.fixture
+def own_sample(tmp_path: Path, sample_template: SampleTemplate) -> Iterator[Engine]:
+    """A copy of the sample project of this test's own, to annotate in."""
+    sample_template.copy_to(tmp_path / "sample.db", tmp_path / "files")
+    engine = make_engine(f"sqlite:///{tmp_path / 'sample.db'}")
+    yield engine
+    engine.dispose()
+
+
+@pytest.mark.parametrize("plan", GOLD_PLANS, ids=lambda plan: plan.campaign)
+def test_open_campaigns_have_gold_units_with_explanations(session: Session, plan: GoldPlan) -> None:
+    campaign = _campaign(session, plan.campaign)
+    protocol = get_protocol(campaign.protocol)
+    gold = session.exec(select(GoldAnswer).where(GoldAnswer.campaign_id == campaign.id)).all()
+    assert len(gold) == plan.units >= 4
+    units = {u.id: u for u in session.exec(select(Unit).where(Unit.campaign_id == campaign.id))}
+    assert {g.unit_id for g in gold} == {u.id for u in units.values() if u.gold}
+    for answer in gold:
+        assert len(answer.explanation) > 30
+        if protocol.is_pointwise:
+            assert protocol.validate_score(answer.score) == answer.score
+        else:
+            assert answer.preference in ("A", "B")
+    assert campaign.gold_rate == plan.gold_rate and campaign.gold_feedback == plan.gold_feedback
+    assert campaign.qualification_gold == plan.qualification_gold
+    assert len(units) - len(gold) >= 20, "the gold units leave most of the campaign to annotate"
+
+
+def _gold_answer(session: Session, unit_id: int) -> GoldAnswer:
+    return session.exec(select(GoldAnswer).where(GoldAnswer.unit_id == unit_id)).one()
+
+
+def _user_id(session: Session, name: str) -> int:
+    user = session.exec(select(User).where(User.name == name)).one()
+    assert user.id is not None
+    return user.id
+
+
+def test_an_annotator_meets_the_qualification_step_first_and_gold_is_blind(
+    own_sample: Engine,
+) -> None:
+    """demo-alice logs in to demo-alignmmbench-open: three gold units (served like any other),
+    feedback after each, then real units once 2 of 3 are within a point."""
+    with session_scope(own_sample) as session:
+        campaign = _campaign(session, "demo-alignmmbench-open")
+        assert (
+            campaign.qualification_gold == 3
+            and campaign.qualification_accuracy == pytest.approx(2 / 3)
+        )
+        alice = _user_id(session, "demo-alice")
+        view = queue.next_unit(session, campaign.id, alice)
+        gold_views = []
+        for turn in range(3):
+            assert view is not None and session.get(Unit, view.unit_id).gold, turn
+            gold_views.append(view)
+            expected = _gold_answer(session, view.unit_id)
+            step = queue.submit_and_next(
+                session, view.assignment_id, alice,
+                score=expected.score if turn else expected.score - 4,  # one wrong of three
+                rationale="Checked the answer against the picture and the question.", seconds=40,
+            )  # fmt: skip
+            assert step.feedback is not None and step.feedback.explanation == expected.explanation
+            assert step.feedback.agrees == (turn > 0)
+            view = step.next_unit
+        assert view is not None and not session.get(Unit, view.unit_id).gold
+        real = view
+    for gold_view in gold_views:  # the same record, field for field, as a real unit's
+        for field in dataclasses.fields(real):
+            mine, theirs = getattr(gold_view, field.name), getattr(real, field.name)
+            assert type(mine) is type(theirs), field.name
+        assert gold_view.campaign_id == real.campaign_id and gold_view.draft is None
+    with Session(own_sample) as session:
+        for gold_view in gold_views:
+            explanation = _gold_answer(session, gold_view.unit_id).explanation
+            assert explanation not in repr(gold_view)
+        again = queue.next_unit(session, campaign.id, alice)  # qualified: her real unit still
+        assert again is not None and again.unit_id == real.unit_id
+
+
+def test_a_careless_annotator_is_held_by_the_qualification_step(own_sample: Engine) -> None:
+    with session_scope(own_sample) as session:
+        campaign = _campaign(session, "demo-alignmmbench-open")
+        dave = _user_id(session, "demo-dave")
+        view = queue.next_unit(session, campaign.id, dave)
+        for _ in range(3):
+            assert view is not None and session.get(Unit, view.unit_id).gold
+            expected = _gold_answer(session, view.unit_id).score
+            wrong = 1.0 if expected >= 6 else 10.0
+            step = queue.submit_and_next(
+                session, view.assignment_id, dave, score=wrong,
+                rationale="Looks good to me, fine.", seconds=2,
+            )  # fmt: skip
+            view = step.next_unit
+        assert view is None
+    with session_scope(own_sample) as session, pytest.raises(queue.AnnotatorHeld):
+        queue.next_unit(session, campaign.id, dave)
+
+
 @pytest.mark.parametrize("name", OPEN)
 def test_open_campaigns_are_active_and_untouched(session: Session, name: str) -> None:
     campaign = _campaign(session, name)
@@ -309,21 +411,67 @@ def test_summary_counts_match_the_database(
     assert summary.unparsed_judgements == session.exec(unparsed).one() > 0
 
 
+HONEST = ("demo-alice", "demo-bob", "demo-carol", "demo-erin")
+"""Honest about effort: erin's position bias is a bias, not carelessness."""
+
+
+@pytest.mark.parametrize("name", FINISHED)
 def test_low_effort_flags_spare_the_honest_annotators_and_catch_the_careless_one(
-    session: Session,
+    session: Session, name: str
 ) -> None:
     from data.services.monitor import low_effort_report
 
-    honest_answers = honest_flagged = 0
-    for name in FINISHED:
-        report = low_effort_report(session, _campaign(session, name).id)
-        rows = {row.annotator: row for row in report.annotators}
-        dave = rows["demo-dave"]
-        assert dave.counts["too_fast"] == dave.answers >= 30
-        assert {flag.kind for flag in dave.flags} == {"too_fast", "stock_rationales"}
-        for annotator in ("demo-alice", "demo-bob", "demo-carol"):
-            honest_answers += rows[annotator].answers
-            honest_flagged += rows[annotator].flagged
-            assert rows[annotator].counts["too_fast"] == 0
-    # 57 of 1,584 (3.6%); demo-bob on the pairwise campaign alone is above 5% (12%)
-    assert honest_flagged / honest_answers <= 0.05
+    report = low_effort_report(session, _campaign(session, name).id)
+    rows = {row.annotator: row for row in report.annotators}
+    dave = rows["demo-dave"]
+    assert dave.counts["too_fast"] == dave.answers >= 30
+    assert {flag.kind for flag in dave.flags} == {"too_fast", "stock_rationales"}
+    for annotator in HONEST:
+        row = rows[annotator]
+        assert row.answers >= 30 and row.counts["too_fast"] == 0 and not row.flags
+        # their ties and hedged preferences no longer repeat one template per question
+        assert row.flagged <= 0.05 * row.answers, (annotator, row.flagged, row.answers)
+
+
+@pytest.mark.parametrize("name", FINISHED)
+def test_the_annotators_table_flags_the_careless_and_the_position_biased_ones(
+    built: tuple[Engine, SampleSummary, Path], name: str
+) -> None:
+    from annotate_app.campaign_calibration import calibrate_campaign, load_campaign
+
+    engine = built[0]
+    result = calibrate_campaign(engine, load_campaign(engine, name), bootstrap=200).report.result
+    assert result.annotators is not None
+    flags = {
+        row.annotator.removeprefix("annotator:"): {flag.kind for flag in row.flags}
+        for row in result.annotators.rows
+    }
+    assert flags["demo-dave"] & {"low_competence", "low_agreement"}
+    for annotator in ("demo-alice", "demo-bob", "demo-carol"):
+        assert not flags[annotator] & {"low_competence", "low_agreement", "position"}, annotator
+    if name == "demo-pairwise-finished":
+        assert "position" in flags["demo-erin"]
+    else:  # on scores there is no first response to prefer
+        assert "position" not in flags["demo-erin"]
+
+
+def test_human_rationales_fit_the_score(session: Session) -> None:
+    """A 9 never says that most details are wrong, a 2 never that nothing is missing."""
+    from data.sample.rationales import _REMARKS
+
+    campaign = _campaign(session, "demo-alignmmbench-finished")
+    praise = ("Correct and complete", "Nothing important is missing", *_REMARKS["en"]["high"])
+    blame = ("details are wrong", "Mostly incorrect", "Several factual errors",
+             "Does not answer", "Off topic", *_REMARKS["en"]["low"])  # fmt: skip
+    honest = select(User.id).where(col(User.name).in_(HONEST))
+    answers = session.exec(
+        select(Annotation.score, Annotation.rationale).where(
+            Annotation.campaign_id == campaign.id, col(Annotation.annotator_id).in_(honest)
+        )
+    ).all()
+    assert len(answers) >= 900
+    for score, rationale in answers:
+        if score >= 8:
+            assert not any(words in rationale for words in blame), (score, rationale)
+        if score <= 3:
+            assert not any(words in rationale for words in praise), (score, rationale)

@@ -20,6 +20,7 @@ from schemas.tables import (
     AuditEvent,
     Campaign,
     Dataset,
+    GoldAnswer,
     Item,
     Judgement,
     Pair,
@@ -31,7 +32,7 @@ from schemas.tables import (
 pytestmark = pytest.mark.slow  # each test builds the sample project
 
 TABLES = (User, Dataset, Item, Response, Pair, Campaign, Unit, Assignment, Annotation, Judgement,
-          AuditEvent)  # fmt: skip
+          GoldAnswer, AuditEvent)  # fmt: skip
 
 
 def _counts(engine: Engine) -> dict[str, int]:
@@ -49,7 +50,8 @@ def test_building_twice_duplicates_nothing(any_engine: Engine) -> None:
     assert first.created and not second.created
     assert second.added_annotations == second.added_judgements == 0
     assert _counts(any_engine) == after_first
-    totals = ("items", "responses", "pairs", "annotations", "judgements")
+    assert second.added_gold == 0 and second.gold_units == first.gold_units > 0
+    totals = ("items", "responses", "pairs", "annotations", "judgements", "gold_units")
     assert [getattr(second, key) for key in totals] == [getattr(first, key) for key in totals]
 
 
@@ -77,6 +79,11 @@ def _snapshot(engine: Engine, files: Path) -> dict[str, Any]:
             "judgements": sorted((j.judge, j.unit_key, j.shown_order, str(j.score),
                                   str(j.preference), j.raw_output, j.parse_status, j.prompt_id)
                                  for j in session.exec(select(Judgement))),
+            "gold": sorted((units[g.unit_id], str(g.score), str(g.preference), g.explanation)
+                           for g in session.exec(select(GoldAnswer))),
+            "gold_settings": sorted((c.name, c.gold_rate, c.gold_feedback, c.qualification_gold,
+                                     c.qualification_accuracy)
+                                    for c in session.exec(select(Campaign))),
             "images": sorted((p.relative_to(files).as_posix(), p.read_bytes())
                              for p in files.rglob("*.png")),
         }  # fmt: skip
@@ -91,6 +98,7 @@ def test_two_builds_are_identical(tmp_path: Path) -> None:
         snapshots.append(_snapshot(engine, tmp_path / f"{name}_files"))
         engine.dispose()
     assert snapshots[0]["images"], "the build stored no images"
+    assert snapshots[0]["gold"], "the build attached no gold answers"
     for key in snapshots[0]:
         assert snapshots[0][key] == snapshots[1][key], key
 

@@ -121,3 +121,53 @@ def _response_pk(session, response_id: str) -> int:  # type: ignore[no-untyped-d
     from sqlmodel import select
 
     return session.exec(select(Response.id).where(Response.response_id == response_id)).one()
+
+
+GOLD_SECRET = "GOLDSECRET5d1e"
+"""In the explanation of a gold unit's known answer: shown to an annotator only as feedback, after
+they submitted that unit, in a campaign that gives feedback."""
+GOLD_EXPECTED = "73.25"
+"""The gold unit's expected score (on a 0–100 continuous scale: a number nothing else shows)."""
+
+
+@dataclass(frozen=True)
+class GoldWorld:
+    campaign_id: int
+    campaign_name: str
+    cat: UserRecord
+    """a fresh annotator, qualifying: the first unit the queue serves her is the gold one"""
+    gold_unit: int
+    real_unit: int
+
+
+def build_gold_world(engine: Engine, *, feedback: bool) -> GoldWorld:
+    """:func:`build_hostile_world`'s project plus a campaign on the same two (hostile) items, one
+    of them gold with :data:`GOLD_SECRET` in its explanation; a qualification of one gold unit
+    (any answer passes) and ``gold_feedback`` as given."""
+    from data.services.gold import GoldEntry, attach_gold, set_gold_settings
+    from schemas.tables import Unit
+
+    build_hostile_world(engine)
+    name = "hostile-training" if feedback else "hostile-audit"  # no "gold" in it
+    with session_scope(engine) as session:
+        cat = create_user(session, "cat", PASSWORD, "annotator")
+        campaign = create_campaign(
+            session,
+            CampaignSpec(name=name, dataset="hostile", protocol="score", scale=(0, 100, None),
+                         overlap=2, rationale_min=5, instructions=f"Instructions {HOSTILE}"),
+        )  # fmt: skip
+        explanation = f"{GOLD_SECRET} {HOSTILE}"
+        attach_gold(
+            session, campaign, [GoldEntry("r:x0/m", float(GOLD_EXPECTED), None, explanation)]
+        )
+        set_gold_settings(
+            session, name, qualification_gold=1, qualification_accuracy=0.0, gold_feedback=feedback
+        )
+        from sqlmodel import select
+
+        units = {
+            unit.gold: unit.id
+            for unit in session.exec(select(Unit).where(Unit.campaign_id == campaign.id))
+        }
+        assert campaign.id is not None and None not in units.values()
+        return GoldWorld(campaign.id, name, cat, units[True], units[False])  # type: ignore[arg-type]

@@ -99,3 +99,73 @@ def test_a_bad_gold_file_exits_2_naming_line_and_field_and_writes_nothing(
     assert lines[1].startswith(f"error: {bad}:3: `unit` 'r:x' is no unit of campaign 'c'")
     status = runner.invoke(app, [*db, "--json", "campaign", "status", "c"])
     assert json.loads(status.stdout)["gold_units"] == 0
+
+
+_CREATE = ["campaign", "create", "d", "--dataset", "items", "--protocol", "alignmmbench"]
+
+
+def _exists(db: list[str], campaign: str) -> bool:
+    return runner.invoke(app, [*db, "campaign", "status", campaign]).exit_code == 0
+
+
+def test_campaign_create_takes_a_gold_file_and_the_gold_options(
+    db: list[str], tmp_path: Path
+) -> None:
+    keys = _keys(db)  # campaign c's units: d is made of the same responses
+    gold = write_jsonl(tmp_path / "gold.jsonl", [{"unit": keys[0], "score": 7}])
+    options = ["--gold", str(gold), "--gold-rate", "0.25", "--gold-feedback"]
+    options += ["--qualify", "1", "--qualify-accuracy", "0.5"]
+    made = runner.invoke(app, [*db, "--json", *_CREATE, *options])
+    assert made.exit_code == 0, made.output
+    created = json.loads(made.stdout)
+    assert (created["gold_units"], created["gold_rate"], created["gold_feedback"]) == (
+        1,
+        0.25,
+        True,
+    )
+    assert (created["qualification_gold"], created["qualification_accuracy"]) == (1, 0.5)
+    status = runner.invoke(app, [*db, "--json", "campaign", "status", "d"])
+    assert json.loads(status.stdout)["gold_units"] == 1
+    text = runner.invoke(app, [*db, *_CREATE[:2], "e", *_CREATE[3:], *options])
+    assert text.exit_code == 0, text.output
+    assert "; 1 gold units; qualification: 1 gold units, 50% right" in text.stdout
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--gold-rate", "0.9"],
+        ["--qualify", "-1"],
+        ["--qualify-accuracy", "1.5"],
+        ["--qualify", "2"],  # more than the gold file's one unit
+        ["--gold-rate", "0.005"],
+    ],
+)
+def test_campaign_create_bounds_the_gold_options_like_gold_set_and_creates_nothing(
+    db: list[str], tmp_path: Path, option: list[str]
+) -> None:
+    gold = write_jsonl(tmp_path / "gold.jsonl", [{"unit": _keys(db)[0], "score": 7}])
+    result = runner.invoke(app, [*db, *_CREATE, "--gold", str(gold), *option])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1
+    same = runner.invoke(app, [*db, "gold", "set", "c", *option])
+    assert same.exit_code == 2, same.output  # the same bounds as gold set
+    assert not _exists(db, "d") and _exists(db, "c")
+
+
+def test_campaign_create_without_a_gold_file_refuses_gold_to_serve(db: list[str]) -> None:
+    for option in (["--gold-rate", "0.1"], ["--qualify", "3"]):
+        result = runner.invoke(app, [*db, *_CREATE, *option])
+        assert result.exit_code == 2 and "--gold FILE" in result.output, result.output
+    feedback_only = runner.invoke(app, [*db, "--json", *_CREATE, "--gold-feedback"])
+    assert feedback_only.exit_code == 0 and json.loads(feedback_only.stdout)["gold_feedback"]
+
+
+def test_campaign_create_with_a_bad_gold_file_names_the_line_and_creates_nothing(
+    db: list[str], tmp_path: Path
+) -> None:
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"unit": _keys(db)[0], "preference": "A"}])
+    result = runner.invoke(app, [*db, *_CREATE, "--gold", str(bad)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {bad}:1: ") and "preference" in result.stderr
+    assert not _exists(db, "d") and _exists(db, "c")
