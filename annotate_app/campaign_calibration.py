@@ -31,7 +31,11 @@ from calibration.reference import NoMajorityRule
 from calibration.result import CalibrationResult
 from calibration.scale import Scale
 from calibration.tables import select_units
-from data.io.campaign_input import CampaignCalibrationInput, read_calibration_input
+from data.io.campaign_input import (
+    CampaignCalibrationInput,
+    read_calibration_input,
+    standing_exclusions,
+)
 from data.io.frames import (
     campaign_judgement_frame,
     campaign_rationales,
@@ -269,21 +273,29 @@ def task_agreement(engine: Engine, campaign_id: int) -> list[TaskAgreement]:
     """Alpha among the humans per task of the campaign, tasks in name order (Monitor page).
 
     Krippendorff (2011), "Computing Krippendorff's alpha-reliability", on the live human labels
-    (:func:`data.services.monitor.human_rating_matrices`).
+    that calibration reads (:func:`data.services.monitor.human_rating_matrices`: no rejected
+    answer), without the annotators held or retired in the campaign, as the human ceiling of
+    ``critiquelab calibrate`` leaves them out (:func:`reference_exclusions`).
     """
     with read_scope(engine) as session:
         matrices = human_rating_matrices(session, campaign_id)
-    return [
-        TaskAgreement(
-            task=matrix.task,
-            annotators=len(matrix.annotators),
-            units=len(matrix.units),
-            alpha=krippendorff_alpha(matrix.values, matrix.level),
-            level=matrix.level,
-            paired_units=int(((~np.isnan(matrix.values)).sum(axis=0) >= 2).sum()),
+        excluded = standing_exclusions(session, campaign_id)
+    agreement = []
+    for matrix in matrices.values():
+        kept = [name not in excluded for name in matrix.annotators]
+        values = matrix.values[kept]
+        units = int((~np.isnan(values)).any(axis=0).sum())
+        agreement.append(
+            TaskAgreement(
+                task=matrix.task,
+                annotators=sum(kept),
+                units=units,
+                alpha=krippendorff_alpha(values, matrix.level) if units else float("nan"),
+                level=matrix.level,
+                paired_units=int(((~np.isnan(values)).sum(axis=0) >= 2).sum()),
+            )
         )
-        for matrix in matrices.values()
-    ]
+    return agreement
 
 
 def campaign_annotators(
@@ -291,10 +303,13 @@ def campaign_annotators(
 ) -> AnnotatorTable | None:
     """The Annotators table of the campaign's live human labels (Monitor page): every task's
     units side by side (:func:`calibration.annotators.annotator_reliability`); None before the
-    first label."""
+    first label. The labels are those calibration reads (no rejected answer), and annotators
+    held or retired in the campaign are marked excluded and left out of the others' consensus,
+    as ``critiquelab calibrate`` does (:func:`campaign_annotator_exclusions` says why)."""
     with read_scope(engine) as session:
         matrices = list(human_rating_matrices(session, campaign_id).values())
         protocol = campaign_protocol(get_campaign(session, campaign_id))
+        excluded = standing_exclusions(session, campaign_id)
     if not matrices:
         return None
     names = sorted({name for matrix in matrices for name in matrix.annotators})
@@ -318,4 +333,12 @@ def campaign_annotators(
         order=order,
         bootstrap=bootstrap,
         seed=seed,
+        excluded=[name for name in names if name in excluded],
     )
+
+
+def campaign_annotator_exclusions(engine: Engine, campaign_id: int) -> dict[str, str]:
+    """Login name → standing (held, retired) of the campaign's annotators whom the reference
+    leaves out by itself: the Monitor's Annotators table marks them excluded with this reason."""
+    with read_scope(engine) as session:
+        return standing_exclusions(session, campaign_id)

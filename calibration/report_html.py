@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from calibration.analysis import CalibrationReport
+from calibration.annotators import annotator_label
 from calibration.compare import JudgeComparison
 from calibration.details import JudgeDetails
 from calibration.maps import MAP_KINDS
@@ -213,6 +214,7 @@ def _annotators(result: CalibrationResult) -> str:
     competence = {"dawid-skene": "Dawid–Skene expected accuracy (chance)", "mace": "MACE θ"}.get(
         section.model or "", "competence"
     )
+    left_out = result.reference.exclusion_reasons
     header = ["annotator", "units", "weight", "LOO units", *agreement]
     header += [f"alpha without ({_fmt(section.alpha)} with all)", competence]
     header += ["shown first: them / others"] if pairwise else []
@@ -220,7 +222,7 @@ def _annotators(result: CalibrationResult) -> str:
     rows = []
     for row in section.rows:
         cells = [
-            escape(row.annotator) + (" (excluded)" if row.excluded else ""),
+            escape(annotator_label(row.annotator, row.excluded, left_out.get(row.annotator))),
             _fmt(row.n),
             _fmt(row.weight),
             _fmt(row.loo_n),
