@@ -106,7 +106,8 @@ def calibrate_campaign(
     the units the report lists as largest disagreements are read apart, in one query
     (:func:`data.io.frames.campaign_rationales`) in a read-only snapshot. Annotators held or
     retired in the campaign are left out of the reference without being listed
-    (:func:`reference_exclusions`); answers a reviewer rejected are not in the frame at all.
+    (:func:`reference_exclusions`); answers a reviewer rejected are not in the frame at all, and
+    the result's ``reference.rejected_answers`` says how many there were on its units.
     """
     options = {**options, **reference_exclusions(source, options)}
     chosen = CalibrationOptions(protocol=source.protocol, **options)
@@ -116,6 +117,9 @@ def calibrate_campaign(
         with read_scope(engine) as session:
             rows = campaign_rationales(session, source.campaign, units, judges=list(report.details))
         report = report.with_rationales(rows)
+    result = report.result
+    reference = result.reference.model_copy(update={"rejected_answers": source.rejected_answers()})
+    report = replace(report, result=result.model_copy(update={"reference": reference}))
     return CampaignCalibration(source, chosen, report)
 
 

@@ -113,6 +113,11 @@ def _setup(result: CalibrationResult) -> str:
             f"{name} {_fmt(weight)}" for name, weight in reference.weights.items()
         )
         or "none",
+        **(
+            {}
+            if reference.rejected_answers is None
+            else {"Answers a reviewer rejected (left out)": str(reference.rejected_answers)}
+        ),
         "Units": f"{reference.n_units} with a reference of {reference.n_units_total} "
         f"({reference.n_units_without_reference} without one, not scored)",
         "Unparsed judge outputs": _unparsed_text(options.unparsed, result.pairwise),

@@ -189,7 +189,9 @@ def _dashboard() -> None:
     st.caption(
         f"Reference: {reference.consensus} of the humans, adjudicated label where one exists "
         f"({reference.n_adjudicated}); {reference.n_units} units with a reference, "
-        f"{reference.n_units_without_reference} without. 95% intervals: bootstrap over units, "
+        f"{reference.n_units_without_reference} without; "
+        f"{reference.rejected_answers or 0} answers a reviewer rejected left out. "
+        "95% intervals: bootstrap over units, "
         f"B = {result.options.bootstrap}, seed {result.options.seed}. Weights in the reference: "
         + (
             ", ".join(
