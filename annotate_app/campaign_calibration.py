@@ -81,13 +81,19 @@ def only_units(
     tasks: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
 ) -> CampaignCalibrationInput:
-    """``source`` restricted to the units of these tasks and models (None: no restriction)."""
+    """``source`` restricted to the units of these tasks and models (None: no restriction); its
+    held and retired annotators only those with a label left (an exclusion names a rater of the
+    frame)."""
     frame = source.frame
     if tasks is not None:
         frame = select_units(frame, "task", tasks)
     if models is not None:
         frame = select_units(frame, "model", models)
-    return source if frame is source.frame else replace(source, frame=frame)
+    if frame is source.frame:
+        return source
+    present = set(frame.loc[frame["kind"] == "human", "rater"].astype(str))
+    standing = {k: v for k, v in source.standing_exclusions.items() if k in present}
+    return replace(source, frame=frame, standing_exclusions=standing)
 
 
 def calibrate_campaign(
