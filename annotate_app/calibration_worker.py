@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -85,6 +85,11 @@ class CampaignOverview:
     models: list[str]
     rows: int
     """Live answers and judgements read (0: nothing to calibrate yet)."""
+    annotators: list[str] = field(default_factory=list)
+    """Every human rater of the campaign as the frame names them (``annotator:<login>``)."""
+    standing_exclusions: dict[str, str] = field(default_factory=dict)
+    """Those of ``annotators`` held or retired in the campaign → that standing: the reference
+    leaves them out by itself."""
 
 
 @dataclass(frozen=True)
@@ -265,6 +270,8 @@ def _overview(scope: CampaignScope) -> CampaignOverview:
         tasks=_names(frame, "task"),
         models=_names(frame, "model"),
         rows=len(frame),
+        annotators=_names(frame[frame["kind"] == "human"], "rater") if not frame.empty else [],
+        standing_exclusions=dict(source.standing_exclusions),
     )
 
 
@@ -278,6 +285,10 @@ def _calibration(scope: CampaignScope, options: dict[str, Any]) -> PageCalibrati
     source = _filtered(scope)
     if source.frame.empty:
         return PageCalibration(None)
+    present = set(source.frame.loc[source.frame["kind"] == "human", "rater"].astype(str))
+    listed = options.get("exclude_annotators") or ()
+    # the page offers the campaign's annotators; one without a label after its filters is moot
+    options = {**options, "exclude_annotators": tuple(n for n in listed if n in present)}
     calibration = calibrate_campaign(_engine(scope.url), source, **options)
     return PageCalibration(replace(calibration.report, units=None))
 

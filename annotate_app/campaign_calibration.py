@@ -31,7 +31,11 @@ from calibration.reference import NoMajorityRule
 from calibration.result import CalibrationResult
 from calibration.scale import Scale
 from calibration.tables import select_units
-from data.io.campaign_input import CampaignCalibrationInput, read_calibration_input
+from data.io.campaign_input import (
+    CampaignCalibrationInput,
+    read_calibration_input,
+    standing_exclusions,
+)
 from data.io.frames import (
     campaign_judgement_frame,
     campaign_rationales,
@@ -77,13 +81,19 @@ def only_units(
     tasks: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
 ) -> CampaignCalibrationInput:
-    """``source`` restricted to the units of these tasks and models (None: no restriction)."""
+    """``source`` restricted to the units of these tasks and models (None: no restriction); its
+    held and retired annotators only those with a label left (an exclusion names a rater of the
+    frame)."""
     frame = source.frame
     if tasks is not None:
         frame = select_units(frame, "task", tasks)
     if models is not None:
         frame = select_units(frame, "model", models)
-    return source if frame is source.frame else replace(source, frame=frame)
+    if frame is source.frame:
+        return source
+    present = set(frame.loc[frame["kind"] == "human", "rater"].astype(str))
+    standing = {k: v for k, v in source.standing_exclusions.items() if k in present}
+    return replace(source, frame=frame, standing_exclusions=standing)
 
 
 def calibrate_campaign(
@@ -102,7 +112,8 @@ def calibrate_campaign(
     the units the report lists as largest disagreements are read apart, in one query
     (:func:`data.io.frames.campaign_rationales`) in a read-only snapshot. Annotators held or
     retired in the campaign are left out of the reference without being listed
-    (:func:`reference_exclusions`); answers a reviewer rejected are not in the frame at all.
+    (:func:`reference_exclusions`); answers a reviewer rejected are not in the frame at all, and
+    the result's ``reference.rejected_answers`` says how many there were on its units.
     """
     options = {**options, **reference_exclusions(source, options)}
     chosen = CalibrationOptions(protocol=source.protocol, **options)
@@ -112,6 +123,9 @@ def calibrate_campaign(
         with read_scope(engine) as session:
             rows = campaign_rationales(session, source.campaign, units, judges=list(report.details))
         report = report.with_rationales(rows)
+    result = report.result
+    reference = result.reference.model_copy(update={"rejected_answers": source.rejected_answers()})
+    report = replace(report, result=result.model_copy(update={"reference": reference}))
     return CampaignCalibration(source, chosen, report)
 
 
@@ -269,21 +283,29 @@ def task_agreement(engine: Engine, campaign_id: int) -> list[TaskAgreement]:
     """Alpha among the humans per task of the campaign, tasks in name order (Monitor page).
 
     Krippendorff (2011), "Computing Krippendorff's alpha-reliability", on the live human labels
-    (:func:`data.services.monitor.human_rating_matrices`).
+    that calibration reads (:func:`data.services.monitor.human_rating_matrices`: no rejected
+    answer), without the annotators held or retired in the campaign, as the human ceiling of
+    ``critiquelab calibrate`` leaves them out (:func:`reference_exclusions`).
     """
     with read_scope(engine) as session:
         matrices = human_rating_matrices(session, campaign_id)
-    return [
-        TaskAgreement(
-            task=matrix.task,
-            annotators=len(matrix.annotators),
-            units=len(matrix.units),
-            alpha=krippendorff_alpha(matrix.values, matrix.level),
-            level=matrix.level,
-            paired_units=int(((~np.isnan(matrix.values)).sum(axis=0) >= 2).sum()),
+        excluded = standing_exclusions(session, campaign_id)
+    agreement = []
+    for matrix in matrices.values():
+        kept = [name not in excluded for name in matrix.annotators]
+        values = matrix.values[kept]
+        units = int((~np.isnan(values)).any(axis=0).sum())
+        agreement.append(
+            TaskAgreement(
+                task=matrix.task,
+                annotators=sum(kept),
+                units=units,
+                alpha=krippendorff_alpha(values, matrix.level) if units else float("nan"),
+                level=matrix.level,
+                paired_units=int(((~np.isnan(values)).sum(axis=0) >= 2).sum()),
+            )
         )
-        for matrix in matrices.values()
-    ]
+    return agreement
 
 
 def campaign_annotators(
@@ -291,10 +313,13 @@ def campaign_annotators(
 ) -> AnnotatorTable | None:
     """The Annotators table of the campaign's live human labels (Monitor page): every task's
     units side by side (:func:`calibration.annotators.annotator_reliability`); None before the
-    first label."""
+    first label. The labels are those calibration reads (no rejected answer), and annotators
+    held or retired in the campaign are marked excluded and left out of the others' consensus,
+    as ``critiquelab calibrate`` does (:func:`campaign_annotator_exclusions` says why)."""
     with read_scope(engine) as session:
         matrices = list(human_rating_matrices(session, campaign_id).values())
         protocol = campaign_protocol(get_campaign(session, campaign_id))
+        excluded = standing_exclusions(session, campaign_id)
     if not matrices:
         return None
     names = sorted({name for matrix in matrices for name in matrix.annotators})
@@ -318,4 +343,12 @@ def campaign_annotators(
         order=order,
         bootstrap=bootstrap,
         seed=seed,
+        excluded=[name for name in names if name in excluded],
     )
+
+
+def campaign_annotator_exclusions(engine: Engine, campaign_id: int) -> dict[str, str]:
+    """Login name → standing (held, retired) of the campaign's annotators whom the reference
+    leaves out by itself: the Monitor's Annotators table marks them excluded with this reason."""
+    with read_scope(engine) as session:
+        return standing_exclusions(session, campaign_id)

@@ -45,6 +45,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("pages/review_adjudicate.py", "Adjudicate", ":material/gavel:", STAFF, "Review"),
     PageSpec("pages/review_disagreements.py", "Disagreements", ":material/rule:", STAFF, "Review"),
     PageSpec("pages/review_flags.py", "Flags", ":material/flag:", STAFF, "Review"),
+    PageSpec("pages/review_answers.py", "Review answers", ":material/fact_check:", STAFF, "Review"),
     PageSpec(
         "pages/calibration_dashboard.py", "Calibration", ":material/insights:", STAFF, "Review"
     ),

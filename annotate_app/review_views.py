@@ -1,5 +1,6 @@
-"""Reviewers' accept / reject of answers on the pages: the Monitor's per-annotator list of
-answers, and the Reject / Accept / Reopen controls beside one answer (Monitor and Adjudicate).
+"""Reviewers' accept / reject of answers on the pages: the per-annotator list of answers (the
+Monitor's, for admins, and the *Review answers* page, for reviewers and admins), and the Reject /
+Accept / Reopen controls beside one answer (those two and Adjudicate).
 
 The services check the acting user's role on the server (:mod:`data.services.answer_review`);
 the pages only show what they return. Names, comments and rationales are shown as typed
@@ -72,9 +73,17 @@ def _act(engine: Engine, done: str, action: Callable[[Session], ReviewOutcome]) 
     st.rerun()
 
 
-def render_answer_review(engine: Engine, user_id: int, campaign: Campaign) -> None:
-    """The Monitor's per-annotator answers: pick an annotator, see each current answer with its
-    review state, and reject (with a comment), accept or undo one."""
+def render_answer_review(
+    engine: Engine, user_id: int, campaign: Campaign, *, key: str = "monitor"
+) -> None:
+    """The per-annotator answers (the Monitor's and the *Review answers* page's): pick an
+    annotator, see each current answer with its review state (only the states chosen), and
+    reject (with a comment), accept or undo one. ``key`` keeps two pages' widgets apart.
+
+    Every annotator who holds a current answer is offered, also one whose answers all left the
+    adjudication queue: a unit with fewer than two counted answers after a rejection is not
+    adjudicated, and its remaining answer is reviewed here (PROTOCOLS.md, *Review of answers*).
+    """
     st.subheader("Review answers")
     st.caption(
         "A rejected answer leaves the reference, the SFT export and the judge metrics; its unit "
@@ -90,15 +99,28 @@ def render_answer_review(engine: Engine, user_id: int, campaign: Campaign) -> No
     if not names:
         st.info("No annotator has answered in this campaign yet.")
         return
-    annotator = st.selectbox("Annotator", names, key="review_annotator")
+    prefix = "review" if key == "monitor" else key
+    left, right = st.columns(2)
+    annotator = left.selectbox("Annotator", names, key=f"{prefix}_annotator")
+    states = right.multiselect(
+        "Review state",
+        list(STATE_TEXT),
+        format_func=STATE_TEXT.__getitem__,
+        key=f"{prefix}_states",
+        help="Only answers in these states (none chosen: every current answer).",
+    )
     try:
         with session_scope(engine) as session:
-            rows = annotator_answers_as(session, user_id, stored_id(campaign), annotator)
+            rows = annotator_answers_as(
+                session, user_id, stored_id(campaign), annotator, states=tuple(states) or None
+            )
     except ERRORS as error:
         st.error(escape_markdown(str(error)))
         return
     if not rows:
-        st.info("No current answer of this annotator.")
+        st.info(
+            "No current answer of this annotator" + (" in these review states." if states else ".")
+        )
         return
     st.dataframe(
         pd.DataFrame(
@@ -122,7 +144,7 @@ def render_answer_review(engine: Engine, user_id: int, campaign: Campaign) -> No
         format_func=lambda i: (
             f"{i} · {by_id[i].unit_key} · {by_id[i].value} · {STATE_TEXT[by_id[i].state]}"
         ),
-        key="review_answer",
+        key=f"{prefix}_answer",
     )
     row = by_id[chosen]
     with st.container(border=True):
@@ -133,4 +155,4 @@ def render_answer_review(engine: Engine, user_id: int, campaign: Campaign) -> No
         st.markdown(safe_markdown(row.rationale))
         if row.comment:
             st.caption("Rejected: " + escape_markdown(row.comment))
-        answer_actions(engine, user_id, row.annotation_id, row.state, key="monitor")
+        answer_actions(engine, user_id, row.annotation_id, row.state, key=key)

@@ -39,7 +39,7 @@ from calibration.maps import calibration_maps
 from calibration.options import CalibrationOptions
 from calibration.pairwise import LABELS, PairwiseKernel
 from calibration.pointwise import PointwiseKernel
-from calibration.result import CalibrationResult
+from calibration.result import AnnotatorsSection, CalibrationResult
 from calibration.scale import Scale
 from calibration.units import UnitData, prepare_units
 from schemas.option_text import OptionText
@@ -255,6 +255,14 @@ def annotator_table(
         excluded=data.excluded,
         weights={k: float(v) for k, v in weights.items()},
     )
+
+
+def annotators_section(table: AnnotatorTable) -> AnnotatorsSection:
+    """An Annotators table as the result's ``annotators`` section (NaN as null), the form that
+    the pages' renderer reads, whether it came from a calibration or from the Monitor's live
+    labels."""
+    section = _jsonable(asdict(table))
+    return AnnotatorsSection.model_validate(section)
 
 
 def _judge_names(data: UnitData, options: CalibrationOptions) -> list[str]:

@@ -233,6 +233,15 @@ def annotator_reliability(
     return AnnotatorTable(model, rule, level, alpha, bootstrap, seed, table)
 
 
+def annotator_label(name: str, excluded: bool, reason: str | None = None) -> str:
+    """How every Annotators table names a row (the HTML report, the Monitor and the Calibration
+    page): the name, and for an annotator left out of the reference ``(excluded: REASON)``, the
+    reason being the JSON's ``exclusion_reasons`` (``listed``, ``held``, ``retired``)."""
+    if not excluded:
+        return name
+    return f"{name} (excluded: {reason})" if reason else f"{name} (excluded)"
+
+
 def _alpha(data: np.ndarray, level: Literal["interval", "nominal"]) -> float:
     if data.shape[0] < 2:
         return _NAN

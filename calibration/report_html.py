@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from calibration.analysis import CalibrationReport
+from calibration.annotators import annotator_label
 from calibration.compare import JudgeComparison
 from calibration.details import JudgeDetails
 from calibration.maps import MAP_KINDS
@@ -112,6 +113,11 @@ def _setup(result: CalibrationResult) -> str:
             f"{name} {_fmt(weight)}" for name, weight in reference.weights.items()
         )
         or "none",
+        **(
+            {}
+            if reference.rejected_answers is None
+            else {"Answers a reviewer rejected (left out)": str(reference.rejected_answers)}
+        ),
         "Units": f"{reference.n_units} with a reference of {reference.n_units_total} "
         f"({reference.n_units_without_reference} without one, not scored)",
         "Unparsed judge outputs": _unparsed_text(options.unparsed, result.pairwise),
@@ -213,6 +219,7 @@ def _annotators(result: CalibrationResult) -> str:
     competence = {"dawid-skene": "Dawid–Skene expected accuracy (chance)", "mace": "MACE θ"}.get(
         section.model or "", "competence"
     )
+    left_out = result.reference.exclusion_reasons
     header = ["annotator", "units", "weight", "LOO units", *agreement]
     header += [f"alpha without ({_fmt(section.alpha)} with all)", competence]
     header += ["shown first: them / others"] if pairwise else []
@@ -220,7 +227,7 @@ def _annotators(result: CalibrationResult) -> str:
     rows = []
     for row in section.rows:
         cells = [
-            escape(row.annotator) + (" (excluded)" if row.excluded else ""),
+            escape(annotator_label(row.annotator, row.excluded, left_out.get(row.annotator))),
             _fmt(row.n),
             _fmt(row.weight),
             _fmt(row.loo_n),

@@ -227,6 +227,7 @@ class LabelScale(_Section):
 
 
 class ReferenceSummary(_Section):
+    _omit_unset = frozenset({"rejected_answers"})
     consensus: str
     """The reference rule (``--reference``): mean, median, majority, dawid-skene or mace."""
     no_majority: str
@@ -243,6 +244,10 @@ class ReferenceSummary(_Section):
     weights: dict[str, float | None] = {}
     """Each annotator's weight in the reference: 1.0 under mean, median and majority; the
     Dawid–Skene expected accuracy or the MACE θ under those models."""
+    rejected_answers: int | None = None
+    """A campaign's answers to the units calibrated that a reviewer rejected (and revisions of
+    them not accepted yet): left out of the reference and of every metric. Absent when
+    calibrating files, which carry no review."""
 
 
 class AnnotatorEstimate(_Section):

@@ -7,13 +7,18 @@ import math
 import pandas as pd
 import streamlit as st
 
+from annotate_app.annotator_views import render_annotators
 from annotate_app.auth import require_role
-from annotate_app.campaign_calibration import campaign_annotators, task_agreement
+from annotate_app.campaign_calibration import (
+    campaign_annotator_exclusions,
+    campaign_annotators,
+    task_agreement,
+)
 from annotate_app.db import get_engine
 from annotate_app.gold_views import render_gold_monitor
 from annotate_app.pickers import pick_campaign
 from annotate_app.review_views import render_answer_review
-from calibration.annotators import Estimate
+from calibration.analysis import annotators_section
 from data.services.campaign_progress import campaign_progress
 from data.services.campaigns import campaign_protocol
 from data.services.effort import ABS_MIN_SECONDS, SECONDS_PER_1000_CHARS
@@ -47,7 +52,9 @@ status.metric("Status", progress.status)
 st.subheader("Agreement so far")
 st.caption(
     "Krippendorff's alpha among the human annotators, per task (interval for scores, nominal "
-    "for preferences); n/a, with the reason, while it is undefined."
+    "for preferences); n/a, with the reason, while it is undefined. Like calibration, it reads "
+    "no answer a reviewer rejected and leaves out annotators held or retired in the campaign; "
+    "Answers and Units complete count no rejected answer either."
 )
 agreement = task_agreement(engine, campaign_id)
 st.dataframe(
@@ -63,68 +70,23 @@ st.dataframe(
     hide_index=True,
 )
 
-st.subheader("Annotators")
-st.caption(
-    "Without gold: each annotator against the consensus of the others (95% bootstrap interval "
-    "over their units), the campaign's alpha without them, a latent-class competence "
-    "(Dawid–Skene for preferences, MACE for scores), the share choosing the response shown "
-    "first beside the others' on the same pairs, and the longest run of one answer. Click a "
-    "column to sort; each flag says why it was raised (thresholds in METRICS.md)."
-)
 reliability = campaign_annotators(engine, campaign_id)
-rows = {row.annotator: row for row in reliability.rows} if reliability else {}
-
-
-def _figure(estimate: Estimate | None) -> float | None:
-    return None if estimate is None or math.isnan(estimate.value) else estimate.value
-
-
-def _interval(estimate: Estimate | None) -> str:
-    if estimate is None or math.isnan(estimate.low):
-        return "—"
-    return f"{estimate.low:.2f}–{estimate.high:.2f}"
-
-
-def _number(value: float | None) -> float | None:
-    return None if value is None or math.isnan(value) else value
-
-
-table: dict[str, list] = {
-    "Annotator": [a.annotator for a in progress.by_annotator],
-    "Submitted": [a.submitted for a in progress.by_annotator],
-    "Leased": [a.leased for a in progress.by_annotator],
-    "Skipped": [a.skipped for a in progress.by_annotator],
-    "Median time": [_seconds(a.median_seconds) for a in progress.by_annotator],
-    "Low-effort signals": [
-        sum(flag.annotator == a.annotator for flag in effort) for a in progress.by_annotator
-    ],
-}
-found = [rows.get(a.annotator) for a in progress.by_annotator]
-pairwise = not campaign_protocol(campaign).is_pointwise
-figures = ("accuracy",) if pairwise else ("mae", "qwk")
-for name in figures:
-    label = {"accuracy": "LOO accuracy", "mae": "LOO MAE", "qwk": "LOO QWK"}[name]
-    table[label] = [_figure(getattr(r, name)) if r else None for r in found]
-    table[f"{label} 95%"] = [_interval(getattr(r, name)) if r else "—" for r in found]
-table["Alpha without"] = [_number(r.alpha_without) if r else None for r in found]
-table["Competence"] = [_number(r.competence) if r else None for r in found]
-if pairwise:
-    table["Shown first"] = [
-        _figure(r.position.share_first) if r and r.position else None for r in found
-    ]
-    table["Others, same pairs"] = [
-        _number(r.position.others_share) if r and r.position else None for r in found
-    ]
-table["Longest run"] = [r.run.length if r else None for r in found]
-table["Flags"] = ["; ".join(f.reason for f in r.flags) if r else "" for r in found]
-if reliability is not None:
-    overall = _number(reliability.alpha)
-    st.caption(
-        f"Alpha with everyone, all tasks together: "
-        f"{'n/a' if overall is None else f'{overall:.3f}'}; competence: "
-        f"{reliability.model or 'none on a continuous scale'}."
-    )
-st.dataframe(pd.DataFrame(table), hide_index=True)
+render_annotators(
+    annotators_section(reliability) if reliability else None,
+    pairwise=not campaign_protocol(campaign).is_pointwise,
+    reasons=campaign_annotator_exclusions(engine, campaign_id),
+    names=[a.annotator for a in progress.by_annotator],
+    leading={
+        "Submitted": [a.submitted for a in progress.by_annotator],
+        "Rejected": [a.rejected for a in progress.by_annotator],
+        "Leased": [a.leased for a in progress.by_annotator],
+        "Skipped": [a.skipped for a in progress.by_annotator],
+        "Median time": [_seconds(a.median_seconds) for a in progress.by_annotator],
+        "Low-effort signals": [
+            sum(flag.annotator == a.annotator for flag in effort) for a in progress.by_annotator
+        ],
+    },
+)
 
 render_gold_monitor(engine, stored_id(user), campaign)
 render_answer_review(engine, stored_id(user), campaign)

@@ -1,6 +1,8 @@
 """Calibration dashboard: judges against the humans, the human ceiling, where judges go wrong.
 
-Pick a campaign, the judges and a grouping; filter by task and model. The numbers are those of
+Pick a campaign, the judges and a grouping; filter by task and model; choose the human reference
+and the annotators to leave out of it (held and retired ones are left out by themselves), and see
+the Annotators table (the Monitor's renderer). The numbers are those of
 ``critiquelab calibrate --campaign`` (same library); both the HTML audit report and the JSON can
 be downloaded. The campaign is read and calibrated in the calibration worker process
 (:mod:`annotate_app.calibration_worker`): this process, whose threads also serve the annotators,
@@ -14,6 +16,7 @@ from functools import partial
 
 import streamlit as st
 
+from annotate_app.annotator_views import render_annotators
 from annotate_app.audit_views import render_audits
 from annotate_app.auth import require_role
 from annotate_app.calibration_worker import (
@@ -52,6 +55,7 @@ from data.io.campaign_input import campaign_version
 from data.io.frames import unit_content
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
+from schemas.ids import HUMAN_PREFIX
 from schemas.protocols import Protocol
 
 GROUPINGS = ("(none)", "task", "category", "model", "group")
@@ -73,6 +77,7 @@ def _report(
     bootstrap: int,
     seed: int,
     reference: str | None = None,
+    exclude: tuple[str, ...] = (),
 ) -> PageCalibration:
     """The campaign's calibration, computed by the calibration worker (the campaign's rows never
     enter this process, whose threads serve the annotators' submits), cached on the campaign's
@@ -85,6 +90,7 @@ def _report(
         bootstrap=bootstrap,
         seed=seed,
         consensus=reference,
+        exclude_annotators=exclude,
     )
 
 
@@ -174,13 +180,33 @@ def _dashboard() -> None:
         "the plain rule, or a latent-class model that weighs each annotator by competence "
         "(dawid-skene for preferences, mace for scores on a scale with points; METRICS.md).",
     )
+    automatic = overview.standing_exclusions
+    listed = st.multiselect(
+        "Leave out of the reference",
+        [name for name in overview.annotators if name not in automatic],
+        format_func=lambda name: name.removeprefix(HUMAN_PREFIX),
+        key="cal_exclude",
+        help="As calibrate --exclude-annotator: these annotators leave the reference and the "
+        "human ceiling, and keep their row in the Annotators table, marked excluded.",
+    )
+    if automatic:
+        st.caption(
+            "Left out of the reference by themselves (their standing in the campaign): "
+            + ", ".join(
+                f"{escape_markdown(name.removeprefix(HUMAN_PREFIX))} ({why})"
+                for name, why in automatic.items()
+            )
+            + "."
+        )
     scope = replace(
         scope,
         tasks=tuple(chosen_tasks) if tasks and chosen_tasks != tasks else None,
         models=tuple(chosen_models) if models and chosen_models != models else None,
     )
     by = () if grouping == "(none)" else (grouping,)
-    report = _report(scope, tuple(judges), by, unparsed, int(bootstrap), 0, reference_rule).report
+    report = _report(
+        scope, tuple(judges), by, unparsed, int(bootstrap), 0, reference_rule, tuple(listed)
+    ).report
     if report is None:
         st.info("No unit matches these filters.")
         st.stop()
@@ -189,7 +215,9 @@ def _dashboard() -> None:
     st.caption(
         f"Reference: {reference.consensus} of the humans, adjudicated label where one exists "
         f"({reference.n_adjudicated}); {reference.n_units} units with a reference, "
-        f"{reference.n_units_without_reference} without. 95% intervals: bootstrap over units, "
+        f"{reference.n_units_without_reference} without; answers a reviewer rejected, left "
+        f"out: {reference.rejected_answers or 0}. "
+        "95% intervals: bootstrap over units, "
         f"B = {result.options.bootstrap}, seed {result.options.seed}. Weights in the reference: "
         + (
             ", ".join(
@@ -241,6 +269,12 @@ def _dashboard() -> None:
                 f"**{escape_markdown(judge)}** against one more human (degradation = judge − human)"
             )
             st.dataframe(table)
+
+    render_annotators(
+        result.annotators,
+        pairwise=result.pairwise,
+        reasons=reference.exclusion_reasons,
+    )
 
     if by:
         st.subheader(f"By {grouping}")

@@ -24,6 +24,8 @@ from data.io.frames import (
 )
 from data.queue.routing import campaign_estimation_sample
 from data.services.campaigns import campaign_protocol, get_campaign, unit_key_map
+from data.services.counted_answers import not_rejected
+from data.services.monitor import unit_infos
 from schemas.core import core_table
 from schemas.protocols import Protocol
 from schemas.tables import (
@@ -32,6 +34,7 @@ from schemas.tables import (
     AnnotatorStanding,
     AuditEvent,
     Judgement,
+    Unit,
     User,
 )
 
@@ -60,6 +63,15 @@ class CampaignCalibrationInput:
     standing_exclusions: dict[str, str] = field(default_factory=dict)
     """Annotators of the frame (``annotator:<login>``) whose standing in the campaign is held or
     retired → that standing: the reference leaves them out without being asked to."""
+    rejected_units: tuple[str, ...] = ()
+    """The unit key of each answer a reviewer rejected (or revision of one not accepted yet) on
+    the units read: not in ``frame``, counted in the JSON's ``reference.rejected_answers``."""
+
+    def rejected_answers(self) -> int:
+        """How many of :attr:`rejected_units` fall on the units of ``frame`` (after a filter of
+        the Calibration page, on the units it kept)."""
+        units = set(self.frame["unit"].astype(str)) if not self.frame.empty else set()
+        return sum(unit in units for unit in self.rejected_units)
 
 
 def read_calibration_input(
@@ -90,8 +102,12 @@ def read_calibration_input(
         for name, status in standing_exclusions(session, found.id).items()
         if f"{HUMAN_PREFIX}{name}" in present
     }
+    rejected = rejected_answer_units(session, found.id)
+    if sample is not None:
+        rejected = tuple(unit for unit in rejected if unit in sample)
     return CampaignCalibrationInput(
         standing_exclusions=standing,
+        rejected_units=rejected,
         campaign=found.name,
         protocol=protocol if protocol is not None else campaign_protocol(found),
         frame=frame,
@@ -99,6 +115,26 @@ def read_calibration_input(
         judges=campaign_judges(session, found.id),
         estimation_units=None if sample is None else len(sample),
     )
+
+
+def rejected_answer_units(session: Session, campaign_id: int) -> tuple[str, ...]:
+    """The unit key of each live answer to a real unit of the campaign that does not count
+    (:func:`~data.services.counted_answers.not_rejected`: a reviewer rejected it, or it revises
+    a rejected answer and waits for review), in answer order. A campaign has few of them."""
+    unit_ids = list(
+        session.execute(
+            select(col(Annotation.unit_id))
+            .join(Unit, col(Unit.id) == col(Annotation.unit_id))
+            .where(col(Annotation.campaign_id) == campaign_id, col(Annotation.is_live))
+            .where(col(Unit.gold).is_(False))
+            .where(~not_rejected(col(Annotation.assignment_id), campaign_id))
+            .order_by(col(Annotation.id))
+        ).scalars()
+    )
+    if not unit_ids:
+        return ()
+    infos = unit_infos(session, campaign_id, set(unit_ids))
+    return tuple(infos[unit_id].unit_key for unit_id in unit_ids)
 
 
 def standing_exclusions(session: Session, campaign_id: int) -> dict[str, str]:

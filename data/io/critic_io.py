@@ -23,9 +23,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from data.io.content import resolve_image
-from data.io.frames import item_content, not_rejected
+from data.io.frames import item_content
 from data.io.judgements import insert_judgements
 from data.services.campaigns import campaign_protocol, get_campaign
+from data.services.counted_answers import not_rejected
 from data.storage.engine import engine_data_dir
 from schemas.core import stored_id
 from schemas.core_tables import ANNOTATIONS, JUDGE_CACHE, PAIRS, RESPONSES, UNITS, USERS
@@ -156,7 +157,7 @@ def campaign_units(session: Session, campaign_id: int) -> list[CampaignUnit]:
 
 def annotated_units(session: Session, campaign_id: int) -> list[AnnotatedUnit]:
     """Units that have at least one live human annotation, with those labels (answers a reviewer
-    rejected left out: :func:`data.io.frames.not_rejected`).
+    rejected left out: :func:`data.services.counted_answers.not_rejected`).
 
     Labels are sorted by annotator name; the adjudicated label is the live adjudication's score
     (pointwise) or preference (pairwise), or None. The answers are read as columns, not ORM

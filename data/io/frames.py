@@ -2,8 +2,10 @@
 
 Gold units (known answers, :mod:`data.queue.gold`) are not in it: not their units, their human
 answers, their judgements nor their adjudications, so they never count toward the reference or
-the judge metrics. Nor are answers a reviewer rejected (:func:`not_rejected`): a rejected answer,
-and a revision of it that no reviewer has accepted yet, count nowhere.
+the judge metrics. Nor are answers a reviewer rejected
+(:func:`~data.services.counted_answers.not_rejected`, the filter the Monitor and the campaign's
+progress apply too): a rejected answer, and a revision of it that no reviewer has accepted yet,
+count nowhere.
 
 Three set-based queries (units with their item and responses, live annotations, model
 judgements on the campaign's responses or pairs), joined in pandas: no query per row. Columns are
@@ -22,13 +24,11 @@ from typing import Any, TypeVarTuple
 import numpy as np
 import pandas as pd
 from sqlalchemy import (
-    ColumnElement,
     Select,
     Subquery,
     Text,
     cast,
     literal,
-    or_,
     select,
     tuple_,
     union_all,
@@ -37,13 +37,13 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, col
 
 from data.services.campaigns import get_campaign, unit_key_map
+from data.services.counted_answers import not_rejected
 from schemas.ids import HUMAN_PREFIX, pair_unit_key, parse_unit_key, response_unit_key
 from schemas.items import ItemContent, ResponseContent, UnitContent
 from schemas.records import JUDGEMENT_FRAME_COLUMNS
 from schemas.tables import (
     Adjudication,
     Annotation,
-    Assignment,
     Campaign,
     Item,
     Judgement,
@@ -258,7 +258,8 @@ _Columns = TypeVarTuple("_Columns")
 def _live_annotations(statement: Select[*_Columns], campaign: Campaign) -> Select[*_Columns]:
     """Live answers to the campaign's real units that no reviewer rejected: gold units' answers
     measure the annotators, not the models, and never enter the reference
-    (:mod:`data.queue.gold`); rejected ones left it (:func:`not_rejected`)."""
+    (:mod:`data.queue.gold`); rejected ones left it
+    (:func:`~data.services.counted_answers.not_rejected`)."""
     assert campaign.id is not None  # a stored campaign
     return (
         statement.join(User, col(User.id) == col(Annotation.annotator_id))
@@ -270,21 +271,6 @@ def _live_annotations(statement: Select[*_Columns], campaign: Campaign) -> Selec
             not_rejected(col(Annotation.assignment_id), campaign.id),
         )
     )
-
-
-def not_rejected(assignment_id: Any, campaign_id: int) -> ColumnElement[bool]:
-    """True for an answer (its ``assignment_id`` column) that counts: its assignment is not
-    ``rejected`` by a reviewer (:mod:`data.queue.review`).
-
-    A rejected answer stays its annotator's live answer (they may revise it), but it left the
-    human reference, the SFT export and the judge metrics, and so did a revision of it until a
-    reviewer accepts it. Written as ``NOT IN`` the campaign's few rejected assignments (found by
-    ``ix_assignment_expiry``), so a campaign's read does not join every assignment.
-    """
-    rejected = select(col(Assignment.id)).where(
-        col(Assignment.campaign_id) == campaign_id, col(Assignment.status) == "rejected"
-    )
-    return or_(assignment_id.is_(None), assignment_id.not_in(rejected))
 
 
 def _columns(rows: Sequence[Any], width: int) -> list[Sequence[Any]]:

@@ -6,9 +6,9 @@ The rules (PROTOCOLS.md, *Review of answers*):
   ``rejected``, which is not a live status, so its overlap slot is free and the unit goes back to
   the queue for an annotator who never had it; K stays guaranteed by ``uq_assignment_live_slot``
   and ``ck_assignment_slot_in_overlap``. The answer leaves the human reference, the SFT export
-  and the judge metrics (they read only answers whose assignment is not rejected:
-  :func:`data.io.frames.not_rejected`). It stays the annotator's live answer: they see the
-  comment in *My work* and may revise it.
+  and the judge metrics, the Monitor's figures and the campaign's progress (they read only
+  answers whose assignment is not rejected: :func:`data.services.counted_answers.not_rejected`).
+  It stays the annotator's live answer: they see the comment in *My work* and may revise it.
 * a **revision after a rejection** is a new answer waiting for review (``resubmitted``). It takes
   no slot and stays out of the reference until a reviewer accepts it.
 * **accept** records that the answer was checked. Accepting a rejected or resubmitted answer

@@ -16,10 +16,10 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from data.io.frames import not_rejected
 from data.queue import campaign_protocol, review_info
 from data.services.admin import require_actor_role
 from data.services.campaigns import get_campaign
+from data.services.counted_answers import not_rejected
 from data.services.monitor import unit_infos
 from data.storage.audit import record_event
 from schemas.core import stored_id

@@ -1,4 +1,10 @@
-"""A campaign's progress: per annotator, per unit, and the totals, with the active time spent."""
+"""A campaign's progress: per annotator, per unit, and the totals, with the active time spent.
+
+It counts the answers calibration reads: live answers to real units that no reviewer rejected
+(:func:`~data.services.counted_answers.not_rejected`). A rejected answer gave its slot back, so
+its unit is not complete until another annotator fills it; ``rejected`` says how many of each
+annotator's answers are out.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +15,14 @@ from dataclasses import dataclass, field
 from sqlmodel import Session, col, select
 
 from data.services.campaigns import get_campaign, unit_keys
+from data.services.counted_answers import not_rejected
 from schemas.tables import Annotation, Assignment, Unit, User
 
 
 @dataclass(frozen=True)
 class AnnotatorProgress:
-    """One annotator's work in a campaign (live annotations only; revisions count once)."""
+    """One annotator's work in a campaign (live annotations that count only; revisions count
+    once)."""
 
     annotator: str
     submitted: int
@@ -23,6 +31,8 @@ class AnnotatorProgress:
     total_seconds: float
     median_seconds: float
     """Median active seconds per submitted unit; NaN when nothing is submitted."""
+    rejected: int = 0
+    """Answers a reviewer rejected (not in ``submitted``: their slots were given back)."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,8 @@ def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
     """Progress per annotator and per unit, with the active time spent per unit.
 
     Gold units and their answers are left out (they are not the campaign's work, and never count
-    toward its overlap); ``gold_units`` says how many there are.
+    toward its overlap); ``gold_units`` says how many there are. So are answers a reviewer
+    rejected, and revisions of them not accepted yet (:func:`not_rejected`).
     """
     campaign = get_campaign(session, campaign_id)
     gold = set(
@@ -81,6 +92,7 @@ def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
         select(Annotation.unit_id, User.name, Annotation.seconds)
         .join(User, col(User.id) == col(Annotation.annotator_id))
         .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
+        .where(not_rejected(col(Annotation.assignment_id), campaign_id))
     )
     for unit_id, annotator, seconds in live:
         if unit_id in gold:
@@ -107,6 +119,7 @@ def campaign_progress(session: Session, campaign_id: int) -> CampaignProgress:
             submitted=len(seconds_by_annotator[name]),
             leased=status_counts[(name, "leased")],
             skipped=status_counts[(name, "skipped")],
+            rejected=status_counts[(name, "rejected")],
             total_seconds=float(sum(seconds_by_annotator[name])),
             median_seconds=_median(seconds_by_annotator[name]),
         )

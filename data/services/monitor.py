@@ -1,7 +1,10 @@
 """Campaign monitoring beyond progress: human label matrices, low-effort signals, skips, flags.
 
 Low-effort signals are :mod:`data.services.effort`'s, on the campaign's live answers
-(:func:`low_effort_report`).
+(:func:`low_effort_report`). Every figure here reads the answers calibration reads: live answers
+to real units that no reviewer rejected (:func:`~data.services.counted_answers.not_rejected`, the
+calibration frame's own filter), so the Monitor's agreement so far and Annotators table match
+``critiquelab calibrate``.
 
 Progress per annotator and per unit is ``data.services.campaign_progress``. These are read-only
 queries that return typed records; the monitor page renders them. Agreement is not
@@ -21,6 +24,7 @@ import numpy as np
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
+from data.services.counted_answers import not_rejected
 from data.services.effort import EffortAnswer, EffortFlag, EffortReport, assess
 from schemas.core import stored_id
 from schemas.ids import pair_unit_key, response_unit_key
@@ -181,19 +185,23 @@ def _image_count(content: object) -> int:
 
 
 def _live_answers(session: Session, campaign_id: int) -> list[_Answer]:
+    """Live answers to the campaign's real units that count: gold answers and answers a reviewer
+    rejected (and revisions of them not accepted yet) are left out, as in the calibration frame."""
     rows = session.exec(
         select(Annotation, User.name)
         .join(User, col(User.id) == col(Annotation.annotator_id))
         .join(Unit, col(Unit.id) == col(Annotation.unit_id))
         .where(Annotation.campaign_id == campaign_id, Annotation.is_live)
         .where(col(Unit.gold).is_(False))  # gold answers: the gold accuracy, not agreement
+        .where(not_rejected(col(Annotation.assignment_id), campaign_id))
         .order_by(col(Annotation.id))
     )
     return [_Answer(annotation, name) for annotation, name in rows]
 
 
 def human_rating_matrices(session: Session, campaign_id: int) -> dict[str, RatingMatrix]:
-    """Live human labels per task as annotators × units matrices, for agreement statistics."""
+    """Live human labels per task as annotators × units matrices, for agreement statistics
+    (rejected answers left out: :func:`_live_answers`)."""
     infos = unit_infos(session, campaign_id)
     by_task: dict[str, list[tuple[str, str, float, bool, int]]] = defaultdict(list)
     level: Literal["interval", "nominal"] = "interval"
@@ -228,9 +236,10 @@ def human_rating_matrices(session: Session, campaign_id: int) -> dict[str, Ratin
 
 
 def low_effort_report(session: Session, campaign_id: int) -> EffortReport:
-    """Low-effort flags of the campaign's live answers (gold answers left out), per answer and per
-    annotator (:func:`data.services.effort.assess`: too fast for the text shown, near-duplicate
-    rationales across different units, rationales copied from the response, stock rationales)."""
+    """Low-effort flags of the campaign's live answers (gold and rejected answers left out), per
+    answer and per annotator (:func:`data.services.effort.assess`: too fast for the text shown,
+    near-duplicate rationales across different units, rationales copied from the response, stock
+    rationales)."""
     infos = unit_infos(session, campaign_id)
     answers = []
     for answer in _live_answers(session, campaign_id):

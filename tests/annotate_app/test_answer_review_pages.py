@@ -116,3 +116,45 @@ def test_a_rejection_without_a_comment_is_refused_on_the_page(world):
         )
     ]
     assert _decisions(engine) == []
+
+
+def test_a_reviewer_reviews_from_the_per_annotator_list(world):
+    """The *Review answers* page gives reviewers the per-annotator list (the Monitor is for
+    admins). A rejection takes the unit below two counted answers, so it leaves the Adjudicate
+    queue; the unit's remaining answer is still listed here, and can be reviewed."""
+    engine, people, ids = world
+    at = _page("pages/review_answers.py", people["rita"])
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="answers_annotator").value == "ann"
+    at.text_area(key=f"answers_comment_{ids['ann']}").input(COMMENT)
+    at.button(key=f"answers_reject_button_{ids['ann']}").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert _decisions(engine) == [(ids["ann"], "reject", True)]
+    assert any("of ann rejected" in s.value for s in at.success)
+
+    adjudicate = _page("pages/review_adjudicate.py", people["rita"])
+    assert [i.value for i in adjudicate.info] == [
+        "No unit with two or more answers is waiting for a ruling."
+    ]
+
+    at.selectbox(key="answers_annotator").select("bob").run()
+    listed = next(frame.value for frame in at.dataframe if "Review" in frame.value)
+    assert list(listed["id"]) == [ids["bob"]] and list(listed["Review"]) == ["not reviewed"]
+    at.button(key=f"answers_accept_{ids['bob']}").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert _decisions(engine) == [(ids["ann"], "reject", True), (ids["bob"], "accept", True)]
+
+    # only the rejected answers of ann: the state filter
+    at.selectbox(key="answers_annotator").select("ann").run()
+    at.multiselect(key="answers_states").select("accepted").run()
+    assert [i.value for i in at.info] == [
+        "No current answer of this annotator in these review states."
+    ]
+
+
+def test_the_review_answers_page_refuses_an_annotator(world):
+    _, people, _ = world
+    at = _page("pages/review_answers.py", people["ann"])
+    assert not at.exception
+    assert "you are logged in as ann (annotator)" in at.error[0].value
+    assert not at.dataframe

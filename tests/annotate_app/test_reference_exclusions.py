@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 from typer.testing import CliRunner
@@ -20,6 +21,7 @@ from schemas.tables import Judgement, Unit
 from tests.data.test_queue import RATIONALE, build_campaign
 
 runner = CliRunner()
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs/spec/calibration-result.schema.json"
 
 
 def _annotated_campaign(engine: Engine) -> tuple[int, list[int], int]:
@@ -83,7 +85,13 @@ def test_calibrate_json_and_report_name_the_annotators_left_out(
         "annotator:ann4": "listed",
     }
     assert sorted(reference["weights"]) == ["annotator:ann2", "annotator:ann3"]
+    assert reference["rejected_answers"] == 1  # ann2's, counted where it was left out
+    schema = json.loads(SCHEMA_PATH.read_text("utf-8"))
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(json.loads(out.read_text())))
+    assert not errors, errors[:3]
     report = html.read_text("utf-8")
+    assert "<dt>Answers a reviewer rejected (left out)</dt><dd>1</dd>" in report
+    assert "annotator:ann0 (excluded: held)" in report
     assert "annotator:ann0 (held)" in report and "annotator:ann4 (listed)" in report
     rows = json.loads(out.read_text("utf-8"))["annotators"]["rows"]
     by_name = {row["annotator"]: row for row in rows}

@@ -1,0 +1,36 @@
+"""Which stored answers count: the one filter that every reader of a campaign's answers applies.
+
+An answer a reviewer rejected (:mod:`data.queue.review`) stays its annotator's live answer (they
+may revise it), but it counts nowhere: not in the human reference, the SFT export or the judge
+metrics (:mod:`data.io.frames`, :mod:`data.io.critic_io`, :mod:`data.io.exporters.records`),
+nor in the Monitor's agreement so far, Annotators table and low-effort report
+(:mod:`data.services.monitor`), nor in a campaign's progress
+(:mod:`data.services.campaign_progress`). So does a revision of it until a reviewer accepts it.
+
+Why a module of its own: it sits below both :mod:`data.io` and :mod:`data.services` (it imports
+neither), so that the calibration frame and the Monitor read the same definition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, or_, select
+from sqlmodel import col
+
+from schemas.tables import Assignment
+
+
+def not_rejected(assignment_id: Any, campaign_id: int) -> ColumnElement[bool]:
+    """True for an answer (its ``assignment_id`` column) that counts: its assignment is not
+    ``rejected`` by a reviewer (:mod:`data.queue.review`).
+
+    A rejected answer stays its annotator's live answer (they may revise it), but it left the
+    human reference, the SFT export and the judge metrics, and so did a revision of it until a
+    reviewer accepts it. Written as ``NOT IN`` the campaign's few rejected assignments (found by
+    ``ix_assignment_expiry``), so a campaign's read does not join every assignment.
+    """
+    rejected = select(col(Assignment.id)).where(
+        col(Assignment.campaign_id) == campaign_id, col(Assignment.status) == "rejected"
+    )
+    return or_(assignment_id.is_(None), assignment_id.not_in(rejected))

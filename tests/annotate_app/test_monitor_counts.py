@@ -1,0 +1,94 @@
+"""The Monitor's live figures read what calibration reads (issue 24 §5, §6): no answer a reviewer
+rejected in the agreement so far, the Annotators table, the low-effort report and the progress;
+annotators held or retired in the campaign marked excluded in the Annotators table, as
+``calibrate --json`` marks them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy.engine import Engine
+from streamlit.testing.v1 import AppTest
+from typer.testing import CliRunner
+
+from annotate_app.auth import USER_KEY
+from annotate_app.campaign_calibration import campaign_annotators, task_agreement
+from annotate_app.cli.main import app
+from annotate_app.navigation import APP_DIR
+from data.services.campaign_progress import campaign_progress
+from data.services.monitor import human_rating_matrices, low_effort_report
+from data.services.users import create_user, to_record
+from data.storage.engine import session_scope
+from tests.annotate_app.test_reference_exclusions import _annotated_campaign
+
+runner = CliRunner()
+
+
+def test_monitor_queries_leave_rejected_answers_out(engine: Engine) -> None:
+    campaign_id, _, rejected_unit = _annotated_campaign(engine)
+    with session_scope(engine) as session:
+        [matrix] = human_rating_matrices(session, campaign_id).values()
+        progress = campaign_progress(session, campaign_id)
+        effort = low_effort_report(session, campaign_id)
+    ann2 = matrix.values[matrix.annotators.index("ann2")]
+    assert int((~np.isnan(ann2)).sum()) == 5  # 6 units, one answer rejected
+    by_name = {a.annotator: a for a in progress.by_annotator}
+    assert (by_name["ann2"].submitted, by_name["ann2"].rejected) == (5, 1)
+    assert by_name["ann3"].rejected == 0
+    assert progress.annotations == 29
+    # the rejected answer gave its slot back: its unit has 4 of 5 answers
+    assert progress.units_complete == 5
+    [unit] = [u for u in progress.by_unit if u.unit_id == rejected_unit]
+    assert unit.submitted == 4
+    assert {a.annotator: a.answers for a in effort.annotators}["ann2"] == 5
+
+
+def test_monitor_annotators_match_calibrate_json(engine: Engine, db_url: str, tmp_path: Path):
+    campaign_id, _, _ = _annotated_campaign(engine)
+    out = tmp_path / "out.json"
+    command = ["--db", db_url, "calibrate", "--campaign", "camp-alignmmbench", "--bootstrap", "0"]
+    result = runner.invoke(app, [*command, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text("utf-8"))["annotators"]["rows"]
+    expected = {row["annotator"].removeprefix("annotator:"): row for row in rows}
+    table = campaign_annotators(engine, campaign_id, bootstrap=0)
+    assert table is not None
+    live = {row.annotator: row for row in table.rows}
+    assert sorted(live) == sorted(expected)
+    for name, row in live.items():
+        assert row.n == expected[name]["n"], name
+        assert row.excluded == expected[name]["excluded"], name
+        assert np.isclose(row.mae.value, expected[name]["mae"]["value"]), name  # type: ignore[union-attr]
+    assert [name for name, row in live.items() if row.excluded] == ["ann0", "ann1"]
+    # agreement so far: held and retired annotators left out, as the human ceiling does
+    [agreement] = task_agreement(engine, campaign_id)
+    assert agreement.annotators == 3
+    alpha = json.loads(out.read_text("utf-8"))["human"]["alpha_interval"]
+    assert agreement.alpha_text == f"{alpha:.3f}"
+
+
+def test_monitor_page_marks_held_and_retired_annotators_excluded(
+    engine: Engine, db_url: str, monkeypatch
+) -> None:
+    _annotated_campaign(engine)
+    monkeypatch.setenv("CRITIQUELAB_DB", db_url)
+    with session_scope(engine) as session:
+        admin = to_record(create_user(session, "root", "a long password 123", "admin"))
+    at = AppTest.from_file(str(APP_DIR / "pages/admin_monitor.py"), default_timeout=120)
+    at.session_state[USER_KEY] = admin
+    at.run()
+    assert not at.exception, at.exception
+    assert [m.value for m in at.metric][:2] == ["5 / 6", "29"]
+    table = next(d.value for d in at.dataframe if "Longest run" in d.value.columns)
+    assert list(table["Annotator"]) == [
+        "ann0 (excluded: held)",
+        "ann1 (excluded: retired)",
+        "ann2",
+        "ann3",
+        "ann4",
+    ]
+    assert list(table["Submitted"]) == [6, 6, 5, 6, 6]
+    assert list(table["Rejected"]) == [0, 0, 1, 0, 0]
+    assert list(table["Units"]) == [6, 6, 5, 6, 6]
