@@ -166,6 +166,9 @@ def _value_patterns(data: np.ndarray) -> tuple[sparse.csr_matrix | None, np.ndar
     if n_units < 64:
         return None, np.zeros(0, dtype=np.int64)
     ordered = np.sort(np.where(np.isnan(data), np.inf, data), axis=0).T
+    # the sort puts each unit's missing values last: columns past the most values a unit has
+    # are missing everywhere and change no grouping
+    ordered = ordered[:, : max(int((~np.isnan(data)).sum(axis=0).max()), 1)]
     _, first, inverse = unique_rows(ordered)
     if first.size > min(_MAX_PATTERNS, n_units // 4):
         return None, np.zeros(0, dtype=np.int64)
