@@ -541,30 +541,21 @@ def _fmt(value: float | None, interval: Sequence[float | None] | None = None) ->
 
 def markdown(report: dict[str, Any]) -> str:
     """The tables of docs/ANNOTATOR_QUALITY.md from a run's JSON."""
-    lines = ["### Detection (precision / recall, 95% interval over seeds)", ""]
-    lines += [
-        "| case | careless | share | n | flags P | flags R | competence P | competence R "
-        "| flags+gold P | flags+gold R |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
     detection = {
         (r["case"], r["careless"], r["share"], r["n"], r["detector"]): r
         for r in report["detection"]
     }
-    for case, kind, share, n, detector in sorted(detection):
-        if detector != "flags" or share == 0:
-            continue
-        cells = []
-        for name in ("flags", "competence", "flags+gold"):
-            row = detection[(case, kind, share, n, name)]
-            cells += [
-                _fmt(row["precision"], row["precision_ci95"]),
-                _fmt(row["recall"], row["recall_ci95"]),
-            ]
-        lines.append(f"| {case} | {kind} | {share:.0%} | {n} | " + " | ".join(cells) + " |")
+    head = (
+        "| case | careless | share | n | flags P | flags R | competence P | competence R "
+        "| flags+gold P | flags+gold R |\n|---|---|---|---|---|---|---|---|---|---|"
+    )
+    lines = ["### Detection at 20% careless, every n (P / R: precision / recall)", "", head]
+    lines += _detection_rows(detection, lambda share, n: share == 0.2)
+    lines += ["", "### Detection at 10% and 30% careless, n = 30 and 50", "", head]
+    lines += _detection_rows(detection, lambda share, n: share in (0.1, 0.3) and n >= 30)
     lines += [
         "",
-        "### Honest annotators flagged in the clean pool (share of honest, 95% interval)",
+        "### Honest annotators flagged in the clean pool (share of the 30)",
         "",
         "| case | n | flags | competence | gold | flags+gold |",
         "|---|---|---|---|---|---|",
@@ -581,25 +572,77 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {case} | {n} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "### Judges' metric error at 20% careless, all judges pooled (|contaminated − "
-        "clean|, 95% interval; ratio = robust / plain)",
+        "### Judges' metric error at 20% careless, all judges pooled",
         "",
-        "| case | careless | n | metric | plain | model | model/plain | exclude "
+        "| case | careless | n | metric | plain | model/plain | model (own clean)/plain "
         "| exclude/plain | exclude+gold/plain |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines += _error_rows(report, lambda row: row["judge"] == "all judges" and row["share"] == 0.2)
+    lines += [
+        "",
+        "### Each judge, n = 30, every share",
+        "",
+        "| case | careless | share | judge | metric | plain | model/plain "
+        "| model (own clean)/plain | exclude/plain | exclude+gold/plain |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    lines += _error_rows(
+        report,
+        lambda row: row["case"] == "pandalm" and row["n"] == 30 and row["judge"] != "all judges",
+        judge=True,
+    )
+    lines += [
+        "",
+        "### The clean pool (share 0): error of each rule against the clean plain reference",
+        "",
+        "| case | n | metric | plain | model | model (own clean) | exclude | exclude+gold |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for row in report["judges_error"]:
-        if row["share"] != 0.2 or row["judge"] != "all judges":
-            continue
-        lines.append(
-            f"| {row['case']} | {row['careless']} | {row['n']} | {row['metric']} | "
-            f"{_fmt(row['plain'], row['plain_ci95'])} | {_fmt(row['model'], row['model_ci95'])} | "
-            f"{_fmt(row['model_over_plain'], row['model_over_plain_ci95'])} | "
-            f"{_fmt(row['exclude'], row['exclude_ci95'])} | "
-            f"{_fmt(row['exclude_over_plain'], row['exclude_over_plain_ci95'])} | "
-            f"{_fmt(row['exclude+gold_over_plain'], row['exclude+gold_over_plain_ci95'])} |"
-        )
+        if row["share"] == 0 and row["judge"] == "all judges":
+            cells = [_fmt(row[rule], row[f"{rule}_ci95"]) for rule in RULES[:2]]
+            cells.append(_fmt(row["model_same_rule"], row["model_same_rule_ci95"]))
+            cells += [_fmt(row[rule], row[f"{rule}_ci95"]) for rule in RULES[2:4]]
+            lines.append(
+                f"| {row['case']} | {row['n']} | {row['metric']} | " + " | ".join(cells) + " |"
+            )
     return "\n".join(lines)
+
+
+def _detection_rows(detection: dict, keep: Any) -> list[str]:
+    lines = []
+    for case, kind, share, n, detector in sorted(detection):
+        if detector != "flags" or share == 0 or not keep(share, n):
+            continue
+        cells = []
+        for name in ("flags", "competence", "flags+gold"):
+            row = detection[(case, kind, share, n, name)]
+            cells += [
+                _fmt(row["precision"], row["precision_ci95"]),
+                _fmt(row["recall"], row["recall_ci95"]),
+            ]
+        lines.append(f"| {case} | {kind} | {share:.0%} | {n} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _error_rows(report: dict[str, Any], keep: Any, judge: bool = False) -> list[str]:
+    lines = []
+    for row in report["judges_error"]:
+        if row["share"] == 0 or not keep(row):
+            continue
+        first = (
+            f"| {row['case']} | {row['careless']} | {row['share']:.0%} | {row['judge']} "
+            if judge
+            else f"| {row['case']} | {row['careless']} | {row['n']} "
+        )
+        cells = [_fmt(row["plain"], row["plain_ci95"])]
+        cells += [
+            _fmt(row[f"{rule}_over_plain"], row[f"{rule}_over_plain_ci95"])
+            for rule in ("model", "model_same_rule", "exclude", "exclude+gold")
+        ]
+        lines.append(first + f"| {row['metric']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 if __name__ == "__main__":
