@@ -452,6 +452,17 @@ def targets(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def rounded(value: Any) -> Any:
+    """Floats rounded to 4 decimals, in nested lists and dicts (the JSON's size)."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    return value
+
+
 def _number(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
@@ -523,7 +534,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "targets": targets(summary),
         **summary,
     }
-    text = json.dumps(report, indent=1)
+    text = json.dumps(rounded(report), indent=1)
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")
     print(text)
@@ -572,16 +583,19 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {case} | {n} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "### Judges' metric error at 20% careless, all judges pooled",
+        "### Judges' metric error at 20% careless, all judges pooled (n = 10, 30, 50)",
         "",
         "| case | careless | n | metric | plain | model/plain | model (own clean)/plain "
         "| exclude/plain | exclude+gold/plain |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    lines += _error_rows(report, lambda row: row["judge"] == "all judges" and row["share"] == 0.2)
+    lines += _error_rows(
+        report,
+        lambda row: row["judge"] == "all judges" and row["share"] == 0.2 and row["n"] != 20,
+    )
     lines += [
         "",
-        "### Each judge, n = 30, every share",
+        "### Each judge, 20% careless, n = 30",
         "",
         "| case | careless | share | judge | metric | plain | model/plain "
         "| model (own clean)/plain | exclude/plain | exclude+gold/plain |",
@@ -589,18 +603,23 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     lines += _error_rows(
         report,
-        lambda row: row["case"] == "pandalm" and row["n"] == 30 and row["judge"] != "all judges",
+        lambda row: (
+            row["case"] == "pandalm"
+            and row["n"] == 30
+            and row["share"] == 0.2
+            and row["judge"] != "all judges"
+        ),
         judge=True,
     )
     lines += [
         "",
-        "### The clean pool (share 0): error of each rule against the clean plain reference",
+        "### The clean pool (share 0, n = 10 and 50): each rule against the clean plain reference",
         "",
         "| case | n | metric | plain | model | model (own clean) | exclude | exclude+gold |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in report["judges_error"]:
-        if row["share"] == 0 and row["judge"] == "all judges":
+        if row["share"] == 0 and row["judge"] == "all judges" and row["n"] in (10, 50):
             cells = [_fmt(row[rule], row[f"{rule}_ci95"]) for rule in RULES[:2]]
             cells.append(_fmt(row["model_same_rule"], row["model_same_rule_ci95"]))
             cells += [_fmt(row[rule], row[f"{rule}_ci95"]) for rule in RULES[2:4]]
