@@ -166,6 +166,9 @@ def _value_patterns(data: np.ndarray) -> tuple[sparse.csr_matrix | None, np.ndar
     if n_units < 64:
         return None, np.zeros(0, dtype=np.int64)
     ordered = np.sort(np.where(np.isnan(data), np.inf, data), axis=0).T
+    # the sort puts each unit's missing values last: columns past the most values a unit has
+    # are missing everywhere and change no grouping
+    ordered = ordered[:, : max(int((~np.isnan(data)).sum(axis=0).max()), 1)]
     _, first, inverse = unique_rows(ordered)
     if first.size > min(_MAX_PATTERNS, n_units // 4):
         return None, np.zeros(0, dtype=np.int64)
@@ -199,28 +202,42 @@ def _coincidence_cells(
 ) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
     """Each unit's contribution to o_ck: the ordered pairs of its values, each weighing 1/(m_u - 1).
 
-    Summed over the pairs of coders (i, j), i != j, that both coded the unit.
+    Summed over the pairs of coders (i, j), i != j, that both coded the unit: with n_uc the
+    unit's count of value c, that is n_uc · (n_uk − [c = k]) / (m_u − 1). Computed from the
+    counts of each unit's distinct values, so the cost grows with the answers, not with the
+    square of the coders (a leave-one-out table over V coders was O(V³ × units)).
     """
-    n_coders, n_units = codes.shape
-    units, cells, contributions = [], [], []
+    n_units = codes.shape[1]
+    width = max(n_values, 1)
+    coded = codes >= 0
+    unit_of = np.broadcast_to(np.arange(n_units), codes.shape)[coded]
+    key, count = np.unique(unit_of * width + codes[coded], return_counts=True)
+    unit, value = key // width, key % width  # sorted by unit, then value
+    start = np.searchsorted(unit, unit, side="left")
+    position = np.arange(unit.size) - start
+    distinct = np.bincount(unit, minlength=n_units)
     with np.errstate(divide="ignore"):
         share = 1.0 / (m - 1.0)
-    for i in range(n_coders):
-        for j in range(n_coders):
-            if i == j:
-                continue
-            both = np.flatnonzero((codes[i] >= 0) & (codes[j] >= 0))
-            units.append(both)
-            cells.append(codes[i, both] * n_values + codes[j, both])
-            contributions.append(share[both])
-    unit = np.concatenate(units) if units else np.zeros(0, dtype=np.int64)
+    units, cells, contributions = [], [], []
+    for a in range(int(distinct.max()) if unit.size else 0):
+        first = np.flatnonzero(position == a)
+        for b in range(a, int(distinct.max())):
+            pairs = first[distinct[unit[first]] > b]
+            other = start[pairs] + b
+            weight = count[pairs] * (count[other] - (a == b)) * share[unit[pairs]]
+            for c_index, k_index in ((pairs, other), (other, pairs))[: 1 + (a != b)]:
+                units.append(unit[pairs])
+                cells.append(value[c_index] * width + value[k_index])
+                contributions.append(weight)
+    unit_ids = np.concatenate(units) if units else np.zeros(0, dtype=np.int64)
     cell_id = np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64)
-    distinct, column = np.unique(cell_id, return_inverse=True)
+    weights = np.concatenate(contributions) if contributions else np.zeros(0)
+    kept = weights > 0
+    distinct_cells, column = np.unique(cell_id[kept], return_inverse=True)
     matrix = sparse.csr_matrix(
-        (np.concatenate(contributions) if contributions else np.zeros(0), (unit, column)),
-        shape=(n_units, distinct.size),
+        (weights[kept], (unit_ids[kept], column.ravel())), shape=(n_units, distinct_cells.size)
     )
-    return matrix, distinct // max(n_values, 1), distinct % max(n_values, 1)
+    return matrix, distinct_cells // width, distinct_cells % width
 
 
 def _interval(sums: np.ndarray) -> np.ndarray:
