@@ -77,7 +77,9 @@ def _route() -> None:
     with st.sidebar:
         st.caption(f"Logged in as {escape_markdown(user.name)} ({user.role})")
         logout_button()
-    st.navigation(_pages_of(user)).run()
+    # Every page of the menu shown: collapsed, Streamlit hides all past the tenth behind
+    # "View more", and an admin has thirteen.
+    st.navigation(_pages_of(user), expanded=True).run()
 
 
 try:

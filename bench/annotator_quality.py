@@ -71,7 +71,6 @@ from calibration.annotators import (
     MIN_PEERS,  # noqa: E402
     annotator_reliability,  # noqa: E402
 )
-from calibration.disagreement_tags import wilson_interval  # noqa: E402
 from calibration.pairwise import LABELS, PairwiseKernel  # noqa: E402
 from calibration.pointwise import PointwiseKernel  # noqa: E402
 from calibration.reference import (  # noqa: E402
@@ -81,6 +80,7 @@ from calibration.reference import (  # noqa: E402
     human_reference,
 )
 from calibration.scale import Scale  # noqa: E402
+from schemas.intervals import wilson_interval  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 POOL_PER_ANNOTATOR = 10

@@ -64,6 +64,7 @@ from data.queue.priority import (  # noqa: E402
 )
 from schemas.core import stored_id  # noqa: E402
 from schemas.disagreements import DEFAULT_THRESHOLD_SHARE  # noqa: E402
+from schemas.intervals import wilson_interval  # noqa: E402
 
 PAIRWISE_CODES = {"A": 0.0, "B": 1.0, "tie": 2.0}
 """calibration's pairwise label codes (:mod:`calibration.pairwise`)."""
@@ -130,10 +131,8 @@ def estimate(case: Case, judge: str, units: Sequence[int]) -> tuple[float, float
     if n == 0:
         return math.nan, math.nan, math.nan
     if case.pairwise:
-        p, z = 1 - errors.mean(), 1.96
-        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        return float(p), centre - half, centre + half
+        right = n - int(errors.sum())
+        return right / n, *wilson_interval(right, n)
     mae = float(errors.mean())
     half = 1.96 * float(errors.std(ddof=1)) / math.sqrt(n) if n > 1 else math.inf
     return mae, mae - half, mae + half

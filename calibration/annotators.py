@@ -36,11 +36,11 @@ import numpy as np
 from calibration.alpha import AlphaData
 from calibration.bootstrap import chunk_size, percentile_interval
 from calibration.dawid_skene import dawid_skene
-from calibration.disagreement_tags import wilson_interval
 from calibration.mace import mace
 from calibration.pointwise import PointwiseKernel
 from calibration.reference import ConsensusRule, NoMajorityRule, consensus, default_rule
 from calibration.scale import Scale
+from schemas.intervals import wilson_interval
 
 MIN_UNITS = 10
 """Units (or answers) an annotator needs before any figure of theirs can raise a flag."""

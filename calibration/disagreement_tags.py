@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
-from scipy.stats import norm
 
 from calibration.pairwise import LABELS
 from calibration.reference import ConsensusRule, NoMajorityRule
 from calibration.units import prepare_units
 from schemas.disagreements import TagRecord
+from schemas.intervals import wilson_interval
 from schemas.protocols import Protocol
 
 
@@ -44,28 +44,6 @@ def unit_references(
         if not math.isnan(value):
             result[str(key)] = float(value) if protocol.is_pointwise else LABELS[int(value)]
     return result
-
-
-def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion ``successes / trials``.
-
-    ``(p̂ + z²/2n ± z·√(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n)`` with ``z`` the ``(1+confidence)/2``
-    normal quantile (Wilson 1927; Newcombe 1998, method 3; recommended for small n by Brown, Cai
-    & DasGupta 2001). ``(nan, nan)`` without trials.
-
-    >>> [round(x, 4) for x in wilson_interval(81, 263)]  # Newcombe 1998, Table I
-    [0.2553, 0.3662]
-    """
-    if trials <= 0:
-        return float("nan"), float("nan")
-    if not 0 <= successes <= trials:
-        raise ValueError(f"successes {successes} must lie between 0 and trials {trials}")
-    z = float(norm.ppf(0.5 + confidence / 2))
-    p = successes / trials
-    scale = 1 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / scale
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / scale
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @dataclass(frozen=True)

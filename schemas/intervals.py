@@ -10,9 +10,9 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     """Wilson score interval of a binomial proportion ``successes / trials``.
 
     ``(p̂ + z²/2n ± z·√(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n)`` with ``z`` the ``(1+confidence)/2``
-    normal quantile (Wilson 1927; Newcombe 1998, method 3). ``(nan, nan)`` without trials.
-    The same formula as :func:`calibration.disagreement_tags.wilson_interval`, here for the
-    data layer, which may not import :mod:`calibration`.
+    normal quantile (Wilson 1927; Newcombe 1998, method 3; recommended for small n by Brown, Cai
+    & DasGupta 2001). ``(nan, nan)`` without trials. Here, below every layer, so that gold
+    accuracy (``data``) and calibration share one definition.
 
     >>> [round(x, 4) for x in wilson_interval(81, 263)]  # Newcombe 1998, Table I
     [0.2553, 0.3662]

@@ -52,7 +52,7 @@ def test_judge_errors_and_the_disagreement_replay_by_hand() -> None:
 def test_wilson_interval_and_mae_interval_by_hand() -> None:
     case = _pairwise_case()
     value, low, high = estimate(case, "a", [1, 2, 3, 4])  # 3 right of 4
-    # Wilson, n = 4, p = 0.75, z = 1.96: centre (0.75 + 0.4802) / 1.9604 = 0.6275,
+    # Wilson (schemas.intervals), n = 4, p = 0.75, z = 1.96: centre 1.2302 / 1.9604 = 0.6275,
     # half 1.96 * sqrt(0.046875 + 0.060025) / 1.9604 = 0.3268.
     assert value == 0.75
     assert (low, high) == (pytest.approx(0.3007, abs=1e-4), pytest.approx(0.9544, abs=1e-4))

@@ -8,6 +8,7 @@ own check, or a hand-typed URL, still cannot change data. Each change records an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -200,11 +201,26 @@ def update_campaign_settings(
     _check_settings(settings)
     if campaign.status == "closed":
         raise CampaignSettingsError(f"campaign {campaign.name!r} is closed: its settings are final")
-    before = campaign_settings(campaign)
+    return apply_campaign_changes(
+        session, actor_id, campaign, campaign_settings(campaign), settings, SETTING_NAMES
+    )
+
+
+def apply_campaign_changes(
+    session: Session,
+    actor_id: int | None,
+    campaign: Campaign,
+    before: object,
+    after: object,
+    names: Iterable[str],
+) -> dict[str, dict[str, Any]]:
+    """Write to ``campaign`` the settings ``names`` whose value in ``after`` differs from
+    ``before``, and record one ``campaign.update`` audit event listing them; return the changes
+    as before/after (nothing is written when nothing changed)."""
     changes = {
-        name: {"before": getattr(before, name), "after": getattr(settings, name)}
-        for name in SETTING_NAMES
-        if getattr(before, name) != getattr(settings, name)
+        name: {"before": getattr(before, name), "after": getattr(after, name)}
+        for name in names
+        if getattr(before, name) != getattr(after, name)
     }
     if not changes:
         return {}
@@ -216,7 +232,7 @@ def update_campaign_settings(
         actor_id=actor_id,
         action="campaign.update",
         entity="campaign",
-        entity_id=campaign_id,
+        entity_id=stored_id(campaign),
         detail={"campaign": campaign.name, "changes": changes},
     )
     return changes

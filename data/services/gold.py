@@ -31,7 +31,7 @@ from sqlmodel import Session, col, func, select
 from data.io.importers.errors import InvalidFile, InvalidRecord, Problems
 from data.io.importers.sources import read_json_lines
 from data.queue import gold as queue_gold
-from data.services.admin import require_actor_role
+from data.services.admin import apply_campaign_changes, require_actor_role
 from data.services.campaigns import (
     CampaignError,
     campaign_protocol,
@@ -365,25 +365,9 @@ def set_gold_settings(
         select(func.count()).where(Unit.campaign_id == found.id, col(Unit.gold).is_(True))
     ).one()
     check_gold_settings(wanted, int(gold_units))
-    changes = {
-        name: {"before": getattr(before, name), "after": getattr(wanted, name)}
-        for name in GoldSettings.__dataclass_fields__
-        if getattr(before, name) != getattr(wanted, name)
-    }
-    if not changes:
-        return {}
-    for name, change in changes.items():
-        setattr(found, name, change["after"])
-    session.add(found)
-    record_event(
-        session,
-        actor_id=actor_id,
-        action="campaign.update",
-        entity="campaign",
-        entity_id=stored_id(found),
-        detail={"campaign": found.name, "changes": changes},
+    return apply_campaign_changes(
+        session, actor_id, found, before, wanted, GoldSettings.__dataclass_fields__
     )
-    return changes
 
 
 def set_gold_settings_as(

@@ -10,9 +10,10 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from calibration.disagreement_tags import summarise_tags, unit_references, wilson_interval
+from calibration.disagreement_tags import summarise_tags, unit_references
 from calibration.report_tags import tags_section
 from schemas.disagreements import TagRecord
+from schemas.intervals import wilson_interval
 from schemas.protocols import get_protocol
 
 
