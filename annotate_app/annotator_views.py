@@ -95,7 +95,15 @@ def render_annotators(
     frame = annotators_table(
         section, pairwise=pairwise, reasons=reasons, names=names, leading=leading
     )
-    st.dataframe(frame, hide_index=True)
+    if frame["Weight"].isna().all():  # an equal-weight reference: nothing to tell apart
+        frame = frame.drop(columns="Weight")
+    # Numbers stay numbers (the columns sort), shown with one rule: three decimals.
+    decimals = {
+        column: st.column_config.NumberColumn(format="%.3f")
+        for column in frame.columns
+        if frame[column].dtype == float and column not in ("Units", "Longest run")
+    }
+    st.dataframe(frame, hide_index=True, column_config=decimals)
 
 
 def _figure(estimate: AnnotatorEstimate | None) -> float | None:
