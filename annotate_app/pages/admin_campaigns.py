@@ -42,8 +42,9 @@ from schemas.tables import Campaign
 
 user = require_role("admin")
 engine = get_engine()
+# The database as the calibration worker opens it (password kept: the worker connects). A comment,
+# not a string: Streamlit draws a bare string of a page (it showed above the title).
 WORKER_URL = engine.url.render_as_string(hide_password=False)
-"""The database as the calibration worker opens it (password kept: the worker connects)."""
 SFT_KEY, REPORT_KEY = "campaign_sft_file", "campaign_calibration_report"
 # Bad input is a ValueError across the project (CampaignError, CampaignSettingsError, the
 # scale parser's errors); a wrong role is PermissionDenied. Anything else is a bug and shows.
