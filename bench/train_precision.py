@@ -28,7 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from critic.modeling import cpu_has_bf16  # noqa: E402
-from critic.training import TrainConfig, train_critic  # noqa: E402
+from critic.train_config import TrainConfig  # noqa: E402
+from critic.training import train_critic  # noqa: E402
 
 MODES = {  # name: (bf16, logits only where the loss reads them)
     "float32": (False, False),

@@ -50,7 +50,8 @@ import torch
 from critic.head_features import HeadSetupError, prompt_features
 from critic.modeling import CRITIC_INFO_FILE, inference_dtype, load_base_model
 from critic.sft import SftRecord, read_sft
-from critic.training import FINAL_FOLDER, TrainConfig, TrainingSetupError, TrainResult
+from critic.train_config import TrainConfig
+from critic.training import FINAL_FOLDER, TrainingSetupError, TrainResult
 from schemas.option_text import OptionText
 from schemas.protocols import to_shown
 

@@ -24,7 +24,8 @@ from critic.modeling import inference_dtype, load_base_model, load_critic
 from critic.prompts import SHOWN_VERDICTS, builtin_template
 from critic.score import ScoreOptions, score_campaign, split_unit_keys
 from critic.sft import SftOptions, SftRecord, export_campaign_sft, read_sft
-from critic.training import TrainConfig, train_critic
+from critic.train_config import TrainConfig
+from critic.training import train_critic
 from data.io.critic_io import campaign_info, campaign_units, image_resolver
 from data.io.judge_facts import campaign_judgement_usage
 from data.storage.engine import session_scope

@@ -16,7 +16,8 @@ from sqlalchemy.engine import Engine
 from critic.modeling import load_base_model, load_critic
 from critic.prompts import load_template
 from critic.sft import SftOptions, export_campaign_sft
-from critic.training import TrainConfig, TrainingSetupError, train_critic
+from critic.train_config import TrainConfig
+from critic.training import TrainingSetupError, train_critic
 
 
 def _export(engine: Engine, tmp_path: Path, *, vision: bool = False) -> Path:

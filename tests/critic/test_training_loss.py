@@ -15,10 +15,10 @@ from critic.collate import IGNORE_INDEX, CriticCollator
 from critic.modeling import load_base_model
 from critic.prompts import load_template
 from critic.sft import SftOptions, export_campaign_sft, read_sft
+from critic.train_config import TrainConfig
 from critic.training import (
     AnswerLogitsTrainer,
     ConversationDataset,
-    TrainConfig,
     _with_lora,
     accepts_logits_to_keep,
 )
