@@ -102,3 +102,11 @@ def test_writing_replaces_the_reference_and_keeps_the_prose(tmp_path: Path) -> N
     assert reference.current_reference(text) == reference.reference_text()
     with pytest.raises(ValueError, match="no lines"):
         reference.splice("# a page without markers\n", "x")
+
+
+def test_the_hand_written_part_names_only_flags_that_exist() -> None:
+    """The prose above the reference is not generated: a flag renamed or removed fails here."""
+    prose, _, generated = CLI_MD.read_text("utf-8").partition(reference.BEGIN)
+    flag = r"(?<![\w-])--[a-z][a-z0-9-]*"
+    named = set(re.findall(flag, prose)) - {"--write"}  # python -m annotate_app.cli.reference
+    assert named and named <= set(re.findall(flag, generated))
