@@ -65,7 +65,7 @@ def config_command(
     return command
 
 
-def option_flags(field_name: str, field_type: Any) -> tuple[str, ...]:
+def _option_flags(field_name: str, field_type: Any) -> tuple[str, ...]:
     """The flags a field gets when none are given: ``--max-steps``, ``--lora/--no-lora``."""
     flag = "--" + field_name.replace("_", "-")
     return (f"{flag}/--no-{flag[2:]}",) if field_type is bool else (flag,)
@@ -102,7 +102,7 @@ def _option(
             default = ",".join(str(item) for item in default)
         settings["callback"] = _comma_list(item_type)
         settings.setdefault("metavar", f"<{item_type.__name__},...>")
-    names = flags or option_flags(field.name, field_type)
+    names = flags or _option_flags(field.name, field_type)
     return annotation, typer.Option(default, *names, **settings)
 
 
