@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from data.services.campaigns import CampaignSpec, create_campaign
 from schemas.tables import Dataset, Item, Response
-from tests.browser_fixtures import ARTIFACTS
+from tests.browser_fixtures import ARTIFACTS, login_in_browser
 
 pytestmark = pytest.mark.e2e
 
@@ -45,9 +45,9 @@ def _login_form(page: Any) -> Any:
 
 
 def test_login_shows_campaigns_and_survives_a_refresh_until_logout(
-    seeded: Any, page: Any, login: Any
+    seeded: Any, page: Any
 ) -> None:
-    login(page, seeded.url, "ann", PASSWORD)
+    login_in_browser(page, seeded.url, "ann", PASSWORD)  # the form, not the endpoint alone
     expect(page.get_by_role("heading", name="Campaigns")).to_be_visible()
     expect(page.get_by_role("cell", name=CHINESE_CAMPAIGN)).to_be_visible()
     cookie = next(c for c in page.context.cookies() if c["name"] == "critiquelab_session")
