@@ -44,9 +44,7 @@ def _login_form(page: Any) -> Any:
     return page.get_by_label("User name", exact=True)
 
 
-def test_login_shows_campaigns_and_survives_a_refresh_until_logout(
-    seeded: Any, page: Any
-) -> None:
+def test_login_shows_campaigns_and_survives_a_refresh_until_logout(seeded: Any, page: Any) -> None:
     login_in_browser(page, seeded.url, "ann", PASSWORD)  # the form, not the endpoint alone
     expect(page.get_by_role("heading", name="Campaigns")).to_be_visible()
     expect(page.get_by_role("cell", name=CHINESE_CAMPAIGN)).to_be_visible()
