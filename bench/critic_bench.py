@@ -29,7 +29,8 @@ from critic.local import GenerationOptions, expected_scores, generate  # noqa: E
 from critic.modeling import load_critic  # noqa: E402
 from critic.prompts import builtin_template, score_prefix  # noqa: E402
 from critic.sft import SftOptions, export_campaign_sft  # noqa: E402
-from critic.training import TrainConfig, train_critic  # noqa: E402
+from critic.train_config import TrainConfig  # noqa: E402
+from critic.training import train_critic  # noqa: E402
 from data.io.critic_io import campaign_info, campaign_units, image_resolver  # noqa: E402
 from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
 from schemas.protocols import ALIGNMMBENCH  # noqa: E402

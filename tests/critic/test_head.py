@@ -16,7 +16,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from calibration.cost import judge_costs
-from critic.head import fit_head, group_folds, load_head, record_class, record_distribution
+from critic.classifier_head import load_head
+from critic.head import fit_head, group_folds, record_class, record_distribution
 from critic.head_features import HeadSetupError, prompt_features
 from critic.judging import plan_jobs
 from critic.local import GenerationOptions, encode_prompt, verdict_probabilities
@@ -24,7 +25,8 @@ from critic.modeling import inference_dtype, load_base_model, load_critic
 from critic.prompts import SHOWN_VERDICTS, builtin_template
 from critic.score import ScoreOptions, score_campaign, split_unit_keys
 from critic.sft import SftOptions, SftRecord, export_campaign_sft, read_sft
-from critic.training import TrainConfig, train_critic
+from critic.train_config import TrainConfig
+from critic.training import train_critic
 from data.io.critic_io import campaign_info, campaign_units, image_resolver
 from data.io.judge_facts import campaign_judgement_usage
 from data.storage.engine import session_scope
