@@ -35,7 +35,6 @@ The modules: :mod:`~data.queue.leases` (the next unit), :mod:`~data.queue.drafts
 """
 
 from data.queue.answers import submit, submit_and_next, submit_step
-from data.queue.common import campaign_protocol
 from data.queue.drafts import save_draft
 from data.queue.give_back import flag, skip
 from data.queue.leases import expire_leases, next_unit
@@ -105,7 +104,6 @@ __all__ = [
     "accept_answer",
     "annotator_progress",
     "assignment_view",
-    "campaign_protocol",
     "expire_leases",
     "flag",
     "last_worked_campaign_id",
