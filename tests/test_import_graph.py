@@ -3,7 +3,7 @@
 Every ``import`` statement of every product module is read with :mod:`ast` — at module level,
 inside functions, under ``if TYPE_CHECKING:`` — because an import inside a function is an arrow
 all the same: it only hides a circle from Python's start-up. An arrow goes to the module the
-statement names (``from data.queue import routing`` to ``data.queue.routing``; ``from data.queue
+statement names (``from data.queue import leases`` to ``data.queue.leases``; ``from data.queue
 import submit`` to the package ``data.queue`` itself), not to the packages Python also runs on
 the way, so a package's ``__init__`` may re-export its own modules.
 
@@ -59,7 +59,7 @@ def _resolve_from(module: str, is_package: bool, node: ast.ImportFrom) -> str:
 
 def arrows(modules: dict[str, Path]) -> list[Arrow]:
     """Each import between product modules, wherever in the file the statement stands."""
-    found: list[Arrow] = []
+    found: dict[Arrow, None] = {}  # in reading order, each once
     for module, path in modules.items():
         is_package = path.name == "__init__.py"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
@@ -75,10 +75,9 @@ def arrows(modules: dict[str, Path]) -> list[Arrow]:
                 # ``import a.b.c`` names a.b.c; an unknown tail is an attribute of a module.
                 while target and target not in modules and "." in target:
                     target = target.rsplit(".", 1)[0]
-                arrow = Arrow(module, target, node.lineno)
-                if target in modules and target != module and arrow not in found:
-                    found.append(arrow)
-    return found
+                if target in modules and target != module:
+                    found[Arrow(module, target, node.lineno)] = None
+    return list(found)
 
 
 def cycles(edges: list[Arrow]) -> list[list[str]]:
@@ -164,12 +163,28 @@ def graph() -> tuple[dict[str, Path], list[Arrow]]:
     return modules, arrows(modules)
 
 
+def test_the_graph_covers_every_layer(graph: tuple[dict[str, Path], list[Arrow]]) -> None:
+    modules, edges = graph
+    assert {module.split(".")[0] for module in modules} == set(LAYERS)
+    assert {arrow.source.split(".")[0] for arrow in edges} == set(LAYERS)
+
+
 def test_no_import_circle(graph: tuple[dict[str, Path], list[Arrow]]) -> None:
     _, edges = graph
     found = cycles(edges)
-    assert not found, f"{len(found)} import circle(s):\n" + "\n".join(
-        " -> ".join(circle) for circle in found
-    )
+    lines = []
+    for circle in found:
+        lines.append(" -> ".join(circle))
+        lines += [
+            f"    {a.source} imports {a.target}, line {a.line}" for a in _along(circle, edges)
+        ]
+    assert not found, f"{len(found)} import circle(s):\n" + "\n".join(lines)
+
+
+def _along(circle: list[str], edges: list[Arrow]) -> list[Arrow]:
+    """The import statements behind each step of a circle."""
+    steps = set(zip(circle, circle[1:], strict=False))
+    return [arrow for arrow in edges if (arrow.source, arrow.target) in steps]
 
 
 def test_imports_follow_the_layer_order(graph: tuple[dict[str, Path], list[Arrow]]) -> None:
