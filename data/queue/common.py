@@ -1,5 +1,6 @@
-"""Shared pieces of the queue's modules: table handles, campaign look-ups, answer checks, slot
-counters (not part of :mod:`data.queue`'s public surface, which its ``__init__`` lists)."""
+"""Shared pieces of the queue's modules: the annotator's own rows, answer checks, slot counters
+(not part of :mod:`data.queue`'s public surface, which its ``__init__`` lists); campaigns are
+found with :mod:`data.storage.campaign_lookup`."""
 
 from __future__ import annotations
 
