@@ -136,7 +136,7 @@ def fit_head(
     fitted = np.eye(len(classes))[y] if distributions is None else np.asarray(distributions)
     if fitted.shape != (len(y), len(classes)):
         raise ValueError(f"distributions are {fitted.shape}, not (records, classes)")
-    fold = group_folds(groups, folds, seed)
+    fold = _group_folds(groups, folds, seed)
     cv, oof_by = [], {}
     for layer, x in by_layer.items():
         for l2 in l2_grid:
@@ -291,7 +291,7 @@ def _answer_spans(record: SftRecord) -> tuple[tuple[int, int], ...]:
     return tuple((int(start), int(end)) for start, end in spans)
 
 
-def group_folds(groups: list[str], folds: int, seed: int) -> np.ndarray:
+def _group_folds(groups: list[str], folds: int, seed: int) -> np.ndarray:
     """Fold number (0 … K−1) of each record, K = min(``folds``, items): the sorted item names
     shuffled with ``seed`` and dealt out in turn, so no item is in two folds."""
     names = sorted(set(groups))

@@ -17,7 +17,7 @@ from sqlmodel import select
 
 from calibration.cost import judge_costs
 from critic.classifier_head import load_head
-from critic.head import fit_head, group_folds, record_class, record_distribution
+from critic.head import _group_folds, fit_head, record_class, record_distribution
 from critic.head_features import HeadSetupError, prompt_features
 from critic.judging import plan_jobs
 from critic.local import GenerationOptions, encode_prompt, verdict_probabilities
@@ -174,7 +174,7 @@ def test_head_training_lowers_the_loss_changes_weights_and_judges(
 
 def test_head_cross_validation_is_grouped_by_item_and_picks_the_best_l2() -> None:
     groups = [f"item-{i // 3}" for i in range(60)]
-    folds = group_folds(groups, 5, seed=0)
+    folds = _group_folds(groups, 5, seed=0)
     for group in set(groups):
         assert len({folds[i] for i, g in enumerate(groups) if g == group}) == 1
     rng = np.random.default_rng(0)
