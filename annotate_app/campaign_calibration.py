@@ -42,8 +42,8 @@ from data.io.frames import (
     campaign_reference_overrides,
 )
 from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
-from data.services.campaigns import campaign_protocol, get_campaign
 from data.services.monitor import human_rating_matrices
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope
 from schemas.core import stored_id
 from schemas.protocols import Protocol

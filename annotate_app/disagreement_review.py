@@ -27,7 +27,6 @@ from calibration.report_audits import audit_section, consistency_section
 from calibration.report_html import render_html
 from calibration.report_tags import tags_section
 from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
-from data.services.campaigns import campaign_protocol, get_campaign
 from data.services.disagreements import (
     Disagreement,
     ReviewSettings,
@@ -35,6 +34,7 @@ from data.services.disagreements import (
     disagreement_queue,
     review_settings,
 )
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 

@@ -29,7 +29,7 @@ from calibration.report_audits import (
     consistency_text,
 )
 from data.io.campaign_input import CampaignCalibrationInput
-from data.services.campaigns import get_campaign
+from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import session_scope
 
 

@@ -26,7 +26,6 @@ from data.io.frames import campaign_judges
 from data.queue.priority import ROUTING_MODES
 from data.services.admin import (
     CampaignSettings,
-    PermissionDenied,
     campaign_settings,
     change_campaign_status,
     create_campaign_as,
@@ -34,7 +33,9 @@ from data.services.admin import (
     set_routing_as,
     update_campaign_settings,
 )
-from data.services.campaigns import CampaignSpec, PairSampling, list_campaigns
+from data.services.campaigns import CampaignSpec, PairSampling
+from data.services.roles import PermissionDenied
+from data.storage.campaign_lookup import list_campaigns
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.protocols import PROTOCOL_NAMES, parse_scale

@@ -19,7 +19,7 @@ from data.services.adjudication import (
     adjudication_queue,
     unit_review,
 )
-from data.services.admin import PermissionDenied
+from data.services.roles import PermissionDenied
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.protocols import InvalidJudgement, Protocol

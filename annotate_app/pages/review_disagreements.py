@@ -16,8 +16,8 @@ from annotate_app.render import render_content, render_history
 from annotate_app.text import escape_markdown, safe_markdown
 from data.io.frames import campaign_judges
 from data.services.adjudication import UnitReview, unit_review
-from data.services.admin import PermissionDenied
 from data.services.disagreements import Disagreement, DisagreementError, tag_disagreement
+from data.services.roles import PermissionDenied
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 

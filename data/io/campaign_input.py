@@ -22,10 +22,10 @@ from data.io.frames import (
     campaign_judges,
     campaign_reference_overrides,
 )
-from data.queue.routing import campaign_estimation_sample
-from data.services.campaigns import campaign_protocol, get_campaign, unit_key_map
 from data.services.counted_answers import not_rejected
 from data.services.monitor import unit_infos
+from data.services.routing import campaign_estimation_sample
+from data.storage.campaign_lookup import campaign_protocol, get_campaign, unit_key_map
 from schemas.core import core_table
 from schemas.protocols import Protocol
 from schemas.tables import (

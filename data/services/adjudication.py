@@ -16,12 +16,12 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from data.queue import campaign_protocol, review_info
-from data.services.admin import require_actor_role
-from data.services.campaigns import get_campaign
+from data.queue import review_info
 from data.services.counted_answers import not_rejected
 from data.services.monitor import unit_infos
+from data.services.roles import require_actor_role
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from schemas.core import stored_id
 from schemas.items import ResponseContent
 from schemas.protocols import Protocol

@@ -25,10 +25,10 @@ from datetime import UTC, datetime
 from sqlmodel import Session, col, select
 
 from data.io.frames import campaign_judgements
-from data.services.admin import require_actor_role
-from data.services.campaigns import campaign_protocol, get_campaign, unit_key_map
 from data.services.monitor import unit_infos
+from data.services.roles import require_actor_role
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import campaign_protocol, get_campaign, unit_key_map
 from schemas.core import stored_id
 from schemas.disagreements import DEFAULT_TAXONOMY, DEFAULT_THRESHOLD_SHARE, TagRecord
 from schemas.protocols import Protocol

@@ -24,8 +24,9 @@ from annotate_app.text import escape_markdown, safe_markdown
 from data.io.judgements import insert_judgements
 from data.queue import flag, next_unit
 from data.services.adjudication import adjudicate
-from data.services.admin import PermissionDenied, change_campaign_status, set_routing_as
+from data.services.admin import change_campaign_status, set_routing_as
 from data.services.disagreements import disagreement_queue, tag_disagreement
+from data.services.roles import PermissionDenied
 from data.services.users import UserRecord, get_user, to_record
 from data.storage.audit import list_events
 from data.storage.engine import session_scope
@@ -585,7 +586,7 @@ def test_gold_settings_are_saved_from_the_campaigns_page_and_bounded(world):
 
 
 def test_a_gold_file_is_uploaded_on_the_campaigns_page_all_or_nothing(world):
-    from data.services.campaigns import unit_keys
+    from data.storage.campaign_lookup import unit_keys
     from schemas.tables import GoldAnswer
 
     engine, people, campaign_id = world

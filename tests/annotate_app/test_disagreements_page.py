@@ -12,9 +12,9 @@ from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR, page_available
 from annotate_app.text import escape_markdown, safe_markdown
 from data.io.judgements import insert_judgements
-from data.services.campaigns import unit_key_map
 from data.services.users import to_record
 from data.storage.audit import list_events
+from data.storage.campaign_lookup import unit_key_map
 from data.storage.engine import session_scope
 from schemas.disagreements import DEFAULT_TAXONOMY
 from schemas.tables import DisagreementTag, Judgement, User

@@ -15,9 +15,9 @@ from annotate_app.disagreement_review import campaign_reference, open_disagreeme
 from data.io.frames import campaign_judges
 from data.sample import build_sample_project
 from data.sample.tags import TAGGED_CAMPAIGN, TAGS_PER_JUDGE
-from data.services.campaigns import get_campaign
 from data.services.disagreements import campaign_tags, tag_disagreement
 from data.services.users import get_user
+from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import AuditEvent, DisagreementTag
 

@@ -17,8 +17,8 @@ from data.services.adjudication import (
     adjudication_queue,
     unit_review,
 )
-from data.services.admin import PermissionDenied
 from data.services.flags import list_flags, resolve_flag
+from data.services.roles import PermissionDenied
 from data.storage.audit import list_events
 from data.storage.engine import session_scope
 from schemas.protocols import InvalidJudgement

@@ -11,7 +11,6 @@ from sqlmodel import select
 
 from data.services.admin import (
     CampaignSettingsError,
-    PermissionDenied,
     add_account,
     campaign_settings,
     change_active,
@@ -19,10 +18,10 @@ from data.services.admin import (
     change_password,
     change_role,
     create_campaign_as,
-    require_actor_role,
     update_campaign_settings,
 )
 from data.services.campaigns import CampaignSpec
+from data.services.roles import PermissionDenied, require_actor_role
 from data.services.users import UserError, get_user, password_matches
 from data.storage.audit import list_events
 from data.storage.engine import session_scope

@@ -11,8 +11,6 @@ from sqlmodel import select
 
 from data.io.exporters.tags import TAG_COLUMNS, export_disagreement_tags
 from data.io.judgements import insert_judgements
-from data.services.admin import PermissionDenied
-from data.services.campaigns import unit_key_map
 from data.services.disagreements import (
     DisagreementError,
     campaign_tags,
@@ -21,7 +19,9 @@ from data.services.disagreements import (
     set_review_settings,
     tag_disagreement,
 )
+from data.services.roles import PermissionDenied
 from data.storage.audit import list_events
+from data.storage.campaign_lookup import unit_key_map
 from data.storage.engine import session_scope
 from schemas.csv_cells import restored
 from schemas.disagreements import DEFAULT_TAXONOMY

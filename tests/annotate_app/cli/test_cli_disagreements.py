@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from data.io.judgements import insert_judgements
-from data.services.campaigns import get_campaign, unit_key_map
 from data.services.disagreements import disagreement_queue, review_settings, tag_disagreement
+from data.storage.campaign_lookup import get_campaign, unit_key_map
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Judgement
 
