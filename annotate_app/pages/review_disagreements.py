@@ -99,17 +99,13 @@ except PermissionDenied as error:
     st.stop()
 
 settings = queue.settings
-rule = (
-    f"|{judge} − reference| ≥ {settings.threshold:g}"
-    if settings.threshold is not None
-    else f"{judge} prefers another response than the reference (half of its verdicts or more)"
-)
 untagged = sum(entry.cause is None for entry in queue.entries)
 st.caption(
     escape_markdown(
-        f"{untagged} untagged of {len(queue.entries)} disagreements where {rule}; "
-        f"{queue.references} units have a reference (adjudicated label, else the humans' "
-        "consensus)."
+        f"{untagged} untagged of the {queue.found} disagreements that the calibration report "
+        f"counts: units where {queue.rule} ({judge}'s parsed verdicts over shown orders and "
+        f"samples); {queue.references} units have a reference (adjudicated label, else the "
+        "humans' consensus)."
     )
 )
 if not queue.entries:

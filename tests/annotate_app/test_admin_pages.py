@@ -29,6 +29,7 @@ from data.services.disagreements import disagreement_queue, tag_disagreement
 from data.services.users import UserRecord, get_user, to_record
 from data.storage.audit import list_events
 from data.storage.engine import session_scope
+from schemas.disagreements import JudgeDisagreement
 from schemas.tables import Adjudication, Campaign, Judgement, Response, Unit, User
 
 TIMEOUT = 60
@@ -419,8 +420,9 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
         with session_scope(engine) as session:
             adjudicate(session, people["rita"].id, unit.id, score=7, note="The judge is right.")
             queue = disagreement_queue(
-                session, people["rita"].id, campaign_id, "gpt-4", {unit_key: 2}
-            )
+                session, people["rita"].id, campaign_id, "gpt-4",
+                [JudgeDisagreement(unit_key, "gpt-4", "7", "2", 5.0)],
+            )  # fmt: skip
             tag_disagreement(session, people["rita"].id, queue[0], cause="too lenient")
         at.button(key="build_report").click().run()
         assert "2 units with a reference, 1 of them adjudicated" in at.caption[-1].value
