@@ -63,10 +63,12 @@ def campaign_disagreements(session: Session, campaign: str | int, judge: str) ->
     units and against the reference of the campaign's calibration report with its default
     options, and with the campaign's threshold: the report lists the first of these."""
     source = read_calibration_input(session, campaign, judges=[judge])
+    excluded = reference_exclusions(source, {})
     options = CalibrationOptions(
         protocol=source.protocol,
         disagreement_threshold=source.disagreement_threshold,
-        **reference_exclusions(source, {}),
+        exclude_annotators=excluded["exclude_annotators"],
+        exclusion_reasons=excluded["exclusion_reasons"],
     )
     has_humans = not source.frame.empty and bool((source.frame["kind"] == "human").any())
     if not has_humans:  # nobody has answered yet: no reference, so no disagreement

@@ -131,13 +131,13 @@ with session_scope(engine) as session:
 
 content_column, reasons_column = st.columns([3, 2])
 with content_column:
-    if review.history:
+    if review.content.item.history:
         st.markdown("**Earlier turns**")
-        render_history(review.history)
+        render_history(review.content.item.history)
     st.markdown("**Question**")
-    render_content(review.question)
-    titles = ("Response A", "Response B") if len(review.responses) == 2 else ("Response",)
-    for title, response in zip(titles, review.responses, strict=True):
+    render_content(review.content.item.question)
+    titles = ("Response A", "Response B") if len(review.content.responses) == 2 else ("Response",)
+    for title, response in zip(titles, review.content.responses, strict=True):
         with st.container(border=True):
             st.markdown(f"**{title}** · {escape_markdown(response.model)}")
             render_content(response.content)

@@ -437,14 +437,9 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
         downloads = {f: calibration_worker.campaign_annotations_file(url, "camp", f) for f in
                      ("jsonl", "csv", "parquet")}  # fmt: skip
     assert files.result.judges["gpt-4"].metric("mae").value == 0.0  # 7 vs the adjudicated 7
-    # the files of ``critiquelab calibrate --campaign``, the reviewers' causes included
-    cli_html, cli_json = tmp_path / "cli.html", tmp_path / "cli.json"
-    arguments = ["--db", db_url, "calibrate", "--campaign", "camp"]
-    written = CliRunner().invoke(app, [*arguments, "--html", cli_html, "--json", cli_json])
-    assert written.exit_code == 0, written.output
-    assert "too lenient" in files.html
-    assert files.html == cli_html.read_text("utf-8")
-    assert files.result.to_json() == cli_json.read_text("utf-8")
+    # the files come from the one assembly that ``calibrate --campaign`` calls too
+    # (tests/annotate_app/test_campaign_report.py); here, the reviewers' causes are in them
+    assert "too lenient" in files.html and files.result.judge_audit is not None
     cli_sft = tmp_path / "cli-sft.jsonl"  # and the training file of ``export sft``
     written = CliRunner().invoke(app, ["--db", db_url, "export", "sft", "--campaign", "camp",
                                        "-o", str(cli_sft)])  # fmt: skip
