@@ -28,7 +28,6 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Protocol as TypingProtocol
 
-import pandas as pd
 from sqlalchemy.engine import Engine
 
 from annotate_app.campaign_calibration import (
@@ -48,7 +47,7 @@ from calibration.consistency import ConsistencyReport
 from calibration.cost import Prices
 from calibration.reference import no_majority_rule
 from calibration.result import CalibrationResult
-from schemas.ids import HUMAN_PREFIX
+from calibration.units import human_rater_names
 from schemas.protocols import get_protocol
 
 Advance = Callable[[int], None]
@@ -138,7 +137,7 @@ def build_campaign_report(
         source = replace(source, protocol=chosen, disagreement_threshold=None)
     fields = {
         "consensus": request.consensus,
-        "exclude_annotators": rater_names(source.frame, request.exclude_annotators),
+        "exclude_annotators": human_rater_names(source.frame, request.exclude_annotators),
         "no_majority": request.no_majority,
         "unparsed": request.unparsed,
         "bootstrap": request.bootstrap,
@@ -216,16 +215,3 @@ def _files(
         consistency=consistency,
     )
     return CampaignReportFiles(result, html)
-
-
-def rater_names(frame: pd.DataFrame, names: tuple[str, ...]) -> tuple[str, ...]:
-    """Annotators to exclude as the frame's raters: a campaign's humans are
-    ``annotator:<login>`` there, so a login alone is accepted; an unknown name is kept, for
-    calibration to name it beside those present."""
-    present = set(frame.loc[frame["kind"] == "human", "rater"].astype(str))
-    return tuple(
-        f"{HUMAN_PREFIX}{name}"
-        if name not in present and f"{HUMAN_PREFIX}{name}" in present
-        else name
-        for name in names
-    )

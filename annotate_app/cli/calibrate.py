@@ -198,11 +198,11 @@ def _calibrate_files(
     html_out: Path | None,
 ) -> None:
     """File mode: judgement files calibrated as they are (no database, no audits)."""
-    from annotate_app.campaign_report import rater_names
     from calibration import CalibrationInputError, CalibrationOptions, calibrate
     from calibration.compare import compare_judges
     from calibration.report_compare import comparison_text
     from calibration.report_html import write_html
+    from calibration.units import human_rater_names
     from schemas.protocols import get_protocol
 
     if protocol is None:
@@ -210,7 +210,10 @@ def _calibrate_files(
     low, high, step = scale_bounds or (None, None, None)
     chosen = get_protocol(protocol, scale_min=low, scale_max=high, step=step)
     frame, data_sha256 = _file_frame(judgments, dataset, chosen)
-    fields = {**shared, "exclude_annotators": rater_names(frame, shared["exclude_annotators"])}
+    fields = {
+        **shared,
+        "exclude_annotators": human_rater_names(frame, shared["exclude_annotators"]),
+    }
     # The options' closed sets arrive as the user's text; CalibrationOptions.validate() checks
     # each one and names the valid values, so the Literal types hold once it has run.
     options = CalibrationOptions(protocol=chosen, **fields)
