@@ -31,8 +31,10 @@ from calibration.report_audits import audit_section, consistency_section
 from calibration.report_html import render_html
 from calibration.report_tags import tags_section
 from data.io.campaign_input import read_calibration_input
+from data.services.admin import require_actor_role
 from data.services.campaigns import get_campaign
 from data.services.disagreements import (
+    REVIEWER_ROLES,
     Disagreement,
     ReviewSettings,
     campaign_tags,
@@ -88,6 +90,7 @@ def open_disagreements(
 ) -> DisagreementQueue:
     """The judge's disagreements with the reference, largest gap first (reviewers, admins)."""
     with session_scope(engine) as session:
+        require_actor_role(session, actor_id, *REVIEWER_ROLES)  # before the campaign is read
         found = campaign_disagreements(session, campaign_id, judge)
         entries = disagreement_queue(
             session, actor_id, campaign_id, judge, found.entries, include_tagged=include_tagged

@@ -102,9 +102,9 @@ settings = queue.settings
 untagged = sum(entry.cause is None for entry in queue.entries)
 st.caption(
     escape_markdown(
-        f"{untagged} untagged of the {queue.found} disagreements that the calibration report "
-        f"counts: units where {queue.rule} ({judge}'s parsed verdicts over shown orders and "
-        f"samples); {queue.references} units have a reference (adjudicated label, else the "
+        f"{untagged} untagged of the {queue.found} disagreements the calibration report "
+        f"counts: units where {queue.rule}, over its parsed verdicts in every shown order and "
+        f"sample; {queue.references} units have a reference (adjudicated label, else the "
         "humans' consensus)."
     )
 )
