@@ -14,7 +14,7 @@ from annotate_app.calibration_worker import (
     campaign_report,
     campaign_sft_file,
 )
-from annotate_app.campaign_calibration import CampaignReportFiles
+from annotate_app.campaign_report import CampaignReportFiles
 from annotate_app.db import get_engine
 from annotate_app.disagreement_views import render_review_settings
 from annotate_app.gold_views import render_gold_settings

@@ -21,6 +21,7 @@ from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.roles import require_actor_role
 from data.services.routing import set_routing
 from data.services.users import (
+    PasswordReset,
     UserError,
     UserRecord,
     create_user,
@@ -31,7 +32,7 @@ from data.services.users import (
 )
 from data.storage.audit import record_event
 from schemas.core import stored_id
-from schemas.tables import AuthSession, Campaign, Dataset, Item, Response, User, utcnow
+from schemas.tables import Campaign, Dataset, Item, Response, User
 
 
 class CampaignSettingsError(ValueError):
@@ -62,20 +63,18 @@ def change_active(session: Session, actor_id: int | None, name: str, active: boo
     """Enable or disable ``name`` (admins only); disabling ends their login sessions."""
     require_actor_role(session, actor_id, "admin")
     user = require_user(session, name)
-    if not active:
-        if user.role == "admin":
-            _refuse_losing_last_admin(session, user)
-        _revoke_sessions(session, user)
+    if not active and user.role == "admin":
+        _refuse_losing_last_admin(session, user)
     return set_active(session, name, active, actor_id=actor_id)
 
 
-def change_password(session: Session, actor_id: int | None, name: str, password: str) -> UserRecord:
-    """Set a new password for ``name`` (admins only); their open sessions end."""
+def change_password(
+    session: Session, actor_id: int | None, name: str, password: str
+) -> PasswordReset:
+    """Set a new password for ``name`` (admins only): :func:`data.services.users.reset_password`,
+    which ends their open sessions."""
     require_actor_role(session, actor_id, "admin")
-    user = require_user(session, name)
-    record = reset_password(session, name, password, actor_id=actor_id)
-    _revoke_sessions(session, user)
-    return record
+    return reset_password(session, name, password, actor_id=actor_id)
 
 
 def _refuse_losing_last_admin(session: Session, user: User) -> None:
@@ -84,18 +83,6 @@ def _refuse_losing_last_admin(session: Session, user: User) -> None:
     ).first()
     if others is None:
         raise UserError(f"{user.name} is the last active admin: make another account admin first")
-
-
-def _revoke_sessions(session: Session, user: User) -> None:
-    now = utcnow()
-    live = session.exec(
-        select(AuthSession).where(
-            AuthSession.user_id == user.id, col(AuthSession.revoked_at).is_(None)
-        )
-    )
-    for auth_session in live:
-        auth_session.revoked_at = now
-        session.add(auth_session)
 
 
 # --- campaigns ------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from data.services.roles import PermissionDenied
 from data.services.users import UserRecord, get_user, to_record
 from data.storage.audit import list_events
 from data.storage.engine import session_scope
+from schemas.disagreements import JudgeDisagreement
 from schemas.tables import Adjudication, Campaign, Judgement, Response, Unit, User
 
 TIMEOUT = 60
@@ -420,8 +421,9 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
         with session_scope(engine) as session:
             adjudicate(session, people["rita"].id, unit.id, score=7, note="The judge is right.")
             queue = disagreement_queue(
-                session, people["rita"].id, campaign_id, "gpt-4", {unit_key: 2}
-            )
+                session, people["rita"].id, campaign_id, "gpt-4",
+                [JudgeDisagreement(unit_key, "gpt-4", "7", "2", 5.0)],
+            )  # fmt: skip
             tag_disagreement(session, people["rita"].id, queue[0], cause="too lenient")
         at.button(key="build_report").click().run()
         assert "2 units with a reference, 1 of them adjudicated" in at.caption[-1].value
@@ -436,14 +438,9 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
         downloads = {f: calibration_worker.campaign_annotations_file(url, "camp", f) for f in
                      ("jsonl", "csv", "parquet")}  # fmt: skip
     assert files.result.judges["gpt-4"].metric("mae").value == 0.0  # 7 vs the adjudicated 7
-    # the files of ``critiquelab calibrate --campaign``, the reviewers' causes included
-    cli_html, cli_json = tmp_path / "cli.html", tmp_path / "cli.json"
-    arguments = ["--db", db_url, "calibrate", "--campaign", "camp"]
-    written = CliRunner().invoke(app, [*arguments, "--html", cli_html, "--json", cli_json])
-    assert written.exit_code == 0, written.output
-    assert "too lenient" in files.html
-    assert files.html == cli_html.read_text("utf-8")
-    assert files.result.to_json() == cli_json.read_text("utf-8")
+    # the files come from the one assembly that ``calibrate --campaign`` calls too
+    # (tests/annotate_app/test_campaign_report.py); here, the reviewers' causes are in them
+    assert "too lenient" in files.html and files.result.judge_audit is not None
     cli_sft = tmp_path / "cli-sft.jsonl"  # and the training file of ``export sft``
     written = CliRunner().invoke(app, ["--db", db_url, "export", "sft", "--campaign", "camp",
                                        "-o", str(cli_sft)])  # fmt: skip

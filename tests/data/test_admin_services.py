@@ -175,9 +175,13 @@ def test_disabling_an_account_ends_its_login_sessions(world):
 def test_password_reset_replaces_the_hash_and_never_logs_the_password(world):
     engine, people, _ = world
     with session_scope(engine) as session:
-        change_password(session, people["root"], "bob", "brand new secret")
+        session.add(AuthSession(token_hash="abc", user_id=people["bob"], expires_at=utcnow()))
+    with session_scope(engine) as session:
+        reset = change_password(session, people["root"], "bob", "brand new secret")
+    assert reset.sessions_ended == 1
     with session_scope(engine) as session:
         assert password_matches(get_user(session, "bob").password_hash, "brand new secret")
+        assert session.exec(select(AuthSession)).one().revoked_at is not None
         event = list_events(session, action_prefix="user.password_reset")[0]
         assert "brand new secret" not in str(event.detail)
 

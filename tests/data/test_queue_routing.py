@@ -434,7 +434,7 @@ def test_the_judge_audit_of_a_stratified_campaign_reads_only_its_estimation_samp
 
     from annotate_app import calibration_worker
     from annotate_app.calibration_worker import CampaignScope, page_audit
-    from annotate_app.campaign_calibration import campaign_report_files
+    from annotate_app.campaign_report import CampaignReportRequest, build_campaign_report
     from data.io.campaign_input import campaign_version
     from data.storage.campaign_lookup import unit_key_map
 
@@ -473,7 +473,8 @@ def test_the_judge_audit_of_a_stratified_campaign_reads_only_its_estimation_samp
 
     for module in ("data.io.campaign_input", "annotate_app.campaign_calibration"):
         monkeypatch.setattr(f"{module}.campaign_judgement_frame", counted, raising=False)
-    report = campaign_report_files(engine, campaign_id).result.judge_audit
+    request = CampaignReportRequest(campaign=campaign_id)
+    report = build_campaign_report(engine, request).files.result.judge_audit
     assert len(reads) == 1  # the report and its audit from one read of the campaign
     monkeypatch.undo()
     assert report is not None and report.model_dump(mode="json")["costs"] == cli_audit["costs"]
