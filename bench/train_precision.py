@@ -2,7 +2,7 @@
 run: float32 (the baseline) against bf16 mixed precision (``critic train``'s default on a CPU with
 bf16 instructions), each with transformers' default loss over every position's logits; and bf16
 with the logits computed only where the loss reads them (``answer-logits``, the default of
-``critic train``: :class:`critic.training.AnswerLogitsTrainer`).
+``critic train``: :class:`critic.fine_tune.AnswerLogitsTrainer`).
 
 Run (prints JSON)::
 

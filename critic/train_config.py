@@ -1,10 +1,12 @@
-"""What shapes a training run (:class:`TrainConfig`), in a module that imports no model library.
+"""What shapes a training run (:class:`TrainConfig`): ``critiquelab critic train``'s options, stored
+in the trained critic's ``critic.json``. Read by both objectives (:mod:`critic.fine_tune`,
+:mod:`critic.head`) and by :func:`critic.training.train_critic`, which picks between them.
 
 Each field carries its documentation as ``metadata["help"]``, the way transformers'
-``TrainingArguments`` does: the library reads the fields, and ``critiquelab critic train`` builds
-one option per field from its name, type, default and help (:mod:`annotate_app.cli.critic_train`),
-so the command line cannot restate a default differently. Importing this module loads no torch,
-which keeps ``critiquelab --help`` fast.
+``TrainingArguments`` does: ``critiquelab critic train`` builds one option per field from its
+name, type, default and help (:mod:`annotate_app.cli.config_options`), so the command line cannot
+restate a default differently. Importing this module loads no torch, which keeps ``critiquelab
+--help`` fast.
 """
 
 from __future__ import annotations
