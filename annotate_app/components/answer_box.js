@@ -5,8 +5,8 @@
 //
 // Keys (data.choices[].key, from the protocol) choose while focus is not in a text field; Escape
 // leaves the rationale box; Ctrl+Enter (Cmd+Enter) submits from anywhere; "?" shows every
-// shortcut. After a choice, focus returns to the rationale box. After a submit the panel is
-// disabled until the page replaces it with the next unit's panel (or reports a refusal).
+// shortcut. After a choice, focus returns to the rationale box. After a submit the panel shows
+// only "Saving…" until the page replaces it with the next unit's panel (or reports a refusal).
 
 const DRAFT_DELAY_MS = 500;
 const IDLE_LIMIT_MS = 120000;
@@ -17,6 +17,10 @@ const STORE_MAX_AGE_MS = 14 * 24 * 3600 * 1000;
 // by the module, not the panel: while a submit's rerun runs, Streamlit may keep the old panel
 // and mount it afresh, and a fresh mount must stay "Saving…" too.
 const SUBMITTED = new Map();
+// Every panel state this page has mounted and not yet torn down: when the next unit's panel
+// arrives (the submit is acknowledged), a submitted panel that Streamlit still shows while its
+// run ends is hidden, so no stale copy of the previous unit's panel can be seen or clicked.
+const LIVE = new Set();
 
 function el(tag, attrs, text) {
   const node = document.createElement(tag);
@@ -212,7 +216,10 @@ function build(root, data, state) {
     table.append(row);
   }
   sheet.append(table, el("div", { class: "cl-help" }, "Esc or ? closes this list."));
-  box.append(choices, guide, chosen, area, message, actions, help, sheet);
+  // While a submit runs, the answer sent is not shown any more (it cannot be changed): only this.
+  const saving = el("div", { class: "cl-saving", role: "status", "data-testid": "cl-saving" },
+    "Saving your answer… the next unit follows.");
+  box.append(saving, choices, guide, chosen, area, message, actions, help, sheet);
   root.append(box);
   return { box, choices, guide, chosen, area, counter, message, submit, sheet };
 }
@@ -295,6 +302,10 @@ function mount(parentElement, data) {
   };
   parentElement.__clAnswer = state;
   state.nodes = build(parentElement, data, state);
+  for (const other of LIVE) {  // the previous unit's panel, if Streamlit still shows it
+    if (other.unit !== data.unit && SUBMITTED.has(other.unit)) other.nodes.box.hidden = true;
+  }
+  LIVE.add(state);
   state.change = (choice, rationale) => {  // every change: the browser copy first, at once
     state.choice = choice;
     state.rationale = rationale;
@@ -323,14 +334,23 @@ function mount(parentElement, data) {
 
 export default function (component) {
   const { data, parentElement, setStateValue, setTriggerValue } = component;
+  // Streamlit calls this function again on every rerun (each draft saved is one) with new data,
+  // and runs only the cleanup returned by the last call, when the panel goes: the listeners the
+  // previous call added are removed here, so that one keydown listener is ever live per panel
+  // (with one per call, "?" toggled the sheet as many times as the page had rerun).
+  if (parentElement.__clDetach) parentElement.__clDetach();
   let state = parentElement.__clAnswer;
-  if (!state || state.unit !== data.unit) state = mount(parentElement, data);
+  if (!state || state.unit !== data.unit) {
+    if (state) LIVE.delete(state);
+    state = mount(parentElement, data);
+  }
   state.data = data;
   if (data.attempt !== state.attempt || (SUBMITTED.has(data.unit) && !state.sending)) {
     // the server refused the last submit: say why, and take input again
     state.attempt = data.attempt;
     state.sending = false;
     SUBMITTED.delete(data.unit);
+    state.nodes.box.hidden = false;
     state.nodes.message.textContent = data.error || "";
   }
   const payload = () => (accumulate(state), {
@@ -430,11 +450,17 @@ export default function (component) {
   window.addEventListener("pagehide", onLeave);
   document.addEventListener("visibilitychange", onVisibility);
   for (const name of activityEvents) document.addEventListener(name, onActivity, true);
-  return () => {
+  const detach = () => {
     clearInterval(tick);
     window.removeEventListener("pagehide", onLeave);
     document.removeEventListener("visibilitychange", onVisibility);
     document.removeEventListener("keydown", onKey, true);
     for (const name of activityEvents) document.removeEventListener(name, onActivity, true);
+    if (parentElement.__clDetach === detach) parentElement.__clDetach = null;
+  };
+  parentElement.__clDetach = detach;
+  return () => {  // the panel goes: its listeners, and its place among the live panels
+    detach();
+    LIVE.delete(state);
   };
 }

@@ -11,7 +11,9 @@ page visible and focused, idle time beyond 2 minutes not counted.
 With a ``store`` key, every change is also written at once to the browser's ``localStorage``
 under that key, so a refresh or a crash loses no keystroke; on load the browser copy and the
 server draft are compared by when each was typed (server clock) and the newer one wins. After a
-submit the panel is disabled ("Saving…") until the page replaces it with the next unit's.
+submit the panel shows only "Saving…" (the answer sent is neither shown nor clickable) until the
+page replaces it with the next unit's; a panel still on screen when the next unit's arrives is
+hidden. Each rerun calls the browser side again: it keeps one set of listeners per panel.
 """
 
 from __future__ import annotations
