@@ -31,7 +31,7 @@ from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
 from data.storage.engine import DatabaseProblem, session_scope
-from schemas.core import stored_id
+from schemas.core import parse_row_id, stored_id
 
 user = require_role("annotator", "reviewer", "admin")
 engine = get_engine()
@@ -146,8 +146,7 @@ def _keep_in_url(name: str, value: str) -> None:
 
 def _unit_in_url() -> int | None:
     """The unit (assignment id) the URL names: the one this tab showed before it was reloaded."""
-    value = st.query_params.get("unit")
-    return int(value) if value is not None and value.isdigit() else None
+    return parse_row_id(st.query_params.get("unit"))  # any other text names no such unit
 
 
 def _submit(key: str, assignment_id: int) -> None:

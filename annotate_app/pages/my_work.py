@@ -18,7 +18,7 @@ from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
 from data.storage.engine import DatabaseProblem, session_scope
-from schemas.core import stored_id
+from schemas.core import parse_row_id, stored_id
 
 PAGE_SIZE = 50
 REVIEW_TEXT = {
@@ -59,8 +59,7 @@ def _save_revision(key: str, annotation_id: int) -> None:
 
 def _asked_annotation() -> int | None:
     """The answer named by ``?annotation=ID`` (a link from Annotate, or the last saved revision)."""
-    asked = st.query_params.get("annotation")
-    return int(asked) if asked and asked.isdigit() else None
+    return parse_row_id(st.query_params.get("annotation"))  # any other text names no such annotation
 
 
 def _campaign_changed() -> None:

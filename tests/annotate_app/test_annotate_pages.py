@@ -444,3 +444,29 @@ def test_the_expected_answer_is_shown_after_a_gold_unit_only_with_feedback_on(
     assert ("expected answer" in text) == feedback
     assert ("Two cats" in text) == feedback and ("Your answer differs" in text) == feedback
     assert "expected answer" not in before and "Two cats" not in before
+
+
+BAD_IDS = ["99999999999999999999", "²", "9223372036854775807", "9223372036854775808", "-3", "1e3"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_a_url_naming_no_such_unit_gets_the_next_unit_not_an_error_page(
+    seeded: dict, bad: str
+) -> None:
+    """Issue 25: ``?unit=99999999999999999999`` (OverflowError in SQLite's driver) and
+    ``?unit=²`` (a digit to ``str.isdigit``, not to ``int``) ended on the generic error page."""
+    at = _open("pages/annotate.py", seeded["users"]["ann"], campaign="c-alignmmbench", unit=bad)
+    with session_scope(seeded["engine"]) as session:
+        leased = session.exec(select(Assignment)).one()
+    assert _panel(at)["unit"] == leased.id
+    assert at.query_params["unit"] == str(leased.id)
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_my_work_treats_an_answer_id_that_names_nothing_as_no_such_answer(
+    seeded: dict, bad: str
+) -> None:
+    own = _submitted(seeded, "ann")
+    at = _open("pages/my_work.py", seeded["users"]["ann"], annotation=bad)
+    assert at.dataframe[0].value["id"].tolist() == [own]
+    assert not at.get("bidi_component")
