@@ -116,8 +116,7 @@ def render_bands(protocol: Protocol) -> None:
     for band in protocol.bands:
         label = band.label()
         if protocol.percent:
-            low, high = protocol.percent_of(band.low), protocol.percent_of(band.high)
-            label += f" ({low:.0f}%)" if band.low == band.high else f" ({low:.0f}–{high:.0f}%)"
+            label += f" ({protocol.percent_label(band.low, band.high)})"
         lines.append(f"- **{label}**: {escape_markdown(band.description)}")
     st.markdown("\n".join(lines))
 

@@ -10,7 +10,6 @@ from sqlalchemy import Table
 from sqlalchemy.orm import class_mapper
 from sqlmodel import SQLModel
 
-
 MAX_ROW_ID = 2**63 - 1
 """The largest primary key either backend stores (a signed 64-bit integer)."""
 _ASCII_DIGITS = re.compile(r"[0-9]{1,19}")

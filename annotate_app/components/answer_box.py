@@ -76,8 +76,7 @@ def choices_for(protocol: Protocol) -> list[dict[str, Any]]:
     choices = []
     for value in protocol.choices():
         band = protocol.band_for(float(value))
-        percent = f" ({protocol.percent_of(float(value)):.0f}%)" if protocol.percent else ""
-        label = _number(float(value)) + percent
+        label = protocol.score_label(float(value))
         describe = f"Score {label}" + (f" — {band.description}" if band else "")
         choices.append(
             {
@@ -104,8 +103,7 @@ def guide_for(protocol: Protocol) -> list[dict[str, Any]]:
     for band in protocol.bands:
         label = band.label()
         if protocol.percent:
-            low, high = protocol.percent_of(band.low), protocol.percent_of(band.high)
-            label += f" ({low:.0f}%)" if band.low == band.high else f" ({low:.0f}–{high:.0f}%)"
+            label += f" ({protocol.percent_label(band.low, band.high)})"
         values = [v for v in protocol.choices() if protocol.band_for(float(v)) == band]
         rows.append({"label": label, "text": band.description, "values": values})
     return rows
@@ -235,10 +233,6 @@ def _epoch_ms(moment: datetime) -> int:
 def _finite(value: object) -> float:
     number = float(value) if isinstance(value, int | float) else 0.0
     return number if math.isfinite(number) and number >= 0 else 0.0
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _help_text(protocol: Protocol) -> str:

@@ -71,6 +71,7 @@ from data.queue.review import (
 from data.queue.revisions import revise
 from data.queue.views import (
     annotator_progress,
+    answer_history,
     assignment_view,
     last_worked_campaign_id,
     my_annotation_view,
@@ -104,6 +105,7 @@ __all__ = [
     "UnitView",
     "accept_answer",
     "annotator_progress",
+    "answer_history",
     "assignment_view",
     "campaign_protocol",
     "expire_leases",
