@@ -121,9 +121,10 @@ def render_bands(protocol: Protocol) -> None:
     st.markdown("\n".join(lines))
 
 
-def render_rubric(view: UnitView, *, bands: bool = True) -> None:
+def render_rubric(view: UnitView, *, bands: bool = True, instructions: bool = True) -> None:
     """The scale with each band's description (``bands=False``: the answer panel shows them),
-    what each pairwise choice means, the task guidance and the campaign's own notes."""
+    what each pairwise choice means, the task guidance and the campaign's own notes
+    (``instructions=False``: shown by the caller)."""
     protocol = view.protocol
     st.markdown(f"**{escape_markdown(protocol.title)}**")
     if protocol.bands and bands:
@@ -141,7 +142,7 @@ def render_rubric(view: UnitView, *, bands: bool = True) -> None:
     guidance = ALIGNMMBENCH_TASK_GUIDANCE.get(view.task or "")
     if guidance and view.benchmark == "alignmmbench":
         st.info(f"**{escape_markdown(view.task or '')}**: {escape_markdown(guidance)}")
-    if view.instructions.strip():
+    if instructions and view.instructions.strip():
         with st.expander("Campaign instructions", expanded=True):
             st.markdown(safe_markdown(view.instructions))
 

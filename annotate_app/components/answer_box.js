@@ -16,11 +16,17 @@ const STORE_MAX_AGE_MS = 14 * 24 * 3600 * 1000;
 // Units submitted from this page and not yet replaced, with the refusal count at the time. Kept
 // by the module, not the panel: while a submit's rerun runs, Streamlit may keep the old panel
 // and mount it afresh, and a fresh mount must stay "Saving…" too.
+// Keyed by the panel's own id (its Streamlit key, data.panel): Annotate numbers units by
+// assignment and My work by answer, and the module outlives a switch of page.
 const SUBMITTED = new Map();
 // Every panel state this page has mounted and not yet torn down: when the next unit's panel
 // arrives (the submit is acknowledged), a submitted panel that Streamlit still shows while its
 // run ends is hidden, so no stale copy of the previous unit's panel can be seen or clicked.
 const LIVE = new Set();
+
+function panelId(data) {
+  return data.panel || "unit-" + data.unit;
+}
 
 function el(tag, attrs, text) {
   const node = document.createElement(tag);
@@ -287,6 +293,7 @@ function mount(parentElement, data) {
   const start = reconcile(data, offset);
   const state = {
     unit: data.unit,
+    panel: panelId(data),
     data,
     offset,
     choice: start.choice,
@@ -296,14 +303,14 @@ function mount(parentElement, data) {
     lastActivity: Date.now(),
     lastTick: Date.now(),
     lastSentSeconds: start.seconds,
-    sending: SUBMITTED.get(data.unit) === data.attempt,  // remounted while its submit runs
+    sending: SUBMITTED.get(panelId(data)) === data.attempt,  // remounted while its submit runs
     attempt: data.attempt,
     timer: null,
   };
   parentElement.__clAnswer = state;
   state.nodes = build(parentElement, data, state);
   for (const other of LIVE) {  // the previous unit's panel, if Streamlit still shows it
-    if (other.unit !== data.unit && SUBMITTED.has(other.unit)) other.nodes.box.hidden = true;
+    if (other.panel !== panelId(data) && SUBMITTED.has(other.panel)) other.nodes.box.hidden = true;
   }
   LIVE.add(state);
   state.change = (choice, rationale) => {  // every change: the browser copy first, at once
@@ -340,16 +347,16 @@ export default function (component) {
   // (with one per call, "?" toggled the sheet as many times as the page had rerun).
   if (parentElement.__clDetach) parentElement.__clDetach();
   let state = parentElement.__clAnswer;
-  if (!state || state.unit !== data.unit) {
+  if (!state || state.panel !== panelId(data)) {
     if (state) LIVE.delete(state);
     state = mount(parentElement, data);
   }
   state.data = data;
-  if (data.attempt !== state.attempt || (SUBMITTED.has(data.unit) && !state.sending)) {
+  if (data.attempt !== state.attempt || (SUBMITTED.has(state.panel) && !state.sending)) {
     // the server refused the last submit: say why, and take input again
     state.attempt = data.attempt;
     state.sending = false;
-    SUBMITTED.delete(data.unit);
+    SUBMITTED.delete(state.panel);
     state.nodes.box.hidden = false;
     state.nodes.message.textContent = data.error || "";
   }
@@ -385,7 +392,7 @@ export default function (component) {
       return;
     }
     state.sending = true;
-    SUBMITTED.set(data.unit, data.attempt);
+    SUBMITTED.set(state.panel, data.attempt);
     state.nodes.message.textContent = "";
     render(state);
     clearTimeout(state.timer);

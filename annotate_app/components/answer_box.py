@@ -188,7 +188,7 @@ def answer_box(
     """Mount the panel (``settings`` as for :func:`panel_data`); the callbacks run on reports."""
     _component(
         key=key,
-        data=panel_data(**settings),
+        data={**panel_data(**settings), "panel": key},  # the browser side's id of this panel
         on_draft_change=on_draft,
         on_submit_change=on_submit,
         height="content",

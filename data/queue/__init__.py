@@ -79,6 +79,7 @@ from data.queue.views import (
     my_campaigns,
     open_campaigns,
     others_answers,
+    previous_answer,
     submitted_count,
 )
 
@@ -117,6 +118,7 @@ __all__ = [
     "next_unit",
     "open_campaigns",
     "others_answers",
+    "previous_answer",
     "reject_answer",
     "reopen_answer",
     "review_info",
