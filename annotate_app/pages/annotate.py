@@ -13,6 +13,12 @@ keeps the last text it sent, and the panel gets it back even if the browser moun
 The URL names the unit shown (``?unit=``, an assignment id checked against the user and the
 campaign), so a reload of the tab comes back to it, and the panel's browser copy (kept per tab)
 brings back its text.
+
+Before the first unit of a campaign its guidelines (instructions) stand above the unit until the
+annotator closes them; the header's *Guidelines* brings them back. *Previous* (and *Undo*, for
+:data:`UNDO_WINDOW` after a submit) opens an earlier answer in the panel: a change is saved as
+its next revision (:func:`data.queue.revise`, audited, the earlier revision kept, as in My work),
+and the page goes back to the unit the annotator was on.
 """
 
 from __future__ import annotations
@@ -52,9 +58,9 @@ _LAYOUT = """<style>
 .st-key-cl-unit [data-testid="stImage"] img { max-height: 15rem; width: auto; }
 .cl-saved { color: #15803d; margin: 0; }
 </style>"""
+# How long after a submit its confirmation offers "Undo": the answer opens again, and a change is
+# saved as a revision (the first answer is kept, as in My work). "Previous unit" has no limit.
 UNDO_WINDOW = timedelta(minutes=2)
-"""How long after a submit its confirmation offers "Undo": the answer opens again, and a change
-is saved as a revision (the first answer is kept, as in My work). "Previous unit" has no limit."""
 
 
 @dataclass(frozen=True)
@@ -64,8 +70,7 @@ class _Saved:
     campaign_id: int
     annotation_id: int
     what: str
-    at: datetime
-    """when the page stored it (server clock), for the undo window"""
+    at: datetime  # when the page stored it (server clock), for the undo window
 
 
 def _which(view: queue.UnitView, progress: queue.UnitProgress) -> str:
