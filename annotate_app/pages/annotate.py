@@ -47,7 +47,9 @@ engine = get_engine()
 state = st.session_state
 
 # Page-only layout for a 1280×720 screen: less space above the title, the answer column follows
-# the scroll, images no taller than about a third of the screen (they open full size on click).
+# the scroll; images small enough that the question and the start of the response(s) share the
+# first screen (about a fifth of its height in the question, a quarter in a response; each opens
+# full size on click), so a pairwise unit needs no scroll to reach both responses.
 _LAYOUT = """<style>
 [data-testid="stMainBlockContainer"] { padding-top: 2.75rem; padding-bottom: 2rem; }
 .st-key-cl-head h4 { padding: 0; margin: 0; }
@@ -55,7 +57,9 @@ _LAYOUT = """<style>
 [data-testid="stColumn"]:has(.st-key-cl-answer-column) {
   position: sticky; top: 3.75rem; align-self: flex-start;
 }
-.st-key-cl-unit [data-testid="stImage"] img { max-height: 15rem; width: auto; }
+.st-key-cl-unit [data-testid="stImage"] img { max-height: 11rem; width: auto; }
+.st-key-cl-unit .st-key-cl-question [data-testid="stImage"] img { max-height: 8.5rem; }
+.st-key-cl-unit [data-testid="stMarkdownContainer"] p { margin-bottom: 0.35rem; }
 .cl-saved { color: #15803d; margin: 0; }
 </style>"""
 # How long after a submit its confirmation offers "Undo": the answer opens again, and a change is
@@ -609,7 +613,8 @@ with answer_column, st.container(key="cl-answer-column"):
                 args=("flag", view.assignment_id, reason_key),
                 help="The item is broken (missing image, garbled text): reviewers will look at it.",
             )
-    with st.expander("Rubric and guidance", expanded=True):
+    # Closed: the panel shows what each choice means, and Guidelines (above) holds all of it.
+    with st.expander("Rubric and guidance"):
         render_rubric(view, bands=False)
 with unit_column, st.container(key="cl-unit"):
     render_unit(view)
