@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from sqlmodel import select
 
 from annotate_app.auth import COOKIE_NAME
+from tests.browser_fixtures import wait_for_run_to_end, wait_until
 from data import queue
 from data.services.campaigns import CampaignSpec, create_campaign
 from schemas.tables import (
@@ -38,7 +39,7 @@ def seeded(app_server: Any) -> Any:
     images = app_server.data_dir / "images"
     images.mkdir(parents=True, exist_ok=True)
     for n, colour in enumerate(("red", "blue")):
-        Image.new("RGB", (64, 48), colour).save(images / f"{n}.png")
+        Image.new("RGB", (800, 600), colour).save(images / f"{n}.png")  # a photo's proportions
     with app_server.session() as session:
         for benchmark in ("alignmmbench", "mmie"):
             dataset = Dataset(name=f"ds-{benchmark}", benchmark=benchmark)
@@ -461,8 +462,11 @@ _WATCH_FRAMES = """(previous) => {
     const old = shown.find((p) => p.dataset.unit === String(previous));
     const next = shown.find((p) => p.dataset.unit !== String(previous));
     const unit = document.querySelector(".st-key-cl-unit");
+    const oldArea = old && old.querySelector("textarea");
     window.__frames.push({
       old: Boolean(old),
+      // the answer just sent, still to be seen (or clicked) on the page
+      oldShown: Boolean(oldArea) && oldArea.checkVisibility({ visibilityProperty: true }),
       oldTakesInput: Boolean(old) && !(old.getAttribute("aria-busy") === "true"
         && old.querySelector("textarea").readOnly),
       next: Boolean(next),
@@ -500,6 +504,57 @@ def test_after_ctrl_enter_the_old_panel_takes_no_keys_and_the_new_unit_comes_who
         )  # the whole next unit: question, response and an enabled, empty panel
         frames = page.evaluate("window.__frames")
         assert not [f for f in frames if f["oldTakesInput"]], frames  # "Saving…" until replaced
+        assert not [f for f in frames if f["oldShown"]], frames  # no stale copy of it (issue 25)
+
+
+def _panel_key_listeners(page: Any) -> int:
+    """How many keydown listeners of answer panels the document has (Chromium's DevTools
+    protocol names each listener's function; the panel's is the one that toggles its sheet)."""
+    session = page.context.new_cdp_session(page)
+    try:
+        document = session.send(
+            "Runtime.evaluate", {"expression": "document", "objectGroup": "listeners"}
+        )["result"]
+        found = session.send(
+            "DOMDebugger.getEventListeners",
+            {"objectId": document["objectId"], "objectGroup": "listeners"},
+        )["listeners"]
+    finally:
+        session.detach()
+    return sum(
+        1
+        for listener in found
+        if listener["type"] == "keydown"
+        and "toggleSheet" in listener.get("handler", {}).get("description", "")
+    )
+
+
+def test_after_five_units_one_question_mark_opens_the_key_sheet(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    """Issue 25 A4: every draft saved (a rerun) added a keydown listener that nothing removed
+    (2 → 17 after five units), so "?" toggled the sheet several times per press."""
+    seeded.add_user("kit", PASSWORD, "annotator")
+    _annotate(page, seeded, "kit", "mmie", login)
+    for score in (1, 2, 3, 4, 5):
+        unit = _unit(page)
+        page.locator("body").press(str(score))  # a draft at once, then the typed one
+        page.keyboard.type(f"{RATIONALE} ({score})")
+        _saved_draft(seeded, "kit", f"{RATIONALE} ({score})")
+        page.keyboard.press("Control+Enter")
+        _wait_next_unit(page, unit)
+    page.locator("body").press("6")
+    page.keyboard.type("Meets every criterion here.")
+    _saved_draft(seeded, "kit", "Meets every criterion here.")
+    wait_for_run_to_end(page)
+    wait_until(lambda: _panel_key_listeners(page) == 1, "one panel keydown listener", 60)
+    page.keyboard.press("Escape")  # out of the text box: keys are shortcuts again
+    sheet = page.get_by_test_id("cl-sheet")
+    page.keyboard.press("?")
+    expect(sheet).to_be_visible()
+    expect(sheet).to_contain_text("Score 6 (100%)")
+    page.keyboard.press("?")
+    expect(sheet).to_be_hidden()
 
 
 def test_report_as_broken_closes_the_menu_and_says_so(seeded: Any, page: Any, login: Any) -> None:
@@ -552,6 +607,14 @@ def test_the_work_is_above_the_fold_at_1280_by_720(
     _annotate(page, seeded, f"fold-{campaign}", campaign, login)
     heading = "Response A" if campaign == "pairs" else "Response"
     expect(page.get_by_text(heading, exact=True)).to_be_in_viewport()
+    # Issue 25: with photo-sized images the responses started 500 px down (pairwise: no answer
+    # text on the first screen) and an MMIE unit was 1,500 px tall. Now the first screen holds
+    # the start of each response, and an interleaved MMIE answer whole.
+    if campaign == "pairs":
+        for side in page.locator(".st-key-cl-unit [data-testid='stColumn']").all():
+            expect(side.get_by_text("三只猫", exact=False)).to_be_in_viewport()
+    if campaign == "mmie":
+        expect(page.get_by_text("step two").first).to_be_in_viewport()
     for choice in {"amb": ("1", "10"), "mmie": ("0", "6"), "pairs": ("A", "tie")}[campaign]:
         expect(page.get_by_test_id(f"cl-choice-{choice}")).to_be_in_viewport()
     guide = page.get_by_test_id("cl-guide")
