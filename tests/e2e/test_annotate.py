@@ -610,7 +610,10 @@ def test_the_work_is_above_the_fold_at_1280_by_720(
     # Issue 25: with photo-sized images the responses started 500 px down (pairwise: no answer
     # text on the first screen) and an MMIE unit was 1,500 px tall. Now the first screen holds
     # the start of each response, and an interleaved MMIE answer whole.
-    if campaign == "pairs":
+    if campaign == "pairs":  # both responses start in the upper half of the screen
+        wait_for_run_to_end(page)
+        top = page.get_by_text("Response A", exact=True).bounding_box()["y"]
+        assert top < 720 / 2, f"Response A starts at y={top:.0f}"
         for side in page.locator(".st-key-cl-unit [data-testid='stColumn']").all():
             expect(side.get_by_text("三只猫", exact=False)).to_be_in_viewport()
     if campaign == "mmie":
