@@ -19,9 +19,9 @@ const STORE_MAX_AGE_MS = 14 * 24 * 3600 * 1000;
 // Keyed by the panel's own id (its Streamlit key, data.panel): Annotate numbers units by
 // assignment and My work by answer, and the module outlives a switch of page.
 const SUBMITTED = new Map();
-// Every panel state this page has mounted and not yet torn down: when the next unit's panel
-// arrives (the submit is acknowledged), a submitted panel that Streamlit still shows while its
-// run ends is hidden, so no stale copy of the previous unit's panel can be seen or clicked.
+// Every panel state this page has mounted and not yet torn down: when another panel arrives (the
+// next unit's, once a submit is acknowledged), one that Streamlit still shows while its run ends
+// is hidden, so no stale copy of the previous panel can be seen, typed into or clicked.
 const LIVE = new Set();
 
 function panelId(data) {
@@ -309,8 +309,8 @@ function mount(parentElement, data) {
   };
   parentElement.__clAnswer = state;
   state.nodes = build(parentElement, data, state);
-  for (const other of LIVE) {  // the previous unit's panel, if Streamlit still shows it
-    if (other.panel !== panelId(data) && SUBMITTED.has(other.panel)) other.nodes.box.hidden = true;
+  for (const other of LIVE) {  // the previous panel, if Streamlit still shows it: a page has one
+    if (other.panel !== panelId(data)) other.nodes.box.hidden = true;
   }
   LIVE.add(state);
   state.change = (choice, rationale) => {  // every change: the browser copy first, at once

@@ -403,6 +403,7 @@ def _revise_earlier(annotation_id: int) -> None:
             on_click=_leave_back,
             type="primary",
         )
+    st.container(key="cl-notes")  # as on a unit's page: the columns keep their place
     unit_column, answer_column = st.columns([3, 2], gap="medium")
     with answer_column, st.container(key="cl-answer-column"):
         key = f"revise-{own.annotation_id}"

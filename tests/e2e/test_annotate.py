@@ -630,3 +630,45 @@ def test_the_work_is_above_the_fold_at_1280_by_720(
     expect(guide).to_be_in_viewport()
     expect(page.get_by_test_id("cl-submit")).to_be_in_viewport()
     page.screenshot(path=str(seeded.log_path.parent / f"annotate-1280x720-{campaign}.png"))
+
+
+def _wait_for_panel(page: Any, submit_label: str) -> int:
+    """Wait until the page's only panel is one with this submit button, taking input; its unit.
+    (Annotate numbers units by assignment, an answer opened again by its id: the two may be
+    equal, so the button tells the panels apart.)"""
+    wait_for_run_to_end(page)
+    expect(page.locator(".cl-answer")).to_have_count(1)
+    expect(page.locator('.cl-answer[aria-busy="false"]')).to_have_count(1)
+    expect(page.get_by_test_id("cl-submit")).to_have_text(f"{submit_label} (Ctrl+Enter)")
+    return _unit(page)
+
+
+def test_undo_reopens_the_answer_just_sent_and_a_change_is_a_revision(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    """Issue 25: undo of the last submit, and Previous unit, as a revision (nothing lost)."""
+    seeded.add_user("uma", PASSWORD, "annotator")
+    _annotate(page, seeded, "uma", "amb", login)
+    first = _unit(page)
+    page.locator("body").press("5")
+    page.keyboard.type(RATIONALE)
+    page.keyboard.press("Control+Enter")
+    following = _wait_next_unit(page, first)
+    (sent,) = _answers(seeded, "amb", "uma")
+    wait_for_run_to_end(page)
+    page.get_by_role("button", name="Undo").click()
+    assert _wait_for_panel(page, "Save revision") == sent.id  # the answer sent, open again
+    expect(page.get_by_test_id("cl-rationale")).to_have_value(RATIONALE)
+    expect(page.get_by_test_id("cl-choice-5")).to_have_attribute("aria-checked", "true")
+    page.get_by_test_id("cl-choice-8").click()
+    page.keyboard.type(" On reflection, better.")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator(".st-key-cl-head")).to_contain_text("Saved: revision 2 of response")
+    assert _wait_for_panel(page, "Submit") == following  # back to the unit it was on
+    answers = _answers(seeded, "amb", "uma")
+    assert [(a.revision, a.score, a.is_live) for a in answers] == [(1, 5.0, False), (2, 8.0, True)]
+    assert answers[1].rationale == RATIONALE + " On reflection, better."
+    page.get_by_role("button", name="Previous").click()  # and back again, without a time limit
+    assert _wait_for_panel(page, "Save revision") == answers[1].id
+    page.get_by_role("button", name="Back to my next unit").click()
+    assert _wait_for_panel(page, "Submit") == following
