@@ -11,7 +11,6 @@ from playwright.sync_api import expect
 from sqlmodel import select
 
 from annotate_app.auth import COOKIE_NAME
-from tests.browser_fixtures import wait_for_run_to_end, wait_until
 from data import queue
 from data.services.campaigns import CampaignSpec, create_campaign
 from schemas.tables import (
@@ -24,6 +23,7 @@ from schemas.tables import (
     Response,
     Unit,
 )
+from tests.browser_fixtures import wait_for_run_to_end, wait_until
 
 pytestmark = pytest.mark.e2e
 
