@@ -524,7 +524,7 @@ _keep_in_url("unit", str(view.assignment_id))  # a reload of this tab comes back
 read = state.setdefault("annotate_read", set())  # campaigns whose guidelines were closed
 first_unit = progress.my_submitted == 0 and campaign_id not in read
 with head:
-    title, tools, bar = st.columns([5, 3, 4], vertical_alignment="bottom")
+    title, tools, bar = st.columns([4, 4, 4], vertical_alignment="bottom")
     title.markdown(f"#### {escape_markdown(campaign.name)}")
     where = " · ".join(part for part in (view.category, view.task) if part)
     title.caption(
