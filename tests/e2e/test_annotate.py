@@ -636,7 +636,9 @@ def _wait_for_panel(page: Any, submit_label: str) -> int:
     """Wait until the page's only panel is one with this submit button, taking input; its unit.
     (Annotate numbers units by assignment, an answer opened again by its id: the two may be
     equal, so the button tells the panels apart.)"""
-    wait_for_run_to_end(page)
+    button = page.get_by_text(f"{submit_label} (Ctrl+Enter)", exact=True)
+    expect(page.locator(".cl-answer").filter(has=button)).to_have_count(1)  # it has come
+    wait_for_run_to_end(page)  # and the run that drew it has ended: the previous panel is gone
     expect(page.locator(".cl-answer")).to_have_count(1)
     expect(page.locator('.cl-answer[aria-busy="false"]')).to_have_count(1)
     expect(page.get_by_test_id("cl-submit")).to_have_text(f"{submit_label} (Ctrl+Enter)")
