@@ -38,11 +38,16 @@ from transformers import (
 
 from critic.collate import IGNORE_INDEX, CriticCollator, EncodedConversation, encode_conversation
 from critic.evaluation import EvalSummary, evaluate_records
-from critic.modeling import CRITIC_INFO_FILE, LoadedModel, cpu_has_bf16, load_base_model
+from critic.modeling import (
+    CRITIC_INFO_FILE,
+    FINAL_FOLDER,
+    LoadedModel,
+    cpu_has_bf16,
+    load_base_model,
+)
 from critic.sft import SftRecord, read_sft
 from schemas.option_text import OptionError, OptionText
 
-FINAL_FOLDER = "final"
 CALIBRATION_FILE = "calibration.json"
 
 
@@ -113,6 +118,12 @@ class TrainConfig:
     head_targets: Literal["consensus", "annotators"] = "consensus"
     """``head``: fit the consensus label, or (pairwise) the share of the annotators who gave each
     verdict (:func:`critic.head.record_distribution`)."""
+    head_l2: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
+    """``head``: the L2 strengths the cross-validation chooses among."""
+    max_prompt_tokens: int | None = None
+    """``head``: leave out training records whose prompt is longer than this many tokens (counted
+    in :attr:`TrainResult.too_long`); None keeps every record. The generative objective cuts
+    long prompts to ``max_length`` instead."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,11 @@ class TrainResult:
     """Training conversations whose prompt was cut on the left to fit ``max_length``."""
     eval: EvalSummary | None = None
     calibration_file: Path | None = None
+    too_long: int = 0
+    """Training records left out because their prompt is longer than ``max_prompt_tokens``."""
+    notes: tuple[OptionText, ...] = ()
+    """What the user should know about the fit (a choice at the edge of its grid, targets that
+    equal another's)."""
 
 
 class ConversationDataset(Dataset):
@@ -180,7 +196,8 @@ def train_critic(
 ) -> TrainResult:
     """Fine-tune ``config.base_model`` on ``config.data``; see the module docstring.
 
-    ``on_log`` receives Trainer's log entries as they come (the CLI prints them on stderr).
+    ``on_log`` receives Trainer's log entries as they come (the CLI prints them on stderr); a
+    head reports its progress there too (:func:`critic.head.train_head`).
     """
     with warnings.catch_warnings():
         # peft still calls the renamed is_gradient_checkpointing of transformers 5
@@ -254,6 +271,13 @@ def _train(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None)
     if not train_records:
         raise TrainingSetupError(f"{config.data} has no records with meta.split == 'train'")
     _check_output_dir(config)
+    if config.max_prompt_tokens is not None:
+        raise TrainingSetupError(
+            OptionText(
+                "{max_prompt_tokens} applies to {objective} head; the generative objective cuts a "
+                "longer prompt on the left to {max_length}"
+            )
+        )
     set_seed(config.seed)
     on_cuda = torch.cuda.is_available()
     use_bf16 = config.bf16 and (torch.cuda.is_bf16_supported() if on_cuda else cpu_has_bf16())

@@ -7,17 +7,20 @@ and its agreement on the eval split; the loss log goes to stderr.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import typer
 
-from annotate_app.cli.context import state
+from annotate_app.cli.context import cli_flag, state
 from annotate_app.cli.judging_options import choice
 
 if TYPE_CHECKING:
     from calibration.result import CalibrationResult
 
+N = TypeVar("N", int, float)
 _OBJECTIVES: dict[str, Literal["generate", "head"]] = {"generate": "generate", "head": "head"}
 _HEAD_TARGETS: dict[str, Literal["consensus", "annotators"]] = {
     "consensus": "consensus",
@@ -80,6 +83,17 @@ def train(
         help="head: fit the consensus label | annotators (pairwise: each annotator's verdict, "
         "as shares of the unit's labels).",
     ),
+    head_l2: str = typer.Option(
+        None,
+        "--head-l2",
+        help="head: L2 strengths CV chooses among, e.g. 0.1,1,10 (default 0.001 to 10, ×10).",
+    ),
+    max_prompt_tokens: int = typer.Option(
+        None,
+        "--max-prompt-tokens",
+        help="head: leave out training records whose prompt is longer (counted in the summary; "
+        "generate cuts to --max-length instead).",
+    ),
 ) -> None:
     """Fine-tune a critic; multi-GPU: accelerate launch $(which critiquelab) critic train ..."""
     from critic.training import TrainConfig, train_critic
@@ -114,10 +128,14 @@ def train(
         eval_limit=eval_limit,
         objective=choice(objective, _OBJECTIVES, "--objective"),
         head_folds=head_folds,
-        head_layers=_layers(head_layers),
+        head_layers=_numbers(head_layers, int, "--head-layers"),
         head_targets=choice(head_targets, _HEAD_TARGETS, "--head-targets"),
+        max_prompt_tokens=max_prompt_tokens,
+        **({"head_l2": _numbers(head_l2, float, "--head-l2")} if head_l2 else {}),
     )
     result = train_critic(config, on_log=lambda log: cli.info(_log_line(log)))
+    for note in result.notes:
+        cli.info("note: " + note.render(cli_flag))
     figures = _headline(result.eval.report) if result.eval else {}
     cli.emit(
         {
@@ -128,6 +146,8 @@ def train(
             "tokens_per_second": result.tokens_per_second,
             "seconds": result.seconds,
             "truncated": result.truncated,
+            "too_long": result.too_long,
+            "notes": [note.render(cli_flag) for note in result.notes],
             "calibration_file": result.calibration_file,
             "eval": {"units": result.eval.n_units, "statuses": result.eval.statuses, **figures}
             if result.eval
@@ -135,26 +155,44 @@ def train(
         },
         text=f"trained {result.steps} steps in {result.seconds:.0f}s "
         f"({result.tokens_per_second:.0f} tokens/s); critic saved to {result.final_dir}"
+        + (
+            f"; {result.too_long} records left out, prompt over {max_prompt_tokens} tokens"
+            if result.too_long
+            else ""
+        )
         + (f"; eval agreement {_format(figures)} in {result.calibration_file}" if figures else ""),
     )
 
 
-def _layers(text: str) -> tuple[int, ...]:
+def _numbers(text: str, kind: Callable[[str], N], flag: str) -> tuple[N, ...]:
     try:
-        layers = tuple(int(part) for part in text.split(","))
+        return tuple(kind(part) for part in text.split(","))
     except ValueError:
         raise typer.BadParameter(
-            f"{text!r} is not a comma-separated list of layer numbers", param_hint="--head-layers"
+            f"{text!r} is not a comma-separated list of numbers", param_hint=flag
         ) from None
-    return layers
 
 
 def _log_line(log: dict[str, Any]) -> str:
+    if log.get("stage") == "features":  # a head's pass over the prompts (critic.head)
+        return (
+            f"train: features of {log['rows']} prompts, {log['tokens']:,} tokens, "
+            f"{log['rows_per_s']:.3g} rows/s, {log['tokens_per_s']:,.0f} tokens/s, "
+            f"{_duration(log['seconds_left'])} left"
+        )
     parts = [
         f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
         for key, value in log.items()
     ]
     return "train: " + ", ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "unknown time"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
 _HEADLINE = (
