@@ -6,9 +6,11 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from annotate_app.cli.context import CliState, state
 
@@ -24,7 +26,18 @@ if TYPE_CHECKING:
 
 def register(app: typer.Typer) -> None:
     """Add the ``calibrate`` command to the root app."""
-    app.command("calibrate")(calibrate_command)
+    app.command("calibrate", cls=_PairsCommand)(calibrate_command)
+
+
+class _PairsCommand(TyperCommand):
+    """``calibrate`` with ``--compare A B`` repeatable: Typer cannot declare an option that takes
+    two values each time it is given (a list of pairs), Click can (``nargs=2``, ``multiple``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.name == "compare":
+                param.nargs, param.type = 2, click.Tuple([str, str])
 
 
 def calibrate_command(
@@ -75,12 +88,14 @@ def calibrate_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and of the map split."),
     json_out: Path = typer.Option(None, "--json", help="Write the metrics JSON here."),
     html_out: Path = typer.Option(None, "--html", help="Write the HTML audit report here."),
-    compare: tuple[str, str] | None = typer.Option(
+    compare: list[Any] = typer.Option(
         None,
         "--compare",
         metavar="A B",
+        parser=tuple,  # each use gives a pair (_PairsCommand)
         help="Is judge A better than judge B? Δ = A − B per metric on the units both judged, "
-        "with a paired bootstrap interval; 'human' as A or B is the leave-one-out human.",
+        "with a paired bootstrap interval; 'human' as A or B is the leave-one-out human. "
+        "Repeatable: one comparison per pair.",
     ),
     consistency: tuple[str, str] | None = typer.Option(
         None,
@@ -192,10 +207,10 @@ def calibrate_command(
     # each one and names the valid values, so the Literal types hold once it has run.
     options = CalibrationOptions(protocol=chosen, **fields)  # type: ignore[arg-type]
     comparisons = []  # first, so that a misspelt judge is named before the long calibration
-    if compare is not None:
-        with cli.progress("paired resamples", total=bootstrap or None) as advance:
+    for first, second in dict.fromkeys(map(tuple, compare or ())):
+        with cli.progress(f"{first} vs {second}", total=bootstrap or None) as advance:
             comparisons.append(
-                compare_judges(frame, options, *compare, overrides=overrides, progress=advance)
+                compare_judges(frame, options, first, second, overrides=overrides, progress=advance)
             )
     with cli.progress("bootstrap resamples", total=bootstrap or None) as advance:
         report = _calibrate(cli, source, frame, options, fields, data_sha256, advance)
