@@ -36,7 +36,7 @@ class _PairsCommand(TyperCommand):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for param in self.params:
-            if param.name == "compare":
+            if isinstance(param, click.Option) and param.name == "compare":
                 param.nargs, param.type = 2, click.Tuple([str, str])
 
 

@@ -131,7 +131,7 @@ def train(
         head_layers=_numbers(head_layers, int, "--head-layers"),
         head_targets=choice(head_targets, _HEAD_TARGETS, "--head-targets"),
         max_prompt_tokens=max_prompt_tokens,
-        **({"head_l2": _numbers(head_l2, float, "--head-l2")} if head_l2 else {}),
+        head_l2=_numbers(head_l2, float, "--head-l2") if head_l2 else TrainConfig.head_l2,
     )
     result = train_critic(config, on_log=lambda log: cli.info(_log_line(log)))
     for note in result.notes:
