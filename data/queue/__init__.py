@@ -38,8 +38,8 @@ The modules, one concern each:
 - :mod:`~data.queue.give_back`: skips and flags (giving a unit back);
 - :mod:`~data.queue.revisions`: editing a submitted answer;
 - :mod:`~data.queue.review`: reviewers' accept / reject and undoing either;
-- :mod:`~data.queue.priority` (pure ordering rules) and :mod:`~data.queue.routing` (the stored
-  routing setting): judge-guided serving order;
+- :mod:`~data.queue.priority`: the judge-guided serving order's pure rules (the stored routing
+  setting that leases follow is :mod:`data.services.routing`'s);
 - :mod:`~data.queue.views` (read-only views for the pages, the unit a page already shows among
   them) and :mod:`~data.queue.progress` (the annotation page's header);
 - :mod:`~data.queue.records` (what they return and raise) and :mod:`~data.queue.common` (shared
@@ -47,7 +47,6 @@ The modules, one concern each:
 """
 
 from data.queue.answers import submit, submit_and_next, submit_step
-from data.queue.common import campaign_protocol
 from data.queue.drafts import save_draft
 from data.queue.give_back import flag, skip
 from data.queue.leases import expire_leases, next_unit
@@ -117,7 +116,6 @@ __all__ = [
     "accept_answer",
     "annotator_progress",
     "assignment_view",
-    "campaign_protocol",
     "expire_leases",
     "flag",
     "last_worked_campaign_id",
