@@ -85,5 +85,7 @@ def test_every_compare_pair_is_computed_and_reported(pandalm_files, tmp_path):
     (single,) = json.loads((tmp_path / "out.json").read_text())["comparisons"]
     assert summary["comparisons"][1] == single  # the same figures as when asked alone
     page = html.read_text()
-    assert "gpt-3.5-turbo against pandalm-7b" in page and "pandalm-7b against one more human" in page
+    assert (
+        "gpt-3.5-turbo against pandalm-7b" in page and "pandalm-7b against one more human" in page
+    )
     assert result.output.count("Δ = A − B") == 2
