@@ -171,7 +171,7 @@ def train_head(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | N
     """``critic train --objective head``: prompt features of the frozen base model, a head by
     grouped cross-validation, saved with ``critic.json`` and the out-of-fold predictions.
 
-    ``on_log`` receives the progress of the feature pass (:class:`FeatureProgress` as a dict,
+    ``on_log`` receives the progress of the feature pass (:class:`FeatureMeter`'s entries,
     every ``logging_steps`` batches and at the end), of the cross-validation (``settings`` done of
     all) and the final fit's losses."""
     records = read_sft(config.data)
