@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperOption
 
 from annotate_app.cli.context import CliState, state
 
@@ -27,13 +26,14 @@ def register(app: typer.Typer) -> None:
 
 class _PairsCommand(TyperCommand):
     """``calibrate`` with ``--compare A B`` repeatable: Typer cannot declare an option that takes
-    two values each time it is given (a list of pairs), Click can (``nargs=2``, ``multiple``)."""
+    two values each time it is given (a list of pairs); its Click option can (``nargs=2`` on a
+    ``multiple`` option, each use's two values handed to ``parser=tuple`` as one tuple)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for param in self.params:
-            if isinstance(param, click.Option) and param.name == "compare":
-                param.nargs, param.type = 2, click.Tuple([str, str])
+            if isinstance(param, TyperOption) and param.name == "compare":
+                param.nargs = 2
 
 
 def calibrate_command(
