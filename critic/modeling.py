@@ -28,6 +28,8 @@ from schemas.option_text import OptionError, OptionText
 ModelKind = Literal["causal", "vision"]
 CRITIC_INFO_FILE = "critic.json"
 """Written beside a trained critic's weights: base model, kind, protocol, template, training."""
+FINAL_FOLDER = "final"
+"""Where ``critic train`` saves the trained critic inside its output folder."""
 
 
 class ModelFolderError(OptionError):
@@ -117,12 +119,13 @@ def load_critic(path: Path | str, *, dtype: torch.dtype | None = None) -> Loaded
     """Load a trained critic: full weights, a LoRA adapter on top of its base model, or a
     preference/score head on top of its frozen base model (``critic train --objective head``).
 
-    A plain base model folder works too (an untrained critic, e.g. for a baseline). ``dtype``:
-    None = :func:`preferred_dtype`.
+    A plain base model folder works too (an untrained critic, e.g. for a baseline), and so does
+    the output folder of ``critic train`` (its ``final`` folder is loaded). ``dtype``: None =
+    :func:`preferred_dtype`.
     """
     from peft import PeftModel
 
-    folder = _folder(path)
+    folder = _critic_folder(path)
     info_file = folder / CRITIC_INFO_FILE
     info = json.loads(info_file.read_text()) if info_file.exists() else {}
     adapter_config = folder / "adapter_config.json"
@@ -173,13 +176,26 @@ def _base_folder(folder: Path, base: str | None) -> Path:
     return Path(base)
 
 
+def _critic_folder(path: Path | str) -> Path:
+    """``path``, or the ``final`` folder of a training output folder given instead."""
+    folder = Path(path).expanduser().resolve()
+    if not _is_model_folder(folder) and _is_model_folder(folder / FINAL_FOLDER):
+        return folder / FINAL_FOLDER
+    return _folder(folder)
+
+
+def _is_model_folder(folder: Path) -> bool:
+    markers = ("config.json", "adapter_config.json", HEAD_FILE)
+    return any((folder / marker).exists() for marker in markers)
+
+
 def _folder(path: Path | str) -> Path:
     folder = Path(path).expanduser().resolve()
-    markers = ("config.json", "adapter_config.json", HEAD_FILE)
-    if not any((folder / marker).exists() for marker in markers):
+    if not _is_model_folder(folder):
         raise ModelFolderError(
             f"{folder} is not a model folder (no config.json). Give a local folder saved with "
-            "save_pretrained; for SmolLM2 run critiquelab critic convert-gguf first. Nothing is "
-            "downloaded from a hub."
+            "save_pretrained (a critic trained by critiquelab critic train is in the final "
+            "folder of its output folder); for SmolLM2 run critiquelab critic convert-gguf "
+            "first. Nothing is downloaded from a hub."
         )
     return folder

@@ -144,3 +144,18 @@ class TrainConfig:
             "gave each verdict (critic.head.record_distribution)."
         },
     )
+    head_l2: tuple[float, ...] = field(
+        default=(1e-3, 1e-2, 1e-1, 1.0, 10.0),
+        metadata={
+            "help": "head: L2 strengths the cross-validation chooses among; a choice at either end "
+            "is said in a note (the best may lie beyond it)."
+        },
+    )
+    max_prompt_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "head: leave out training records whose prompt is longer than this many "
+            "tokens, counted in the summary (too_long); the generative objective cuts a longer "
+            "prompt to max-length instead. Unset: no limit."
+        },
+    )

@@ -100,7 +100,11 @@ def _left_out(excluded: dict[str, str]) -> str:
 @critic_app.command("score")
 def score(
     ctx: typer.Context,
-    model: Path = typer.Option(..., "--model", help="Trained critic folder (or a base model)."),
+    model: Path = typer.Option(
+        ...,
+        "--model",
+        help="Trained critic (the -o folder of critic train, or its final/) or a base model.",
+    ),
     campaign: str = typer.Option(..., "--campaign", help="Campaign to judge."),
     judge_name: str = JUDGE_NAME,
     both_orders: bool = BOTH_ORDERS,
@@ -134,6 +138,12 @@ def score(
     vision: bool = typer.Option(
         None, "--vision/--text-only", help="Show images (default: when the critic is a VLM)."
     ),
+    max_prompt_tokens: int = typer.Option(
+        None,
+        "--max-prompt-tokens",
+        help="Leave out units whose prompt is longer (not stored, counted in the summary; a "
+        "later run with a higher limit judges them).",
+    ),
     language: str = LANGUAGE,
     template: Path = TEMPLATE,
 ) -> None:
@@ -159,6 +169,7 @@ def score(
         limit=limit,
         preference_probs=preference_probs,
         unit_keys=split_unit_keys(split_of, split) if split_of else None,
+        max_prompt_tokens=max_prompt_tokens,
         generation=GenerationOptions(
             max_new_tokens=max_new_tokens,
             do_sample=sample,

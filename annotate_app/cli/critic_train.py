@@ -8,12 +8,13 @@ summary names the saved critic and its agreement on the eval split; the loss log
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from annotate_app.cli.config_options import config_command
-from annotate_app.cli.context import state
+from annotate_app.cli.context import cli_flag, state
 from critic.train_config import TrainConfig
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ def _train(ctx: typer.Context, config: TrainConfig) -> None:
 
     cli = state(ctx)
     result = train_critic(config, on_log=lambda log: cli.info(_log_line(log)))
+    for note in result.notes:
+        cli.info("note: " + note.render(cli_flag))
     figures = _headline(result.eval.report) if result.eval else {}
     cli.emit(
         {
@@ -38,6 +41,8 @@ def _train(ctx: typer.Context, config: TrainConfig) -> None:
             "tokens_per_second": result.tokens_per_second,
             "seconds": result.seconds,
             "truncated": result.truncated,
+            "too_long": result.too_long,
+            "notes": [note.render(cli_flag) for note in result.notes],
             "calibration_file": result.calibration_file,
             "eval": {"units": result.eval.n_units, "statuses": result.eval.statuses, **figures}
             if result.eval
@@ -45,6 +50,11 @@ def _train(ctx: typer.Context, config: TrainConfig) -> None:
         },
         text=f"trained {result.steps} steps in {result.seconds:.0f}s "
         f"({result.tokens_per_second:.0f} tokens/s); critic saved to {result.final_dir}"
+        + (
+            f"; {result.too_long} records left out, prompt over {config.max_prompt_tokens} tokens"
+            if result.too_long
+            else ""
+        )
         + (f"; eval agreement {_format(figures)} in {result.calibration_file}" if figures else ""),
     )
 
@@ -59,11 +69,25 @@ train = config_command(
 
 
 def _log_line(log: dict[str, Any]) -> str:
+    if log.get("stage") == "features":  # a head's pass over the prompts (critic.head)
+        return (
+            f"train: features of {log['rows']} prompts, {log['tokens']:,} tokens, "
+            f"{log['rows_per_s']:.3g} rows/s, {log['tokens_per_s']:,.0f} tokens/s, "
+            f"{_duration(log['seconds_left'])} left"
+        )
     parts = [
         f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
         for key, value in log.items()
     ]
     return "train: " + ", ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "unknown time"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
 _HEADLINE = (
