@@ -110,7 +110,7 @@ def create(
         lease_seconds=lease_seconds,
         show_reference=show_reference,
         show_others_after_submit=show_others_after_submit,
-        instructions=instructions.read_text(encoding="utf-8") if instructions else "",
+        instructions=_instructions(instructions),
         models=tuple(models) if models else None,
         pairs=pair_mode,
         pairs_per_item=pairs_per_item,
@@ -198,6 +198,21 @@ def set_routing_command(
         },
         text=f"campaign {name!r}: routing {plan.routing}: {plan.note}",
     )
+
+
+def _instructions(path: Path | None) -> str:
+    """``--instructions FILE``: read by the one reader's rules (a regular file, at most
+    :data:`~data.io.importers.sources.MAX_SMALL_FILE_BYTES`, UTF-8)."""
+    if path is None:
+        return ""
+    from data.io.importers.errors import InvalidRecord
+    from data.io.importers.sources import read_text
+    from data.services.campaigns import CampaignError
+
+    try:
+        return read_text(path)
+    except InvalidRecord as error:
+        raise CampaignError(f"--instructions {error}") from None
 
 
 def _judges(text: str | None) -> tuple[str, ...] | None:
