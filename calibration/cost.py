@@ -34,10 +34,16 @@ class Prices(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     input: float = Field(
-        ge=0, allow_inf_nan=False, strict=True, description="price per million input tokens"
+        ge=0,
+        allow_inf_nan=False,
+        strict=True,
+        description="price per million input (prompt) tokens",
     )
     output: float = Field(
-        ge=0, allow_inf_nan=False, strict=True, description="price per million output tokens"
+        ge=0,
+        allow_inf_nan=False,
+        strict=True,
+        description="price per million output (completion) tokens",
     )
 
 

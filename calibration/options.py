@@ -17,7 +17,7 @@ from calibration.reference import (
     per_unit_rule,
 )
 from calibration.scale import Scale
-from schemas.option_text import OptionText
+from schemas.bounds import BOOTSTRAP
 from schemas.protocols import Protocol
 
 
@@ -67,9 +67,7 @@ class CalibrationOptions:
         check_consensus(self.reference_rule, self.no_majority, pairwise=pairwise, discrete=discrete)
         check_unparsed_rule(self.unparsed)
         check_aggregate(self.aggregate)
-        if self.bootstrap < 0:
-            raise CalibrationInputError(
-                OptionText("{bootstrap} {value} must be 0 or more", value=self.bootstrap)
-            )
+        if (problem := BOOTSTRAP.problem(self.bootstrap)) is not None:
+            raise CalibrationInputError(problem)
         if not 0 < self.calibration_fraction < 1:
             raise CalibrationInputError("the calibration split fraction must be between 0 and 1")

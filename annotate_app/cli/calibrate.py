@@ -126,8 +126,11 @@ def calibrate_command(
     from calibration.reference import no_majority_rule
     from calibration.report_compare import comparison_text
     from calibration.report_html import write_html
+    from schemas.bounds import BOOTSTRAP
     from schemas.protocols import get_protocol, parse_scale
 
+    if (problem := BOOTSTRAP.problem(bootstrap)) is not None:  # before any audit or file read
+        raise CalibrationInputError(problem)
     cli = state(ctx)
     audit_inputs = read_audit_inputs(
         consistency, delta, price_in, price_out, prices, families, file_mode=bool(judgments)

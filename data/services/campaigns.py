@@ -13,6 +13,7 @@ from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
 from data.storage.audit import record_event
+from schemas.bounds import LEASE_SECONDS, OVERLAP, PAIRS_PER_ITEM, RATIONALE_MIN
 from schemas.core_tables import RESPONSES
 from schemas.ids import id_problem, pair_unit_key, response_unit_key
 from schemas.option_text import OptionError, OptionText
@@ -235,18 +236,22 @@ def _check_settings(spec: CampaignSpec) -> None:
     problem = id_problem(spec.name)
     if problem is not None:
         raise CampaignError(f"the campaign name {spec.name!r} {problem}")
-    if spec.overlap < 1:
-        raise CampaignError(f"overlap is {spec.overlap}, but each unit needs at least 1 annotator")
-    if spec.rationale_min < 0:
-        raise CampaignError(f"rationale_min is {spec.rationale_min}; use 0 for no minimum")
-    if spec.lease_seconds <= 0:
-        raise CampaignError(f"lease_seconds is {spec.lease_seconds}; it must be positive")
+    for bound, value in (
+        (OVERLAP, spec.overlap),
+        (RATIONALE_MIN, spec.rationale_min),
+        (LEASE_SECONDS, spec.lease_seconds),
+    ):
+        if (problem := bound.problem(value)) is not None:
+            raise CampaignError(problem)
     if spec.pairs not in PAIR_SAMPLING_MODES:
         raise CampaignError(
             f"pair sampling {spec.pairs!r} is not one of: " + ", ".join(PAIR_SAMPLING_MODES)
         )
-    if spec.pairs == "sample" and (spec.pairs_per_item is None or spec.pairs_per_item < 1):
-        raise CampaignError(OptionText("sampling pairs needs {pairs_per_item} of 1 or more"))
+    if spec.pairs == "sample":
+        if spec.pairs_per_item is None:
+            raise CampaignError(OptionText("sampling pairs needs {pairs_per_item} of 1 or more"))
+        if (problem := PAIRS_PER_ITEM.problem(spec.pairs_per_item)) is not None:
+            raise CampaignError(problem)
     if spec.protocol != "score" and spec.scale is not None:
         raise CampaignError(
             OptionText(
