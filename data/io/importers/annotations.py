@@ -51,6 +51,7 @@ from data.io.importers.annotation_rows import (
 from data.io.importers.annotation_units import ImportedUnit, resolve_units
 from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import files_sha256, read_judgements
+from data.services.users import case_twins
 from data.storage.audit import record_event
 from schemas.core import stored_id
 from schemas.ids import id_problem
@@ -170,8 +171,23 @@ def _accounts(
         first_line.setdefault(annotator, labels[0])
     names = sorted(first_line)
     found = {u.name: u for u in session.exec(select(User).where(col(User.name).in_(names)))}
+    twins = case_twins(session, names)
+    first_spelling: dict[str, str] = {}
+    for name in names:  # two names of the file that differ only in case
+        spelling = first_spelling.setdefault(name.lower(), name)
+        if spelling != name:
+            twins.setdefault(name, spelling)
     accounts: dict[str, User] = {}
     for name in names:
+        if name in twins:
+            problems.add(
+                first_line[name].error(
+                    "judge",
+                    f"annotator {name!r} differs from the account {twins[name]!r} only in case, "
+                    "which reads as the same person: use one spelling, or rename the annotator",
+                )
+            )
+            continue
         user = found.get(name)
         if user is not None and not user.external:
             problems.add(
