@@ -75,10 +75,11 @@ def test_an_import_cannot_create_a_case_twin_of_a_login_account(
     (tmp_path / "d.jsonl").write_text(json.dumps(items[0]) + "\n")
     (tmp_path / "h.jsonl").write_text(json.dumps(labels[0]) + "\n")
     runner = CliRunner()
-    assert runner.invoke(app, ["--db", db_url, "import", "jsonl", str(tmp_path / "d.jsonl")]
-                         ).exit_code == 0  # fmt: skip
-    result = runner.invoke(app, ["--db", db_url, "annotations", "import", str(tmp_path / "h.jsonl"),
-                                 "--campaign", "ext", "--protocol", "score", "--scale", "1:5"])  # fmt: skip
+    imported = runner.invoke(app, ["--db", db_url, "import", "jsonl", str(tmp_path / "d.jsonl")])
+    assert imported.exit_code == 0, imported.output
+    command = ["annotations", "import", str(tmp_path / "h.jsonl"), "--campaign", "ext"]
+    options = ["--protocol", "score", "--scale", "1:5"]
+    result = runner.invoke(app, ["--db", db_url, *command, *options])
     assert result.exit_code == 2, result.output
     assert f"{tmp_path / 'h.jsonl'}:1:" in result.stderr
     assert "annotator 'Demo-Admin' differs from the account 'demo-admin' only in case" in (
