@@ -22,6 +22,8 @@ from transformers import (
     AutoTokenizer,
 )
 
+from data.io.importers.errors import InvalidRecord
+from data.io.importers.sources import read_text
 from schemas.option_text import OptionError, OptionText
 
 ModelKind = Literal["causal", "vision"]
@@ -123,7 +125,7 @@ def load_critic(path: Path | str, *, dtype: torch.dtype | None = None) -> Loaded
 
     folder = _folder(path)
     info_file = folder / CRITIC_INFO_FILE
-    info = json.loads(info_file.read_text()) if info_file.exists() else {}
+    info = _small_json(info_file) if info_file.exists() else {}
     adapter_config = folder / "adapter_config.json"
     if info.get("objective") == "head":
         from critic.head import load_head
@@ -135,7 +137,7 @@ def load_critic(path: Path | str, *, dtype: torch.dtype | None = None) -> Loaded
         loaded = load_base_model(folder, dtype=dtype)
         loaded.info = info
         return loaded
-    base = json.loads(adapter_config.read_text()).get("base_model_name_or_path")
+    base = _small_json(adapter_config).get("base_model_name_or_path")
     loaded = load_base_model(_base_folder(folder, base), dtype=dtype)
     loaded.model = PeftModel.from_pretrained(loaded.model, folder)
     loaded.path, loaded.info = folder, info
@@ -172,6 +174,16 @@ def _base_folder(folder: Path, base: str | None) -> Path:
             )
         )
     return Path(base)
+
+
+def _small_json(path: Path) -> dict[str, Any]:
+    """A model folder's small JSON file (``critic.json``, ``adapter_config.json``): a regular
+    file of at most a few MiB, as the one reader reads every file (Python's JSON: ``critic.json``
+    may record a NaN cross-validation figure)."""
+    value = json.loads(read_text(path))
+    if not isinstance(value, dict):
+        raise InvalidRecord(str(path), None, None, "not a JSON object: rewrite the model folder")
+    return value
 
 
 def _folder(path: Path | str) -> Path:
