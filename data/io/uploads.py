@@ -222,7 +222,8 @@ def extract_zip(
 def _check_files_and_folders(entries: list[zipfile.ZipInfo]) -> None:
     """Refuse a name that is both a file and a folder (``images`` and ``images/1.png``): the
     file system holds one of them only."""
-    files, folders = set(), set()
+    files: set[str] = set()
+    folders: set[str] = set()
     for entry in entries:
         parts = PurePosixPath(entry.filename.replace("\\", "/")).parts
         (folders if entry.is_dir() else files).add("/".join(parts))

@@ -241,8 +241,8 @@ def _check_settings(spec: CampaignSpec) -> None:
         (RATIONALE_MIN, spec.rationale_min),
         (LEASE_SECONDS, spec.lease_seconds),
     ):
-        if (problem := bound.problem(value)) is not None:
-            raise CampaignError(problem)
+        if (out_of_range := bound.problem(value)) is not None:
+            raise CampaignError(out_of_range)
     if spec.pairs not in PAIR_SAMPLING_MODES:
         raise CampaignError(
             f"pair sampling {spec.pairs!r} is not one of: " + ", ".join(PAIR_SAMPLING_MODES)
@@ -250,8 +250,8 @@ def _check_settings(spec: CampaignSpec) -> None:
     if spec.pairs == "sample":
         if spec.pairs_per_item is None:
             raise CampaignError(OptionText("sampling pairs needs {pairs_per_item} of 1 or more"))
-        if (problem := PAIRS_PER_ITEM.problem(spec.pairs_per_item)) is not None:
-            raise CampaignError(problem)
+        if (out_of_range := PAIRS_PER_ITEM.problem(spec.pairs_per_item)) is not None:
+            raise CampaignError(out_of_range)
     if spec.protocol != "score" and spec.scale is not None:
         raise CampaignError(
             OptionText(
