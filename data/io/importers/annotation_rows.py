@@ -69,7 +69,7 @@ def label_fields(label: Label) -> dict[str, Any]:
         "rationale": label.rationale,
         "seconds": label.seconds,
         "created_at": label.created_at,
-        "meta": dict(label.meta),
+        "meta": {k: v for k, v in label.meta.items() if k != "revises"},  # as existing_labels
     }
 
 
