@@ -43,7 +43,8 @@ from data.io.critic_io import (
     store_cached_output,
 )
 from data.storage.engine import read_scope, session_scope
-from schemas.option_text import OptionError, OptionText
+from schemas.bounds import CONCURRENCY, MAX_RETRIES, MAX_TOKENS, first_problem
+from schemas.option_text import OptionError
 
 Usage = dict[str, int]
 """Token counts as the endpoint reports them (``prompt_tokens``, ``completion_tokens``...)."""
@@ -135,10 +136,13 @@ def judge_campaign_remote(
 ) -> RemoteSummary:
     """Judge every unit of ``campaign`` not yet judged by ``options.judge_name`` (see module)."""
     started = time.perf_counter()
-    if options.concurrency < 1:
-        raise OptionError(
-            OptionText("{concurrency} is {value}; give 1 or more", value=options.concurrency)
-        )
+    problem = first_problem(
+        (CONCURRENCY, options.concurrency),
+        (MAX_RETRIES, options.max_retries),
+        (MAX_TOKENS, options.max_tokens),
+    )
+    if problem is not None:
+        raise OptionError(problem)
     with read_scope(engine) as session:
         info = campaign_info(session, campaign)
         template = options.template or builtin_template(info.protocol.name, options.language)

@@ -49,3 +49,18 @@ RATIONALE_MIN = Bound("rationale_min", 0, 10_000, "characters")
 LEASE_SECONDS = Bound("lease_seconds", 1, 7 * 24 * 3600, "seconds: at most a week")
 BOOTSTRAP = Bound("bootstrap", 0, 1_000_000, "resamples; 0 = no intervals")
 PAIRS_PER_ITEM = Bound("pairs_per_item", 1, 1_000_000, "pairs sampled per item")
+CONCURRENCY = Bound("concurrency", 1, 256, "requests in flight")
+MAX_RETRIES = Bound("max_retries", 0, 100, "retries per request")
+MAX_TOKENS = Bound("max_tokens", 1, 1_000_000, "tokens per answer")
+MAX_NEW_TOKENS = Bound("max_new_tokens", 1, 1_000_000, "tokens per answer")
+BATCH_SIZE = Bound("batch_size", 1, 4_096, "prompts per batch")
+SAMPLES = Bound("samples", 1, 1_000, "answers per unit")
+LIMIT = Bound("limit", 1, 2**31 - 1, "units")
+
+
+def first_problem(*checks: tuple[Bound, object]) -> OptionText | None:
+    """The first of ``(bound, value)`` whose value is out of range (None: all in range)."""
+    for bound, value in checks:
+        if (problem := bound.problem(value)) is not None:
+            return problem
+    return None

@@ -152,3 +152,31 @@ def test_bootstrap_is_bounded(db: list[str], tmp_path: Path) -> None:
             f"error: --bootstrap is {value}; give a whole number from 0 to 1,000,000 "
             "(resamples; 0 = no intervals)\n"
         )
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "value", "message"),
+    [
+        (["judge", "run", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
+         "--concurrency", "0", "from 1 to 256 (requests in flight)"),
+        (["judge", "run", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
+         "--max-retries", "100000000000000000000", "from 0 to 100 (retries per request)"),
+        (["judge", "run", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
+         "--max-tokens", "0", "from 1 to 1,000,000"),
+        (["critic", "score", "--model", "/no/such/model"], "--samples", "100000000000000000000",
+         "from 1 to 1,000 (answers per unit)"),
+        (["critic", "score", "--model", "/no/such/model"], "--batch-size", "0",
+         "from 1 to 4,096"),
+        (["critic", "score", "--model", "/no/such/model"], "--max-new-tokens",
+         "100000000000000000000", "from 1 to 1,000,000"),
+        (["critic", "score", "--model", "/no/such/model"], "--limit", "0", "from 1 to"),
+    ],
+)  # fmt: skip
+def test_judging_options_are_bounded_before_any_request_or_model(
+    db: list[str], command: list[str], flag: str, value: str, message: str
+) -> None:
+    options = ["--campaign", "c", "--judge-name", "j", flag, value]
+    result = runner.invoke(app, [*db, *command, *options])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {flag} is {value}; give a whole number")
+    assert message in result.stderr
