@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calibration.bootstrap import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+from calibration.disagreement import disagreement_threshold
 from calibration.errors import CalibrationInputError
 from calibration.grouped import AggregateMode, check_aggregate
 from calibration.pairwise import UnparsedRule, check_unparsed_rule
@@ -18,6 +19,7 @@ from calibration.reference import (
 )
 from calibration.scale import Scale
 from schemas.bounds import BOOTSTRAP
+from schemas.option_text import OptionText
 from schemas.protocols import Protocol
 
 
@@ -48,6 +50,11 @@ class CalibrationOptions:
     """Judges to report (default: every model judge in the frame)."""
     calibration_fraction: float = 0.5
     max_disagreements: int = 25
+    """How many of each judge's disagreements the report lists (largest gap first)."""
+    disagreement_threshold: float | None = None
+    """Pointwise: the smallest |judge − reference| that is a disagreement (None: 20% of the
+    scale's width; a campaign's report uses the campaign's); pairwise None
+    (:mod:`calibration.disagreement`)."""
 
     @property
     def reference_rule(self) -> ReferenceRule:
@@ -69,5 +76,12 @@ class CalibrationOptions:
         check_aggregate(self.aggregate)
         if (problem := BOOTSTRAP.problem(self.bootstrap)) is not None:
             raise CalibrationInputError(problem)
+        disagreement_threshold(self.protocol, self.disagreement_threshold)
+        if self.max_disagreements < 0:
+            raise CalibrationInputError(
+                OptionText(
+                    "{max_disagreements} {value} must be 0 or more", value=self.max_disagreements
+                )
+            )
         if not 0 < self.calibration_fraction < 1:
             raise CalibrationInputError("the calibration split fraction must be between 0 and 1")
