@@ -6,7 +6,6 @@ a large campaign's rows never enter the app's process (:mod:`annotate_app.calibr
 
 from __future__ import annotations
 
-import json
 from functools import partial
 
 import streamlit as st
@@ -19,7 +18,7 @@ from annotate_app.calibration_worker import (
 )
 from annotate_app.text import escape_markdown
 from calibration import CalibrationInputError
-from calibration.audits import JudgeAudit
+from calibration.audits import JudgeAudit, parse_families
 from calibration.consistency import ConsistencyReport
 from calibration.report_audits import (
     audit_caption,
@@ -35,6 +34,8 @@ from calibration.report_audits import (
 )
 from calibration.report_html import audit_report_html
 from data.io.campaign_input import campaign_version
+from data.io.importers.errors import InvalidRecord
+from data.io.importers.strict_json import loads
 from data.storage.campaign_lookup import campaign_protocol, list_campaigns
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
@@ -123,15 +124,11 @@ def _render_bias_and_cost(scope: CampaignScope, judges: list[str], bootstrap: in
 def _families(text: str) -> dict[str, str]:
     if not text.strip():
         return {}
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as error:
-        st.error(f"Model families: not JSON ({escape_markdown(str(error))}).")
+    try:  # the import files' JSON rules: no NaN, no duplicate keys, bounded nesting
+        return parse_families(loads(text, "Model families", None), "Model families")
+    except (InvalidRecord, CalibrationInputError) as error:
+        st.error(escape_markdown(str(error)))
         return {}
-    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
-        st.error('Model families: give an object of names to families, e.g. {"a": "gpt"}.')
-        return {}
-    return {str(k): v for k, v in raw.items()}
 
 
 def _render_consistency(

@@ -23,6 +23,8 @@ from transformers import (
 )
 
 from critic.classifier_head import HEAD_FILE, ClassifierHead, load_head
+from data.io.importers.errors import InvalidRecord
+from data.io.importers.sources import read_text
 from schemas.option_text import OptionError, OptionText
 
 ModelKind = Literal["causal", "vision"]
@@ -127,7 +129,7 @@ def load_critic(path: Path | str, *, dtype: torch.dtype | None = None) -> Loaded
 
     folder = _critic_folder(path)
     info_file = folder / CRITIC_INFO_FILE
-    info = json.loads(info_file.read_text()) if info_file.exists() else {}
+    info = _small_json(info_file) if info_file.exists() else {}
     adapter_config = folder / "adapter_config.json"
     if info.get("objective") == "head":
         loaded = load_base_model(_base_folder(folder, info.get("base_model")), dtype=dtype)
@@ -137,7 +139,7 @@ def load_critic(path: Path | str, *, dtype: torch.dtype | None = None) -> Loaded
         loaded = load_base_model(folder, dtype=dtype)
         loaded.info = info
         return loaded
-    base = json.loads(adapter_config.read_text()).get("base_model_name_or_path")
+    base = _small_json(adapter_config).get("base_model_name_or_path")
     loaded = load_base_model(_base_folder(folder, base), dtype=dtype)
     loaded.model = PeftModel.from_pretrained(loaded.model, folder)
     loaded.path, loaded.info = folder, info
@@ -187,6 +189,16 @@ def _critic_folder(path: Path | str) -> Path:
 def _is_model_folder(folder: Path) -> bool:
     markers = ("config.json", "adapter_config.json", HEAD_FILE)
     return any((folder / marker).exists() for marker in markers)
+
+
+def _small_json(path: Path) -> dict[str, Any]:
+    """A model folder's small JSON file (``critic.json``, ``adapter_config.json``): a regular
+    file of at most a few MiB, as the one reader reads every file (Python's JSON: ``critic.json``
+    may record a NaN cross-validation figure)."""
+    value = json.loads(read_text(path))
+    if not isinstance(value, dict):
+        raise InvalidRecord(str(path), None, None, "not a JSON object: rewrite the model folder")
+    return value
 
 
 def _folder(path: Path | str) -> Path:

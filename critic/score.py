@@ -56,6 +56,7 @@ from data.io.critic_io import (
 )
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope, session_scope
+from schemas.bounds import BATCH_SIZE, LIMIT, MAX_NEW_TOKENS, SAMPLES, first_problem
 from schemas.core import stored_id
 from schemas.option_text import OptionError, OptionText
 from schemas.protocols import Protocol
@@ -116,6 +117,19 @@ class ScoreSummary:
     """Calls left out because their prompt is longer than ``max_prompt_tokens`` (not stored)."""
 
 
+def check_score_bounds(options: ScoreOptions) -> None:
+    """Refuse a whole-number option out of its range (:mod:`schemas.bounds`); cheap, so a
+    front end calls it before loading the model too."""
+    problem = first_problem(
+        (SAMPLES, options.samples),
+        (BATCH_SIZE, options.generation.batch_size),
+        (MAX_NEW_TOKENS, options.generation.max_new_tokens),
+        *([(LIMIT, options.limit)] if options.limit is not None else []),
+    )
+    if problem is not None:
+        raise OptionError(problem)
+
+
 def score_campaign(
     engine: Engine,
     campaign: str,
@@ -125,6 +139,7 @@ def score_campaign(
 ) -> ScoreSummary:
     """Judge every unit of ``campaign`` not yet judged by ``options.judge_name``."""
     started = time.perf_counter()
+    check_score_bounds(options)
     if options.samples > 1 and not options.generation.do_sample:
         raise OptionError(
             OptionText("{samples} above 1 needs sampling: add {sample} (greedy gives one answer)")

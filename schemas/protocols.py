@@ -173,6 +173,18 @@ class Protocol:
                 return band
         return None
 
+    def validate_expected_score(self, value: float) -> float:
+        """Return ``value`` (an expected score Σ p(s)·s) when it lies within the scale's range,
+        or raise :class:`InvalidJudgement`: an average of scale points is never outside it."""
+        self._require_pointwise()
+        low, high = self.bounds
+        if not low - self.tolerance <= value <= high + self.tolerance:  # NaN fails too
+            raise InvalidJudgement(
+                f"`expected_score` is {_fmt(value)}, but an expected score (Σ p(s)·s) of "
+                f"{self.name} lies from {_fmt(low)} to {_fmt(high)}"
+            )
+        return value
+
     def describe_scale(self) -> str:
         """Human-readable scale, e.g. ``integers 1–10`` or ``0–1 in steps of 0.1``."""
         if self.kind == "pairwise":

@@ -80,7 +80,9 @@ def calibrate_command(
         help="Leave this annotator out of the reference and the human ceiling (repeatable).",
     ),
     no_majority: str = typer.Option("tie", "--no-majority", help="tie | drop."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Resamples for intervals; 0 = none."),
+    bootstrap: int = typer.Option(
+        1000, "--bootstrap", help="Resamples for intervals, 0–1,000,000; 0 = none."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and of the map split."),
     json_out: Path = typer.Option(None, "--json", help="Write the metrics JSON here."),
     html_out: Path = typer.Option(None, "--html", help="Write the HTML audit report here."),
@@ -113,7 +115,9 @@ def calibrate_command(
         None, "--price-out", help="Price per million output tokens, every judge."
     ),
     prices: Path = typer.Option(
-        None, "--prices", help='JSON file: {"judge": {"input": N, "output": N}} per million tokens.'
+        None,
+        "--prices",
+        help='JSON file: {"judge": {"input": N, "output": N}}, prices ≥ 0 per million tokens.',
     ),
     families: Path = typer.Option(
         None,
@@ -131,8 +135,11 @@ def calibrate_command(
     )
     from calibration import CalibrationInputError
     from calibration.reference import no_majority_rule
+    from schemas.bounds import BOOTSTRAP
     from schemas.protocols import parse_scale
 
+    if (problem := BOOTSTRAP.problem(bootstrap)) is not None:  # before any audit or file read
+        raise CalibrationInputError(problem)
     cli = state(ctx)
     audit_inputs = read_audit_inputs(
         consistency, delta, price_in, price_out, prices, families, file_mode=bool(judgments)
