@@ -1,4 +1,4 @@
-"""People: create accounts, change roles, disable or enable them, reset passwords (admins)."""
+"""Users: create accounts, change roles, disable or enable them, reset passwords (admins)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from schemas.tables import ROLES
 user = require_role("admin")
 engine = get_engine()
 
-st.title("People")
+st.title("Users")
 listing = st.container()
 outcome = st.empty()
 
