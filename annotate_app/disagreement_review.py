@@ -47,6 +47,11 @@ class DisagreementQueue:
     references: int
     """Units with a reference label (the others cannot disagree)."""
     entries: list[Disagreement]
+    """The disagreements shown: every one, or only the untagged ones."""
+    total: int
+    """Every disagreement of the judge, tagged or not (whether or not ``entries`` holds them)."""
+    untagged: int
+    """Disagreements without a live tag."""
 
 
 def campaign_reference(session: Session, campaign: str | int) -> dict[str, float | str]:
@@ -66,14 +71,17 @@ def campaign_reference(session: Session, campaign: str | int) -> dict[str, float
 def open_disagreements(
     engine: Engine, actor_id: int | None, campaign_id: int, judge: str, *, include_tagged: bool
 ) -> DisagreementQueue:
-    """The judge's disagreements with the reference, largest gap first (reviewers, admins)."""
+    """The judge's disagreements with the reference, largest gap first (reviewers, admins);
+    the tagged ones only with ``include_tagged``, though always counted."""
     with session_scope(engine) as session:
         reference = campaign_reference(session, campaign_id)
-        entries = disagreement_queue(
-            session, actor_id, campaign_id, judge, reference, include_tagged=include_tagged
+        every = disagreement_queue(
+            session, actor_id, campaign_id, judge, reference, include_tagged=True
         )
         settings = review_settings(get_campaign(session, campaign_id))
-    return DisagreementQueue(settings, len(reference), entries)
+    untagged = [entry for entry in every if entry.cause is None]
+    shown = every if include_tagged else untagged
+    return DisagreementQueue(settings, len(reference), shown, len(every), len(untagged))
 
 
 def tag_summaries(engine: Engine, campaign: str | int) -> list[JudgeTags]:

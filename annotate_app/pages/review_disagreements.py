@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate_app.auth import require_role
+from annotate_app.components.note_box import note_box
 from annotate_app.db import get_engine
 from annotate_app.disagreement_review import open_disagreements
 from annotate_app.pickers import pick_campaign
@@ -77,10 +78,6 @@ user = require_role("reviewer", "admin")
 engine = get_engine()
 
 st.title("Disagreements")
-if FLASH in st.session_state:
-    st.success(escape_markdown(st.session_state.pop(FLASH)))
-if ERROR in st.session_state:
-    st.error(escape_markdown(st.session_state.pop(ERROR)))
 
 picker, judge_picker, done_box = st.columns([2, 2, 1], vertical_alignment="bottom")
 campaign = pick_campaign(engine, key="dis_campaign", where=picker)
@@ -104,10 +101,9 @@ rule = (
     if settings.threshold is not None
     else f"{judge} prefers another response than the reference (half of its verdicts or more)"
 )
-untagged = sum(entry.cause is None for entry in queue.entries)
 st.caption(
     escape_markdown(
-        f"{untagged} untagged of {len(queue.entries)} disagreements where {rule}; "
+        f"{queue.untagged} untagged of {queue.total} disagreements where {rule}; "
         f"{queue.references} units have a reference (adjudicated label, else the humans' "
         "consensus)."
     )
@@ -167,7 +163,12 @@ with reasons_column:
 
 st.subheader("Why does the judge disagree?")
 note_key = f"dis_note_{campaign_id}_{judge}_{entry.unit_id}"
-st.text_area("Note (needed for 'other')", key=note_key, height=80)
+note_box(
+    "Note (needed for 'other')",
+    key=note_key,
+    hint="Esc leaves the note; then keys 1–9 record the cause with the note and open the next "
+    "untagged disagreement.",
+)
 next_id = _next_unit(queue.entries, entry)
 columns = st.columns(3)
 for index, cause in enumerate(settings.taxonomy):
@@ -181,7 +182,8 @@ for index, cause in enumerate(settings.taxonomy):
         type="primary" if cause == entry.cause else "secondary",
         width="stretch",
     )
-st.caption(
-    "Keys 1–9 record the cause with the note and open the next untagged disagreement (outside "
-    "the note box)."
-)
+# What the last key or click did, under the buttons where the eyes are (the title is far above)
+if FLASH in st.session_state:
+    st.success(escape_markdown(st.session_state.pop(FLASH)))
+if ERROR in st.session_state:
+    st.error(escape_markdown(st.session_state.pop(ERROR)))

@@ -29,7 +29,7 @@ from data.services.disagreements import disagreement_queue, tag_disagreement
 from data.services.users import UserRecord, get_user, to_record
 from data.storage.audit import list_events
 from data.storage.engine import session_scope
-from schemas.tables import Adjudication, Campaign, Judgement, Response, Unit, User
+from schemas.tables import Adjudication, Campaign, Item, Judgement, Response, Unit, User
 
 TIMEOUT = 60
 """Seconds AppTest waits for one page run; generous because CI machines are shared."""
@@ -302,9 +302,24 @@ def test_reviewer_resolves_a_flag_and_the_unit_returns_to_the_queue(world):
     engine, people, campaign_id = world
     with session_scope(engine) as session:
         view = next_unit(session, campaign_id, people["cat"].id)
-        flag(session, view.assignment_id, people["cat"].id, "the text is cut off")
+        flag(session, view.assignment_id, people["cat"].id, "image missing")
+        unit = session.get(Unit, view.unit_id)
+        item = session.get(Item, unit.item_pk)
+        item.question = [
+            {"type": "text", "text": "How many cats are on the sofa?"},
+            {"type": "image", "image": "images/sofa.png"},  # never written: the file is missing
+        ]
+        session.add(item)
+        response = session.get(Response, unit.response_pk).content
     at = _page("pages/review_flags.py", people["rita"])
-    assert list(at.dataframe[0].value["Reason"]) == ["the text is cut off"]
+    assert list(at.dataframe[0].value["Reason"]) == ["image missing"]
+    # the flagged unit is on the page, so the report can be checked there
+    shown = [m.value for m in at.markdown]
+    assert safe_markdown("How many cats are on the sofa?") in shown
+    assert safe_markdown(response) in shown
+    assert [w.value for w in at.warning] == [
+        escape_markdown("Image images/sofa.png cannot be shown: the file is missing")
+    ]
     at.text_area(key="flag_note").input("Re-imported the full text.")
     at.button(key="flag_resolve").click().run()
     assert not _errors(at), _errors(at)
