@@ -9,7 +9,9 @@ apply") names the key that submits an answer on the Annotate page. Here Esc leav
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -20,15 +22,24 @@ _leave_on_escape = st.components.v2.component(
 )
 
 
-def note_box(label: str, *, key: str, hint: str, height: int = 80) -> str:
+def note_box(
+    label: str,
+    *,
+    key: str,
+    hint: str,
+    height: int = 80,
+    on_change: Callable[..., None] | None = None,
+    args: tuple[Any, ...] = (),
+) -> str:
     """A text area whose text is committed and left with Esc, with ``hint`` under it instead of
-    Streamlit's Ctrl+Enter line. Returns its text (as the server last received it)."""
+    Streamlit's Ctrl+Enter line; ``on_change(*args)`` runs when its text reaches the server.
+    Returns its text (as the server last received it)."""
     box = f"cl-note-{key}"
     css_class = "st-key-" + re.sub(r"[^a-zA-Z0-9_-]", "-", box.strip())  # as Streamlit makes it
     with st.container(key=box, gap="small"):
         hidden = f".{css_class} [data-testid='InputInstructions'] {{ display: none; }}"
         st.html(f"<style>{hidden}</style>")
-        text = st.text_area(label, key=key, height=height)
+        text = st.text_area(label, key=key, height=height, on_change=on_change, args=args)
         st.caption(hint)
         _leave_on_escape(key=f"{box}-escape", data={"selector": f".{css_class} textarea"})
     return text

@@ -235,6 +235,30 @@ def test_reviewer_adjudicates_the_most_disputed_unit(world):
     assert (score.value, note.value) == (None, "")
 
 
+def test_a_score_and_note_chosen_for_a_unit_are_kept_when_switching_units(world):
+    engine, people, campaign_id = world
+    with session_scope(engine) as session:
+        first, second = (unit.id for unit in units_of(session, campaign_id)[:2])
+    at = _page("pages/review_adjudicate.py", people["rita"])
+    at.selectbox(key=f"adj_score_{first}").select(6).run()
+    at.text_area(key=f"adj_note_{first}").input("Two of three read it right.").run()
+    at.selectbox(key="adj_unit").select_index(1).run()
+    assert at.selectbox(key=f"adj_score_{second}").value is None  # the other unit: its own form
+    assert at.text_area(key=f"adj_note_{second}").value == ""
+    picker = at.selectbox(key="adj_unit")
+    assert [option.endswith(" · draft kept") for option in picker.options] == [True, False]
+    picker.select_index(0).run()
+    assert not at.warning and not _errors(at)
+    assert at.selectbox(key=f"adj_score_{first}").value == 6  # it was dropped on the switch
+    assert at.text_area(key=f"adj_note_{first}").value == "Two of three read it right."
+    at.button(key="adj_save").click().run()
+    with session_scope(engine) as session:
+        [ruling] = session.exec(select(Adjudication)).all()
+    assert (ruling.unit_id, ruling.score, ruling.note) == (first, 6, "Two of three read it right.")
+    assert at.success[0].value == escape_markdown("Final label recorded for r:ds-item-0/m1.")
+    assert not any(o.endswith("draft kept") for o in at.selectbox(key="adj_unit").options)
+
+
 def test_a_final_label_needs_a_chosen_score(world):
     engine, people, campaign_id = world
     at = _page("pages/review_adjudicate.py", people["rita"])

@@ -48,6 +48,7 @@ def test_keys_tag_the_cause_and_open_the_next_disagreement(
     # replaced by the page's
     expect(page.get_by_text("Ctrl+Enter to apply")).not_to_be_visible()
     expect(page.get_by_text("Esc leaves the note; then keys 1–9 record")).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "disagreements-note-1280x720.png"))
     note.press("Backspace")
     note.press("Escape")  # leaves the box: the next key is a shortcut, not text in the note
     expect(note).not_to_be_focused()
