@@ -118,7 +118,9 @@ entry = unit_column.selectbox(
     ),
     key="adj_unit",
 )
-with st.expander(f"The queue: {len(queue)} units, most disagreement first"):
+with st.expander(
+    f"The queue: {len(queue)} unit{'' if len(queue) == 1 else 's'}, most disagreement first"
+):
     st.dataframe(
         pd.DataFrame(
             {
