@@ -150,7 +150,7 @@ def _dashboard() -> None:
     engine = get_engine()
     st.html(_LAYOUT)
     st.title("Calibration")
-    picker_row = st.columns(3)
+    picker_row = st.columns([2, 3, 1.2])
     campaign = pick_campaign(
         engine,
         key="cal_campaign",

@@ -312,6 +312,18 @@ def test_monitor_shows_progress_and_agreement_per_task(world):
     assert any("700 words a minute" in c.value for c in at.caption)
 
 
+def test_monitor_names_the_low_effort_signals_in_words(world):
+    engine, people, campaign_id = world
+    with session_scope(engine) as session:
+        third = units_of(session, campaign_id)[2]
+        answer(session, third, people["cat"].id, score=4, seconds=1)  # under the 5 s floor
+    at = _page("pages/admin_monitor.py", people["root"])
+    assert not at.exception, at.exception
+    signals = next(d.value for d in at.dataframe if "Signal" in d.value.columns)
+    # the same stock rationale everywhere also raises "duplicate rationale"; keys never show
+    assert set(signals["Signal"]) == {"too fast", "duplicate rationale"}  # not too_fast, ...
+
+
 def test_an_undefined_alpha_says_why():
     from annotate_app.campaign_calibration import TaskAgreement
 
