@@ -135,7 +135,9 @@ def _headline(report: CalibrationReport, protocol: Protocol, grouping: str | Non
         "Each judge against the reference: dot area = units; on the dashed diagonal the judge "
         "agrees with the humans."
         if protocol.is_pointwise
-        else "Each judge against the reference: units per (reference, verdict)."
+        else "Each judge against the reference: verdicts per (reference, verdict). A pair "
+        "judged in both orders gives two verdicts (one per order), so a cell counts verdicts, "
+        "not units."
     )
     if grouping:
         rows = group_rows(result, grouping)
