@@ -34,6 +34,7 @@ from data.services.admin import (
     set_routing_as,
     update_campaign_settings,
 )
+from data.services.admin_audit import record_export
 from data.services.campaigns import CampaignSpec, PairSampling, list_campaigns
 from data.storage.engine import session_scope
 from schemas.core import stored_id
@@ -55,7 +56,11 @@ def _annotations_file(campaign_name: str, export_format: str) -> bytes:
     """``critiquelab export annotations``'s file, written by the calibration worker from a
     read-only snapshot (a large campaign's answers are read outside the annotators' process,
     and no writer waits for it)."""
-    return campaign_annotations_file(WORKER_URL, campaign_name, export_format)
+    made = campaign_annotations_file(WORKER_URL, campaign_name, export_format)
+    record_export(
+        engine, stored_id(user), "annotations", source=campaign_name, export_format=export_format
+    )
+    return made
 
 
 def _sft_file(campaign_name: str) -> BuiltFile:
@@ -68,13 +73,18 @@ def _sft_file(campaign_name: str) -> BuiltFile:
     except BaseException:
         built.remove()
         raise
+    record_export(engine, stored_id(user), "sft", source=campaign_name, export_format="jsonl")
     return built
 
 
 def _calibration_report(campaign: Campaign) -> CampaignReportFiles:
     """The files of ``critiquelab calibrate --campaign``, computed by the calibration worker: a
     large campaign's rows are read and calibrated outside the process that serves annotators."""
-    return campaign_report(WORKER_URL, stored_id(campaign))
+    files = campaign_report(WORKER_URL, stored_id(campaign))
+    record_export(
+        engine, stored_id(user), "calibration", source=campaign.name, export_format="html+json"
+    )
+    return files
 
 
 st.title("Campaigns")

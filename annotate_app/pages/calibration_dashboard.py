@@ -11,6 +11,7 @@ only receives the results, and a million-unit campaign's rows never enter it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
@@ -59,6 +60,7 @@ from calibration.tables import (
 )
 from data.io.campaign_input import campaign_version
 from data.io.frames import unit_content
+from data.services.admin_audit import record_export
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
 from schemas.ids import HUMAN_PREFIX
@@ -146,9 +148,20 @@ def _headline(report: CalibrationReport, protocol: Protocol, grouping: str | Non
             st.altair_chart(group_bars(rows, title=title, field=grouping), width="stretch")
 
 
+def _audited(
+    make: Callable[[], str | bytes], user_id: int, campaign: str, export_format: str = "html"
+) -> str | bytes:
+    """A download's file, with its ``export.calibration`` event in the audit trail."""
+    made = make()
+    record_export(
+        get_engine(), user_id, "calibration", source=campaign, export_format=export_format
+    )
+    return made
+
+
 def _dashboard() -> None:
     """The page: require a reviewer or admin, then pick, compute and show."""
-    require_role("admin", "reviewer")
+    user = require_role("admin", "reviewer")
     engine = get_engine()
     st.html(_LAYOUT)
     st.title("Calibration")
@@ -253,14 +266,17 @@ def _dashboard() -> None:
     download_html, download_json = st.columns(2)
     download_html.download_button(
         "Download the HTML report",
-        partial(report_html, report, engine, campaign_id),  # rendered only when clicked
+        partial(  # rendered only when clicked, and audited then
+            _audited, partial(report_html, report, engine, campaign_id), user.id, campaign.name
+        ),
         file_name=f"calibration-{campaign.name}.html",
         mime="text/html",
         on_click="ignore",
     )
     download_json.download_button(
         "Download the JSON",
-        result.to_json,  # the JSON of critiquelab calibrate --json, made only when clicked
+        # the JSON of critiquelab calibrate --json, made only when clicked, and audited then
+        partial(_audited, result.to_json, user.id, campaign.name, "json"),
         file_name=f"calibration-{campaign.name}.json",
         mime="application/json",
         on_click="ignore",

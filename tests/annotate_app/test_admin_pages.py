@@ -365,14 +365,20 @@ def test_reviewer_resolves_a_flag_and_the_unit_returns_to_the_queue(world):
         assert list_events(session, action_prefix="flag.resolve")[0].actor_id == people["rita"].id
 
 
-def test_audit_page_lists_and_exports_the_changes(world):
+def test_audit_page_lists_and_exports_the_changes(world, db_url, tmp_path):
     engine, people, campaign_id = world
     with session_scope(engine) as session:
         change_campaign_status(session, people["root"].id, campaign_id, "pause")
+    written = CliRunner().invoke(app, ["--db", db_url, "export", "annotations", "--campaign",
+                                       "camp", "-o", str(tmp_path / "a.csv")])  # fmt: skip
+    assert written.exit_code == 0, written.output
     at = _page("pages/admin_audit.py", people["root"])
     table = at.dataframe[0].value
-    assert list(table["Action"]) == ["campaign.pause", "campaign.create"]
-    assert list(table["Who"]) == ["root", "root"]
+    # an export is in the trail too (it had none), by the command line
+    assert list(table["Action"]) == ["export.annotations", "campaign.pause", "campaign.create"]
+    assert list(table["Who"]) == ["(command line)", "root", "root"]
+    assert json.loads(table["Detail"][0]) == {"format": "csv", "rows": 5}
+    assert "export" in at.selectbox(key="audit_family").options
     at.selectbox(key="audit_family").select("campaign")
     at.run()
     assert len(at.dataframe[0].value) == 2
@@ -506,6 +512,18 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
         assert written.exit_code == 0, written.output
         assert data == cli_file.read_bytes(), export_format
     assert downloads["jsonl"].count(b"\n") == 5  # the world's five answers
+    root = people["root"].id
+    with session_scope(engine) as session:  # each file made is in the audit trail
+        exports = [
+            (e.action, e.actor_id, e.entity_id, e.detail["format"])
+            for e in reversed(list_events(session, action_prefix="export."))
+        ]
+    assert exports == [
+        *[("export.calibration", root, "camp", "html+json"), ("export.sft", root, "camp", "jsonl")]
+        * 2,
+        ("export.sft", None, "camp", "jsonl"),
+        *[("export.annotations", None, "camp", f) for f in ("jsonl", "csv", "parquet")],
+    ]
 
 
 def test_the_review_page_shows_user_and_model_text_as_text(world):
