@@ -111,7 +111,7 @@ def test_an_adjudication_in_the_browser_becomes_the_calibration_reference(
     choose_option(page, "Score", "7")
     page.get_by_label("Note: why this is the final label").fill("The sign is legible: 7.")
     page.get_by_role("button", name="Record final label").click()
-    # the confirmation is where the eyes are: under the button, not above the viewport
+    # the confirmation is where the eyes are: beside the form, not above the viewport
     expect(page.get_by_text("Final label recorded for")).to_be_in_viewport(ratio=1)
     page.screenshot(path=str(ARTIFACTS / "adjudicate-recorded-1280x720.png"))
     with seeded.session() as session:
