@@ -221,15 +221,6 @@ def _dashboard() -> None:
             disabled=protocol.is_pointwise,
             help="Pairwise only: count an unparsed verdict as wrong, as a tie, or leave it out.",
         )
-        if automatic:
-            st.caption(
-                "Left out of the reference by themselves (their standing in the campaign): "
-                + ", ".join(
-                    f"{escape_markdown(name.removeprefix(HUMAN_PREFIX))} ({why})"
-                    for name, why in automatic.items()
-                )
-                + "."
-            )
     scope = replace(
         scope,
         tasks=tuple(chosen_tasks) if tasks and chosen_tasks != tasks else None,
@@ -247,6 +238,15 @@ def _dashboard() -> None:
     if judges:
         _headline(report, protocol, grouping if by else None)
 
+    if automatic:  # outside the folded options: the reference is not what was picked alone
+        st.caption(
+            "Left out of the reference by themselves (their standing in the campaign): "
+            + ", ".join(
+                f"{escape_markdown(name.removeprefix(HUMAN_PREFIX))} ({why})"
+                for name, why in automatic.items()
+            )
+            + "."
+        )
     st.caption(
         f"Reference: {reference.consensus} of the humans, adjudicated label where one exists "
         f"({reference.n_adjudicated}); {reference.n_units} units with a reference, "
