@@ -15,9 +15,10 @@ from annotate_app.auth import require_role
 from annotate_app.components.note_box import note_box
 from annotate_app.db import get_engine
 from annotate_app.pickers import pick_campaign
-from annotate_app.render import render_bands, render_content, render_history, safe_markdown
+from annotate_app.render import render_bands, safe_markdown
 from annotate_app.review_views import FLASH as REVIEW_FLASH
 from annotate_app.review_views import STATE_TEXT, answer_actions
+from annotate_app.reviewed_unit import render_reviewed_unit
 from annotate_app.text import escape_markdown
 from data.services.adjudication import (
     AdjudicationError,
@@ -104,8 +105,9 @@ include_done = done_column.checkbox("Include adjudicated", key="adj_include_done
 with session_scope(engine) as session:
     queue = adjudication_queue(session, stored_id(campaign), include_adjudicated=include_done)
 if not queue:
-    if flash:
-        st.success(escape_markdown(flash))
+    for done in (flash, review_flash):  # the last action emptied the queue
+        if done:
+            st.success(escape_markdown(done))
     st.info("No unit with two or more answers is waiting for a ruling.")
     st.stop()
 
@@ -139,19 +141,7 @@ with session_scope(engine) as session:
 
 content_column, side_column = st.columns([3, 2])
 with content_column:
-    if review.history:
-        st.markdown("**Earlier turns**")
-        render_history(review.history)
-    st.markdown("**Question**")
-    render_content(review.question)
-    if review.reference is not None:
-        with st.expander("Reference answer"):
-            render_content(review.reference)
-    titles = ("Response A", "Response B") if len(review.responses) == 2 else ("Response",)
-    for title, response in zip(titles, review.responses, strict=True):
-        with st.container(border=True):
-            st.markdown(f"**{title}** · {escape_markdown(response.model)}")
-            render_content(response.content)
+    render_reviewed_unit(review)
 
 protocol = review.protocol
 # The widgets are keyed by unit: every unit opens with its own fields (empty, or what was chosen

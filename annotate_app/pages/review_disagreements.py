@@ -13,7 +13,7 @@ from annotate_app.components.note_box import note_box
 from annotate_app.db import get_engine
 from annotate_app.disagreement_review import open_disagreements
 from annotate_app.pickers import pick_campaign
-from annotate_app.render import render_content, render_history
+from annotate_app.reviewed_unit import render_reviewed_unit
 from annotate_app.text import escape_markdown, safe_markdown
 from data.io.frames import campaign_judges
 from data.services.adjudication import UnitReview, unit_review
@@ -131,16 +131,7 @@ with session_scope(engine) as session:
 
 content_column, reasons_column = st.columns([3, 2])
 with content_column:
-    if review.history:
-        st.markdown("**Earlier turns**")
-        render_history(review.history)
-    st.markdown("**Question**")
-    render_content(review.question)
-    titles = ("Response A", "Response B") if len(review.responses) == 2 else ("Response",)
-    for title, response in zip(titles, review.responses, strict=True):
-        with st.container(border=True):
-            st.markdown(f"**{title}** · {escape_markdown(response.model)}")
-            render_content(response.content)
+    render_reviewed_unit(review, show_reference=False)
 
 with reasons_column:
     st.markdown(

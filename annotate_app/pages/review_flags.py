@@ -11,7 +11,7 @@ import streamlit as st
 
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
-from annotate_app.render import render_content, render_history
+from annotate_app.reviewed_unit import render_reviewed_unit
 from annotate_app.text import escape_markdown
 from data.services.adjudication import AdjudicationError, unit_review
 from data.services.admin import PermissionDenied
@@ -71,19 +71,7 @@ with session_scope(engine) as session:
 unit_column, form_column = st.columns([3, 2])
 with unit_column:
     st.caption(escape_markdown(f"{chosen.campaign} · {chosen.unit_key} · item {chosen.item_id}"))
-    if review.history:
-        st.markdown("**Earlier turns**")
-        render_history(review.history)
-    st.markdown("**Question**")
-    render_content(review.question)
-    titles = ("Response A", "Response B") if len(review.responses) == 2 else ("Response",)
-    for title, response in zip(titles, review.responses, strict=True):
-        with st.container(border=True):
-            st.markdown(f"**{title}** · {escape_markdown(response.model)}")
-            render_content(response.content)
-    if review.reference is not None:
-        with st.expander("Reference answer"):
-            render_content(review.reference)
+    render_reviewed_unit(review)
 with form_column:
     st.markdown(
         escape_markdown(f"{chosen.reported_by} reported: {chosen.reason}"),
