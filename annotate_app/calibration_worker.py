@@ -1,15 +1,14 @@
 """The Calibration page's work on a campaign, and the *Campaigns* page's downloads (annotations,
 training file, report), done in a worker process.
 
-Why a process: reading a large campaign and calibrating it is seconds of pandas and numpy that
-hold the GIL. In the app's own process every annotator's submit, served by a thread of that
-process, waited behind it: ``bench/annotate_bench.py --dashboard-load`` measured a submit p95 of
-31 ms alone and 209 ms while the page read a 100k-unit campaign (docs/RELIABILITY.md). Here one
-worker process, started afresh (a fork of a threaded server could inherit held locks), reads
-the campaign itself in a read-only snapshot and keeps the last campaign it read, so a
-changed filter or option recalculates without reading again. The page receives only small
-results: what its pickers offer (:class:`CampaignOverview`) and the report, never the
-campaign's rows.
+Why a process: reading a large campaign and calibrating it is seconds of pandas and numpy that hold
+the GIL. In the app's own process every annotator's submit, served by a thread of that process,
+waited behind it: ``bench/annotate_bench.py --dashboard-load`` measured a submit p95 of 31 ms alone
+and 209 ms while the page read a 100k-unit campaign (docs/log/2026-12-03-reliability-runs.md). Here
+one worker process, started afresh (a fork of a threaded server could inherit held locks), reads
+the campaign itself in a read-only snapshot and keeps the last campaign it read, so a changed
+filter or option recalculates without reading again. The page receives only small results: what its
+pickers offer (:class:`CampaignOverview`) and the report, never the campaign's rows.
 
 Every request names the campaign's version (:func:`data.io.campaign_input.campaign_version`),
 which is also the key under which the page caches the results.
@@ -31,13 +30,16 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import Engine
 
 from annotate_app.campaign_calibration import (
-    CampaignReportFiles,
     calibrate_campaign,
     campaign_consistency,
-    campaign_report_files,
     judge_audit,
     load_campaign,
     only_units,
+)
+from annotate_app.campaign_report import (
+    CampaignReportFiles,
+    CampaignReportRequest,
+    build_campaign_report,
 )
 from calibration import CalibrationOptions, CalibrationReport
 from calibration.audits import JudgeAudit
@@ -130,7 +132,9 @@ def page_audit(
 
 
 def campaign_report(url: str, campaign_id: int) -> CampaignReportFiles:
-    """The *Campaigns* page's report files of a campaign, read and calibrated in the worker."""
+    """The *Campaigns* page's report files of a campaign, read and calibrated in the worker: the
+    report of ``critiquelab calibrate --campaign`` with its default options (one assembly,
+    :func:`annotate_app.campaign_report.build_campaign_report`)."""
     return _run(_campaign_report, url, campaign_id)
 
 
@@ -329,7 +333,8 @@ def _consistency(
 
 
 def _campaign_report(url: str, campaign_id: int) -> CampaignReportFiles:
-    return campaign_report_files(_engine(url), campaign_id)
+    request = CampaignReportRequest(campaign=campaign_id)
+    return build_campaign_report(_engine(url), request).files
 
 
 def _annotations_file(url: str, campaign: str, export_format: str) -> bytes:

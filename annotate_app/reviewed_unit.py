@@ -13,16 +13,18 @@ from data.services.adjudication import UnitReview
 def render_reviewed_unit(review: UnitReview, *, show_reference: bool = True) -> None:
     """The unit of ``review``; its reference answer in an expander when it has one and
     ``show_reference``."""
-    if review.history:
+    item = review.content.item
+    if item.history:
         st.markdown("**Earlier turns**")
-        render_history(review.history)
+        render_history(item.history)
     st.markdown("**Question**")
-    render_content(review.question)
-    if show_reference and review.reference is not None:
+    render_content(item.question)
+    if show_reference and item.reference is not None:
         with st.expander("Reference answer"):
-            render_content(review.reference)
-    titles = ("Response A", "Response B") if len(review.responses) == 2 else ("Response",)
-    for title, response in zip(titles, review.responses, strict=True):
+            render_content(item.reference)
+    responses = review.content.responses
+    titles = ("Response A", "Response B") if len(responses) == 2 else ("Response",)
+    for title, response in zip(titles, responses, strict=True):
         with st.container(border=True):
             st.markdown(f"**{title}** · {escape_markdown(response.model)}")
             render_content(response.content)

@@ -22,7 +22,7 @@ measured first on the same database (the comparison the figures are read against
     python bench/load_test.py --url postgresql+psycopg://user@host/db ...   # an existing server
 
 With ``--backend postgresql`` and no ``--url`` a throw-away PostgreSQL 15 cluster is started on
-a free 127.0.0.1 port (``pg_cluster.py``) and removed afterwards.
+a free 127.0.0.1 port (``tests/pg_cluster.py``, shared with the tests) and removed afterwards.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests/
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_records import (  # noqa: E402,F401 - check_integrity and the records are used by tests
     Acknowledgement,
@@ -56,17 +57,15 @@ from load_records import (  # noqa: E402,F401 - check_integrity and the records 
     percentiles,
     summarize,
 )
-from pg_cluster import PostgresCluster, free_port, throwaway_postgres  # noqa: E402,F401
-from system_binaries import postgres_bindir, postgres_missing  # noqa: E402,F401
 
 from data import queue  # noqa: E402
 from data.services.campaigns import CampaignSpec, create_campaign  # noqa: E402
 from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
 from schemas.core import stored_id  # noqa: E402
 from schemas.tables import Dataset, Item, Response, Unit, User  # noqa: E402
+from tests.pg_cluster import throwaway_postgres  # noqa: E402
 
 LOAD_AVERAGE_BEFORE = os.getloadavg()
-_free_port = free_port  # the name the reliability tests use
 
 RESPONSES_PER_ITEM = 4
 T = TypeVar("T")

@@ -7,7 +7,7 @@
   ``test-artifacts/<module>-server.log``. ``sample_app_server`` is the same on a copy of the
   sample project.
 * ``browser`` (one per run): Debian's Chromium driven by Playwright; skips (fails under
-  ``CRITIQUELAB_REQUIRE_E2E=1``) when no Chromium is found (:mod:`bench.system_binaries`).
+  ``CRITIQUELAB_REQUIRE_E2E=1``) when no Chromium is found (:mod:`tests.system_binaries`).
 * ``page``: a fresh browser context per test; a screenshot of the page at the end of every test
   goes to ``test-artifacts/<module>-<test>.png`` (``-FAILED`` added when the test failed).
 * ``login``: ``login(page, base_url, name, password)`` logs in through the app's login endpoint
@@ -41,11 +41,11 @@ from sqlmodel import Session
 
 from annotate_app.auth import COOKIE_NAME as SESSION_COOKIE
 from annotate_app.session_routes import LOGIN_PATH
-from bench.system_binaries import chromium_missing, chromium_path
 from data.services.users import UserRecord, create_user
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from tests.sample_template import SampleTemplate
 from tests.skips import missing
+from tests.system_binaries import chromium_missing, chromium_path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO_ROOT / "test-artifacts"
@@ -273,10 +273,15 @@ def wait_until(condition: Callable[[], bool], what: str, ceiling_s: float = 120)
 
 
 def wait_for_run_to_end(page: Any) -> None:
-    """Wait until the app's script run has ended (Streamlit's own ``data-test-script-state``)."""
+    """Wait until the app's script run has ended (Streamlit's own ``data-test-script-state``).
+
+    With the slow ceiling: the run may be one that calibrates (the Calibration page computes its
+    first campaign's bootstrap before anything can be picked), which took over 60 s at load 18."""
     from playwright.sync_api import expect
 
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
+    expect(page.get_by_test_id("stApp")).to_have_attribute(
+        "data-test-script-state", "notRunning", timeout=SLOW_UI_TIMEOUT_MS
+    )
 
 
 def drawn_by_this_run(page: Any) -> Any:

@@ -1,7 +1,7 @@
 """``critiquelab critic train``: fine-tune a critic (generative, full or LoRA) or train a head.
 
 A thin layer over :mod:`critic.training`: the options become a
-:class:`~critic.training.TrainConfig`, one call trains, and the summary names the saved critic
+:class:`~critic.train_config.TrainConfig`, one call trains, and the summary names the saved critic
 and its agreement on the eval split; the loss log goes to stderr.
 """
 
@@ -82,7 +82,8 @@ def train(
     ),
 ) -> None:
     """Fine-tune a critic; multi-GPU: accelerate launch $(which critiquelab) critic train ..."""
-    from critic.training import TrainConfig, train_critic
+    from critic.train_config import TrainConfig
+    from critic.training import train_critic
 
     cli = state(ctx)
     config = TrainConfig(

@@ -27,7 +27,7 @@ from data.services.adjudication import (
     adjudication_queue,
     unit_review,
 )
-from data.services.admin import PermissionDenied
+from data.services.roles import PermissionDenied
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.protocols import InvalidJudgement, Protocol
@@ -207,7 +207,7 @@ with side_column:
             for key in keys.values():
                 st.session_state.pop(key, None)
             st.session_state.get(DRAFTS, {}).pop(review.unit_id, None)
-            st.session_state[FLASH] = f"Final label recorded for {review.unit_key}."
+            st.session_state[FLASH] = f"Final label recorded for {review.content.unit_key}."
             st.rerun()
     with st.expander("Scale and criteria"):
         _rubric(protocol)

@@ -17,8 +17,8 @@ from annotate_app.reviewed_unit import render_reviewed_unit
 from annotate_app.text import escape_markdown, safe_markdown
 from data.io.frames import campaign_judges
 from data.services.adjudication import UnitReview, unit_review
-from data.services.admin import PermissionDenied
 from data.services.disagreements import Disagreement, DisagreementError, tag_disagreement
+from data.services.roles import PermissionDenied
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 
@@ -96,16 +96,13 @@ except PermissionDenied as error:
     st.stop()
 
 settings = queue.settings
-rule = (
-    f"|{judge} − reference| ≥ {settings.threshold:g}"
-    if settings.threshold is not None
-    else f"{judge} prefers another response than the reference (half of its verdicts or more)"
-)
+untagged = sum(entry.cause is None for entry in queue.entries)
 st.caption(
     escape_markdown(
-        f"{queue.untagged} untagged of {queue.total} disagreements where {rule}; "
-        f"{queue.references} units have a reference (adjudicated label, else the humans' "
-        "consensus)."
+        f"{untagged} untagged of the {queue.found} disagreements the calibration report "
+        f"counts: units where {queue.rule}, over its parsed verdicts in every shown order and "
+        f"sample; {queue.references} units have a reference (adjudicated label, else the "
+        "humans' consensus)."
     )
 )
 if not queue.entries:

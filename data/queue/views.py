@@ -18,7 +18,7 @@ from data.queue.records import (
     UnitView,
 )
 from data.queue.unit_view import LeaseFacts, view_of_unit
-from data.services.campaigns import get_campaign
+from data.storage.campaign_lookup import get_campaign
 from schemas.core import stored_id
 from schemas.protocols import to_shown
 from schemas.tables import Annotation, Assignment, Campaign, Item, Unit

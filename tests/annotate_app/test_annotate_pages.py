@@ -392,8 +392,8 @@ def test_a_reloaded_tab_comes_back_to_the_unit_its_url_names(seeded: dict) -> No
 
 def _gold_campaign(seeded: dict, **settings: object) -> tuple[int, list[int]]:
     """The pointwise campaign with two gold units (expected score 8) and ``settings``."""
-    from data.services.campaigns import unit_keys
     from data.services.gold import GoldEntry, attach_gold, set_gold_settings
+    from data.storage.campaign_lookup import unit_keys
 
     campaign_id = seeded["campaigns"]["alignmmbench"]
     with session_scope(seeded["engine"]) as session:
