@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
+import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
@@ -21,6 +22,7 @@ from calibration import CalibrationInputError
 from calibration.audits import JudgeAudit, parse_families
 from calibration.consistency import ConsistencyReport
 from calibration.report_audits import (
+    PRICE_COLUMN,
     audit_caption,
     audit_section,
     bias_table,
@@ -96,13 +98,20 @@ def _render_bias_and_cost(scope: CampaignScope, judges: list[str], bootstrap: in
     if not judges:
         st.info("Pick a judge above to see its cost, length and format preference.")
         return None
-    left, middle, right = st.columns([1, 1, 2])
+    left, middle, currency_column, right = st.columns([1, 1, 0.6, 1.6])
     price_in = left.number_input(
         "Price / M input tokens", min_value=0.0, value=None, key="audit-price-in"
     )
     price_out = middle.number_input(
         "Price / M output tokens", min_value=0.0, value=None, key="audit-price-out"
     )
+    currency = currency_column.text_input(
+        "Currency",
+        "USD",
+        max_chars=8,
+        help="The currency of the prices: the cost column names it.",
+        key="audit-currency",
+    ).strip()
     families_text = right.text_input(
         "Model families (JSON)",
         placeholder='{"my-judge": "gpt", "gpt-4o": "gpt"}',
@@ -113,12 +122,19 @@ def _render_bias_and_cost(scope: CampaignScope, judges: list[str], bootstrap: in
     prices = (price_in, price_out) if price_in is not None and price_out is not None else None
     audit = _audit(scope, tuple(judges), prices, tuple(sorted(families.items())), bootstrap)
     st.caption(cost_caption(audit))
-    st.dataframe(cost_table(audit))
+    st.dataframe(with_currency(cost_table(audit), currency))
     st.caption(audit_caption(audit))
     st.dataframe(bias_table(audit), hide_index=True)
     st.markdown("**Length-controlled agreement**: how much agreement survives without length")
     st.dataframe(length_controlled_table(audit))
     return audit
+
+
+def with_currency(table: pd.DataFrame, currency: str) -> pd.DataFrame:
+    """The cost table with its price column naming the currency the prices were given in."""
+    if not currency:
+        return table
+    return table.rename(columns={PRICE_COLUMN: f"{PRICE_COLUMN} ({currency})"})
 
 
 def _families(text: str) -> dict[str, str]:

@@ -82,6 +82,11 @@ def export_sft(
     summary = export_campaign_sft(
         cli.engine(), campaign, output, options, language=language, template=template_file(template)
     )
+    from data.services.admin_audit import record_export
+
+    record_export(
+        cli.engine(), None, "sft", source=campaign, export_format="jsonl", rows=summary.records
+    )
     cli.emit(
         summary,
         text=f"wrote {summary.records} records ({summary.train} train, {summary.eval} eval) from "

@@ -434,7 +434,8 @@ def test_flag_takes_the_unit_out_of_the_queue_for_reviewers(engine: Engine) -> N
             "image does not load",
         )
         assert session.get(Unit, held.unit_id).flagged
-        assert session.exec(select(AuditEvent.action)).all()[-1] == "unit.flag"
+        actions = session.exec(select(AuditEvent.action).order_by(col(AuditEvent.id))).all()
+        assert [a for a in actions if a.startswith("unit.")] == ["unit.flag"]
         _check_counters(session, campaign_id)
 
 
@@ -687,3 +688,37 @@ def test_score_campaign_uses_its_own_continuous_scale(engine: Engine) -> None:
     with pytest.raises(queue.AnswerInvalid, match="score` is 1.5, but score scores are any number"):
         _submit(engine, view, alice, score=1.5)
     assert _submit(engine, view, alice, score=0.35).score == 0.35
+
+
+def test_skips_and_first_submissions_are_audited_once(any_engine: Engine) -> None:
+    """The Audit trail had no skips and no first submissions (issue 25 B): a first answer is an
+    annotation.submit event, on either submit path; a double click adds none, an edit is the
+    revision's own event; a skip is a unit.skip event with its reason."""
+    from data.storage.audit import list_events
+
+    campaign_id, (alice, bob) = build_campaign(any_engine, items=2, overlap=1)  # four units
+    first = _lease(any_engine, campaign_id, alice)
+    step = _submit_and_next(any_engine, first, alice, score=9)  # the Core path
+    _submit_and_next(any_engine, first, alice, score=9)  # a double click
+    second = step.next_unit
+    with session_scope(any_engine) as session:
+        queue.skip(session, second.assignment_id, alice, "outside my expertise")
+    third = _lease(any_engine, campaign_id, bob)
+    with session_scope(any_engine) as session:
+        session.get(Assignment, third.assignment_id)  # loaded: the ORM path stores it
+        stored = queue.submit(session, third.assignment_id, bob, score=4, rationale=RATIONALE)
+        bobs = stored.id
+    with session_scope(any_engine) as session:
+        events = [
+            (e.action, e.actor_id, e.entity_id, e.detail)
+            for e in reversed(list_events(session, entity="annotation") + list_events(
+                session, action_prefix="unit.skip"))
+        ]  # fmt: skip
+    assert sorted(events, key=lambda e: e[0]) == [
+        ("annotation.submit", alice, str(step.annotation_id),
+         {"unit_id": first.unit_id, "campaign_id": campaign_id}),
+        ("annotation.submit", bob, str(bobs),
+         {"unit_id": third.unit_id, "campaign_id": campaign_id}),
+        ("unit.skip", alice, str(second.unit_id),
+         {"reason": "outside my expertise", "campaign_id": campaign_id}),
+    ]  # fmt: skip
