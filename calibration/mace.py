@@ -277,3 +277,54 @@ def _ordinal_e_step(theta, xi, priors, sigma, raters, rows, answers, units, n_la
     for t in range(n_labels):
         attentive[t] = np.bincount(answers, weights=knew[:, t], minlength=n_labels)
     return log_likelihood, posteriors, spam_counts, know_counts, strategy, attentive
+
+
+def random_answer_evidence(labels: np.ndarray, fit: OrdinalMaceFit) -> np.ndarray:
+    """Per rater, the evidence (natural log of a likelihood ratio, nats) that they answered at
+    random rather than as the pool's median annotator does, under an ordinal MACE ``fit`` of
+    ``labels`` (raters × units of codes, NaN = none); NaN for a rater without answers.
+
+    For rater w with answer shares q_w (their own, the best description of random answers) and
+    θ̃ the median θ of the *other* raters, each answer y on unit u is scored under
+
+    * random: ``q_w(y)``;
+    * attentive like the others: ``θ̃ Σ_t P₋w(t) K_σ[t, y] + (1 − θ̃) q_w(y)``, with ``P₋w`` the
+      posterior of u's true point given the other raters' answers (w's own answer left out);
+
+    and the evidence is the sum over w's answers of log(random / attentive). It grows with the
+    number of answers, so a handful of odd answers is never strong evidence; 3 nats is a
+    likelihood ratio of 20 (Kass & Raftery 1995's "strong" evidence).
+    """
+    matrix = np.asarray(labels, dtype=np.float64)
+    n_raters, n_units = matrix.shape
+    n_labels = fit.priors.size
+    raters, units, answers = answer_triples(matrix)
+    result = np.full(n_raters, np.nan)
+    if answers.size == 0:
+        return result
+    theta = np.nan_to_num(fit.competence)
+    kernel = ordinal_kernel(fit.width, n_labels)
+    own = (1.0 - theta[raters])[:, None] * fit.spam[raters, answers][:, None] + theta[
+        raters, None
+    ] * kernel[:, answers].T  # P(y | t) per answer and true point
+    log_own = np.log(own)
+    log_m = np.tile(np.log(np.maximum(fit.priors, 1e-300)), (n_units, 1))
+    for t in range(n_labels):
+        log_m[:, t] += np.bincount(units, weights=log_own[:, t], minlength=n_units)
+    others = log_m[units] - log_own  # the unit's log posterior without this answer
+    others = np.exp(others - others.max(axis=1, keepdims=True))
+    others /= others.sum(axis=1, keepdims=True)
+    attentive = (others * kernel[:, answers].T).sum(axis=1)
+    counts = np.zeros((n_raters, n_labels))
+    np.add.at(counts, (raters, answers), 1.0)
+    given = counts.sum(axis=1) > 0
+    shares = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
+    typical = np.array(
+        [np.nanmedian(np.delete(fit.competence, w)) if n_raters > 1 else np.nan
+         for w in range(n_raters)]
+    )  # fmt: skip
+    random = shares[raters, answers]
+    mixed = typical[raters] * attentive + (1.0 - typical[raters]) * random
+    per_answer = np.log(random) - np.log(mixed)
+    result[given] = np.bincount(raters, weights=per_answer, minlength=n_raters)[given]
+    return result

@@ -216,7 +216,7 @@ def _annotators(result: CalibrationResult) -> str:
         return ""
     pairwise = result.pairwise
     agreement = ["accuracy"] if pairwise else ["mae", "qwk"]
-    competence = {"dawid-skene": "Dawid–Skene expected accuracy (chance)", "mace": "MACE θ"}.get(
+    competence = {"dawid-skene": "Dawid–Skene expected accuracy (chance)", "ordinal-mace": "ordinal MACE θ"}.get(
         section.model or "", "competence"
     )
     left_out = result.reference.exclusion_reasons
