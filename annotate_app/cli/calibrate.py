@@ -254,18 +254,10 @@ def _calibrate(
 
 
 def _annotator_names(frame: pd.DataFrame, names: list[str]) -> tuple[str, ...]:
-    """``--exclude-annotator`` names as the frame's raters: a campaign's humans are
-    ``annotator:<login>`` there, so a login alone is accepted; an unknown name is kept, for
-    calibration to name it beside those present."""
-    from schemas.ids import HUMAN_PREFIX
+    """``--exclude-annotator`` names as the frame's raters (a login alone is accepted)."""
+    from schemas.ids import human_rater_names
 
-    present = set(frame.loc[frame["kind"] == "human", "rater"].astype(str))
-    return tuple(
-        f"{HUMAN_PREFIX}{name}"
-        if name not in present and f"{HUMAN_PREFIX}{name}" in present
-        else name
-        for name in names
-    )
+    return human_rater_names(names, set(frame.loc[frame["kind"] == "human", "rater"].astype(str)))
 
 
 def _emit_audits_only(cli, outputs: AuditOutputs, json_out: Path | None, html_out: Path | None):

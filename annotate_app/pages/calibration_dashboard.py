@@ -55,7 +55,7 @@ from data.io.campaign_input import campaign_version
 from data.io.frames import unit_content
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
-from schemas.ids import HUMAN_PREFIX
+from schemas.ids import account_name
 from schemas.protocols import Protocol
 
 GROUPINGS = ("(none)", "task", "category", "model", "group")
@@ -184,7 +184,7 @@ def _dashboard() -> None:
     listed = st.multiselect(
         "Leave out of the reference",
         [name for name in overview.annotators if name not in automatic],
-        format_func=lambda name: name.removeprefix(HUMAN_PREFIX),
+        format_func=account_name,
         key="cal_exclude",
         help="As calibrate --exclude-annotator: these annotators leave the reference and the "
         "human ceiling, and keep their row in the Annotators table, marked excluded.",
@@ -193,7 +193,7 @@ def _dashboard() -> None:
         st.caption(
             "Left out of the reference by themselves (their standing in the campaign): "
             + ", ".join(
-                f"{escape_markdown(name.removeprefix(HUMAN_PREFIX))} ({why})"
+                f"{escape_markdown(account_name(name))} ({why})"
                 for name, why in automatic.items()
             )
             + "."

@@ -8,8 +8,10 @@ from pydantic import ValidationError
 from schemas.ids import (
     MAX_ID_LENGTH,
     UnitKey,
+    account_name,
     check_id,
     check_response_id,
+    human_rater_names,
     id_problem,
     pair_unit_key,
     parse_unit_key,
@@ -96,3 +98,16 @@ def test_judgement_records_check_every_id_field() -> None:
         with pytest.raises(ValidationError, match="bidirectional control") as error:
             JudgementRecord(**{**base, field: "x\u202e"})
         assert error.value.errors()[0]["loc"] == (field,)
+
+
+def test_human_rater_names_map_account_names_to_the_frames_raters() -> None:
+    present = {"annotator:ann1", "annotator:both", "both", "judge-x"}
+    given = ["ann1", "annotator:ann1", "both", "judge-x", "nobody"]
+    assert human_rater_names(given, present) == (
+        "annotator:ann1",
+        "annotator:ann1",
+        "both",  # a rater of that very name wins over the account name
+        "judge-x",
+        "nobody",  # unknown: kept, for calibration to name it
+    )
+    assert account_name("annotator:ann1") == "ann1" and account_name("judge-x") == "judge-x"
