@@ -1,15 +1,14 @@
 """The Calibration page's work on a campaign, and the *Campaigns* page's downloads (annotations,
 training file, report), done in a worker process.
 
-Why a process: reading a large campaign and calibrating it is seconds of pandas and numpy that
-hold the GIL. In the app's own process every annotator's submit, served by a thread of that
-process, waited behind it: ``bench/annotate_bench.py --dashboard-load`` measured a submit p95 of
-31 ms alone and 209 ms while the page read a 100k-unit campaign (docs/RELIABILITY.md). Here one
-worker process, started afresh (a fork of a threaded server could inherit held locks), reads
-the campaign itself in a read-only snapshot and keeps the last campaign it read, so a
-changed filter or option recalculates without reading again. The page receives only small
-results: what its pickers offer (:class:`CampaignOverview`) and the report, never the
-campaign's rows.
+Why a process: reading a large campaign and calibrating it is seconds of pandas and numpy that hold
+the GIL. In the app's own process every annotator's submit, served by a thread of that process,
+waited behind it: ``bench/annotate_bench.py --dashboard-load`` measured a submit p95 of 31 ms alone
+and 209 ms while the page read a 100k-unit campaign (docs/log/2026-12-03-reliability-runs.md). Here
+one worker process, started afresh (a fork of a threaded server could inherit held locks), reads
+the campaign itself in a read-only snapshot and keeps the last campaign it read, so a changed
+filter or option recalculates without reading again. The page receives only small results: what its
+pickers offer (:class:`CampaignOverview`) and the report, never the campaign's rows.
 
 Every request names the campaign's version (:func:`data.io.campaign_input.campaign_version`),
 which is also the key under which the page caches the results.

@@ -52,9 +52,9 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests/
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_test import percentiles, seed_campaign, throwaway_postgres  # noqa: E402
-from system_binaries import chromium_missing, chromium_path  # noqa: E402
 
 from annotate_app import calibration_worker  # noqa: E402
 from annotate_app.calibration_worker import (  # noqa: E402
@@ -73,6 +73,7 @@ from data.storage.engine import (  # noqa: E402
     upgrade_database,
 )
 from schemas.tables import Judgement, Response, utcnow  # noqa: E402
+from tests.system_binaries import chromium_missing, chromium_path  # noqa: E402
 
 RATIONALE = "Benchmark rationale: the answer counts the apples correctly, unit {unit}."
 TARGET_SERVICE_P95_MS = 50.0

@@ -463,9 +463,7 @@ def _head_shortcuts_consensus(
     consensus is read from its own instruction's answers, no label involved."""
     layer = json.loads((head_dir / "final" / "critic.json").read_text())["layer"]
     readings = item_readings(base, items, layer)
-    consensus = peer_consensus(
-        {item: {rid: r.hidden_mean for rid, r in rs.items()} for item, rs in readings.items()}
-    )
+    consensus = peer_consensus(readings)
 
     def agreement(unit: dict[str, Any]) -> list[float]:
         a, b = (consensus[response["response_id"]] for response in unit["responses"])

@@ -22,7 +22,7 @@ measured first on the same database (the comparison the figures are read against
     python bench/load_test.py --url postgresql+psycopg://user@host/db ...   # an existing server
 
 With ``--backend postgresql`` and no ``--url`` a throw-away PostgreSQL 15 cluster is started on
-a free 127.0.0.1 port (``pg_cluster.py``) and removed afterwards.
+a free 127.0.0.1 port (``tests/pg_cluster.py``, shared with the tests) and removed afterwards.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests/
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_records import (  # noqa: E402,F401 - check_integrity and the records are used by tests
     Acknowledgement,
@@ -56,17 +57,15 @@ from load_records import (  # noqa: E402,F401 - check_integrity and the records 
     percentiles,
     summarize,
 )
-from pg_cluster import PostgresCluster, free_port, throwaway_postgres  # noqa: E402,F401
-from system_binaries import postgres_bindir, postgres_missing  # noqa: E402,F401
 
 from data import queue  # noqa: E402
 from data.services.campaigns import CampaignSpec, create_campaign  # noqa: E402
 from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
 from schemas.core import stored_id  # noqa: E402
 from schemas.tables import Dataset, Item, Response, Unit, User  # noqa: E402
+from tests.pg_cluster import throwaway_postgres  # noqa: E402
 
 LOAD_AVERAGE_BEFORE = os.getloadavg()
-_free_port = free_port  # the name the reliability tests use
 
 RESPONSES_PER_ITEM = 4
 T = TypeVar("T")
@@ -175,9 +174,12 @@ def annotate(
     skip_rate: float = 0.03,
     double_submit_rate: float = 0.02,
     think: ThinkTime | None = None,
+    units_each: int | None = None,
 ) -> None:
     """One simulated annotator: draft, then submit and get the next unit in one transaction (or
-    skip and ask for the next), as the annotation page does, until ``stop_at``. With ``think``
+    skip and ask for the next), as the annotation page does, until ``stop_at`` or, with
+    ``units_each``, until that many submits were acknowledged (a fixed amount of work, which is
+    what a test needs: how much is done in a given time depends on the machine). With ``think``
     the person works on each unit for a think time (drafts saved meanwhile); without, the calls
     follow each other at once."""
     rng = random.Random(seed)
@@ -186,6 +188,8 @@ def annotate(
         log.finished = True
         return
     while time.monotonic() < stop_at:
+        if units_each is not None and len(log.acknowledged) >= units_each:
+            break
         try:
             if view is None:
                 view = _timed(log, engine, queue.next_unit, campaign_id, annotator_id)
@@ -234,15 +238,23 @@ def run_annotators(
     seed: int,
     skip_rate: float = 0.03,
     think: ThinkTime | None = None,
+    units_each: int | None = None,
+    double_submit_rate: float = 0.02,
 ) -> tuple[list[WorkerLog], float]:
-    """One thread per annotator for ``duration`` seconds; return their logs and the wall time."""
+    """One thread per annotator for ``duration`` seconds (or until each has ``units_each``
+    submits acknowledged, when given); return their logs and the wall time."""
     logs = [WorkerLog() for _ in annotator_ids]
     start = time.monotonic()
     threads = [
         threading.Thread(
             target=annotate,
             args=(engine, campaign_id, annotator_id, start + duration, log, seed * 1000 + n),
-            kwargs={"skip_rate": skip_rate, "think": think},
+            kwargs={
+                "skip_rate": skip_rate,
+                "think": think,
+                "units_each": units_each,
+                "double_submit_rate": double_submit_rate,
+            },  # fmt: skip
             name=f"annotator-{annotator_id}",
         )
         for n, (annotator_id, log) in enumerate(zip(annotator_ids, logs, strict=True))
@@ -263,6 +275,8 @@ def run_processes(
     processes: int,
     skip_rate: float = 0.03,
     think: ThinkTime | None = None,
+    units_each: int | None = None,
+    double_submit_rate: float = 0.02,
 ) -> tuple[list[WorkerLog], float]:
     """The annotators dealt round-robin over ``processes`` OS processes (as N ``critiquelab
     serve`` processes behind a proxy), each with its own engine and one thread per annotator.
@@ -278,6 +292,7 @@ def run_processes(
                 "annotator_ids": annotator_ids[n::processes],
                 "duration": duration, "seed": seed * 100 + n, "skip_rate": skip_rate,
                 "think": None if think is None else asdict(think), "out": str(spec) + ".out",
+                "units_each": units_each, "double_submit_rate": double_submit_rate,
             }))  # fmt: skip
             workers.append((spec, subprocess.Popen(
                 [sys.executable, __file__, "--worker", str(spec)],
@@ -321,7 +336,8 @@ def _worker(spec_path: str) -> int:
         return 1
     think = None if spec["think"] is None else ThinkTime(**spec["think"])
     logs, _ = run_annotators(engine, spec["campaign_id"], spec["annotator_ids"], spec["duration"],
-                             spec["seed"], spec["skip_rate"], think)  # fmt: skip
+                             spec["seed"], spec["skip_rate"], think, spec["units_each"],
+                             spec["double_submit_rate"])  # fmt: skip
     engine.dispose()
     Path(spec["out"]).write_text(json.dumps([log_to_json(log) for log in logs]))
     return 0
@@ -338,10 +354,14 @@ def run_load(
     seed: int = 0,
     processes: int = 1,
     think: ThinkTime | None = None,
+    units_each: int | None = None,
+    skip_rate: float = 0.03,
+    double_submit_rate: float = 0.02,
 ) -> dict[str, object]:
     """Seed a fresh database at ``url``, run the baseline (one annotator, no think time, in this
     process) and the load (in this process, or over ``processes`` worker processes), check
-    integrity."""
+    integrity. With ``units_each`` every annotator (the baseline's too) stops after that many
+    acknowledged submits; ``duration`` and ``baseline_seconds`` then only bound the run."""
     engine = make_engine(url)
     try:
         upgrade_database(engine)
@@ -349,16 +369,22 @@ def run_load(
         campaign_id, annotator_ids = seed_campaign(engine, units, annotators + 1, overlap)
         seed_seconds = time.monotonic() - started
         baseline_logs, baseline_wall = run_annotators(
-            engine, campaign_id, annotator_ids[-1:], baseline_seconds, seed + 1
-        )
+            engine, campaign_id, annotator_ids[-1:], baseline_seconds, seed + 1,
+            units_each=units_each, skip_rate=skip_rate,
+            double_submit_rate=double_submit_rate,
+        )  # fmt: skip
         if processes > 1:
             logs, wall = run_processes(
-                url, campaign_id, annotator_ids[:-1], duration, seed, processes, think=think
-            )
+                url, campaign_id, annotator_ids[:-1], duration, seed, processes, think=think,
+                units_each=units_each, skip_rate=skip_rate,
+            double_submit_rate=double_submit_rate,
+            )  # fmt: skip
         else:
             logs, wall = run_annotators(
-                engine, campaign_id, annotator_ids[:-1], duration, seed, think=think
-            )
+                engine, campaign_id, annotator_ids[:-1], duration, seed, think=think,
+                units_each=units_each, skip_rate=skip_rate,
+            double_submit_rate=double_submit_rate,
+            )  # fmt: skip
         integrity = check_integrity(engine, campaign_id, [*baseline_logs, *logs])
         with session_scope(engine) as session:
             total_units = session.execute(

@@ -1,16 +1,14 @@
-"""What the base model reads of each response after its instruction, and the *peer consensus*:
-each response's agreement with the other answers to the same instruction.
+"""The *peer consensus*: each response's agreement with the other answers to the same instruction,
+read from the base model's hidden states.
 
-Used by ``bench/judge_quality.py`` (the stacked judge ``head+no-lm+consensus``) and
-``bench/stacking_probe.py`` (the same features on the train split). Several models answer each
-PandaLM instruction; a response that says what the others say may be the better one, a signal
-that no judge of the pair alone can see.
+Used by ``bench/judge_quality.py`` (the stacked judge ``head+no-lm+consensus``). Several models
+answer each PandaLM instruction; a response that says what the others say may be the better one,
+a signal that no judge of the pair alone can see.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +23,9 @@ MAX_INSTRUCTION_TOKENS = 600
 MAX_RESPONSE_TOKENS = 400
 
 
-@dataclass(frozen=True)
-class ResponseReading:
-    """What one forward pass of the base model reads of a response after its instruction."""
-
-    log_likelihood: float
-    """Mean log-probability of the response's tokens."""
-    hidden_mean: np.ndarray
-    """Mean hidden state over the response's tokens after decoder layer ``layer``."""
-
-
-def read_response(
-    loaded: LoadedModel, instruction: str, response: str, layer: int
-) -> ResponseReading:
-    """The response after the instruction (chat template, the instruction as the user turn)."""
+def read_response(loaded: LoadedModel, instruction: str, response: str, layer: int) -> np.ndarray:
+    """The mean hidden state over the response's tokens after decoder layer ``layer``, the
+    response read after the instruction (chat template, the instruction as the user turn)."""
     tokenizer = loaded.tokenizer
     prompt = tokenizer.apply_chat_template(
         [{"role": "user", "content": instruction}], tokenize=False, add_generation_prompt=True
@@ -49,10 +36,8 @@ def read_response(
     ids = torch.tensor([prompt_ids + answer_ids], device=loaded.model.device)
     with torch.no_grad():
         output = loaded.model.eval()(input_ids=ids, output_hidden_states=True)
-    logits = output.logits[0, :-1].float()
-    chosen = torch.log_softmax(logits, -1)[torch.arange(ids.shape[1] - 1), ids[0, 1:]]
     hidden = output.hidden_states[layer][0, len(prompt_ids) :].float().mean(0)
-    return ResponseReading(float(chosen[-len(answer_ids) :].mean()), hidden.cpu().numpy())
+    return hidden.cpu().numpy()
 
 
 def peer_consensus(items: dict[str, dict[str, np.ndarray]]) -> dict[str, float]:
@@ -78,20 +63,16 @@ def peer_consensus(items: dict[str, dict[str, np.ndarray]]) -> dict[str, float]:
 
 
 def item_readings(
-    base_model: Path, items: list[dict[str, Any]], layer: int, *, with_instruction: bool = True
-) -> dict[str, dict[str, ResponseReading]]:
+    base_model: Path, items: list[dict[str, Any]], layer: int
+) -> dict[str, dict[str, np.ndarray]]:
     """item id → response id → :func:`read_response` of every response of ``items`` (the
     converted PandaLM items: ``question`` and ``responses``), with the model in its inference
-    precision. ``with_instruction=False`` reads each response after an empty user turn instead:
-    its log-likelihood without the instruction, for the pointwise mutual information."""
+    precision."""
     loaded = load_base_model(base_model, dtype=inference_dtype())
     return {
         item["item_id"]: {
             str(response["response_id"]): read_response(
-                loaded,
-                item["question"] if with_instruction else "",
-                str(response["content"]),
-                layer,
+                loaded, item["question"], str(response["content"]), layer
             )
             for response in item["responses"]
         }

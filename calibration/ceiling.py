@@ -60,6 +60,9 @@ class LeaveOneOut:
             others_consensus(humans, r, rule, no_majority, pairwise=pairwise)
             for r in range(len(raters))
         ]
+        # An annotator's own metrics depend on the judge only through the units compared; judges
+        # of one campaign mostly score the same units, so each (annotator, units) is computed once.
+        self._human_points: dict[tuple[int, bytes], dict[str, float]] = {}
 
     def pointwise(self, judge: np.ndarray | None) -> dict:
         """Per annotator and on average: human vs others, judge vs others (same units)."""
@@ -75,7 +78,10 @@ class LeaveOneOut:
                 mask &= ~np.isnan(judge)
             if mask.sum() == 0:
                 continue
-            entry = {"n": int(mask.sum()), "human": _point(own, others, mask, scale, names)}
+            key = (r, np.packbits(mask).tobytes())
+            if key not in self._human_points:
+                self._human_points[key] = _point(own, others, mask, scale, names)
+            entry = {"n": int(mask.sum()), "human": dict(self._human_points[key])}
             if judge is not None:
                 entry["judge"] = _point(judge, others, mask, scale, names)
             per_rater[name] = entry

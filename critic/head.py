@@ -162,7 +162,7 @@ def fit_head(
     fitted = np.eye(len(classes))[y] if distributions is None else np.asarray(distributions)
     if fitted.shape != (len(y), len(classes)):
         raise ValueError(f"distributions are {fitted.shape}, not (records, classes)")
-    fold = group_folds(groups, folds, seed)
+    fold = _group_folds(groups, folds, seed)
     cv, oof_by = [], {}
     for layer, x in by_layer.items():
         for l2 in l2_grid:
@@ -364,7 +364,7 @@ def _pair_inputs(features: np.ndarray) -> np.ndarray:
     return np.concatenate([difference, np.abs(difference)], axis=1)
 
 
-def group_folds(groups: list[str], folds: int, seed: int) -> np.ndarray:
+def _group_folds(groups: list[str], folds: int, seed: int) -> np.ndarray:
     """Fold number (0 … K−1) of each record, K = min(``folds``, items): the sorted item names
     shuffled with ``seed`` and dealt out in turn, so no item is in two folds."""
     names = sorted(set(groups))

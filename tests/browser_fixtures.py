@@ -7,17 +7,19 @@
   ``test-artifacts/<module>-server.log``. ``sample_app_server`` is the same on a copy of the
   sample project.
 * ``browser`` (one per run): Debian's Chromium driven by Playwright; skips (fails under
-  ``CRITIQUELAB_REQUIRE_E2E=1``) when no Chromium is found (:mod:`bench.system_binaries`).
+  ``CRITIQUELAB_REQUIRE_E2E=1``) when no Chromium is found (:mod:`tests.system_binaries`).
 * ``page``: a fresh browser context per test; a screenshot of the page at the end of every test
   goes to ``test-artifacts/<module>-<test>.png`` (``-FAILED`` added when the test failed).
-* ``login``: ``login(page, base_url, name, password)`` fills the login form and waits until the
-  app shows the user as logged in.
+* ``login``: ``login(page, base_url, name, password)`` logs in through the app's login endpoint
+  (:func:`login_by_request`) and waits until the app shows the user as logged in. The form itself
+  is driven by :func:`login_in_browser`, in the tests whose subject is logging in.
 
 Mark browser tests with ``pytest.mark.e2e``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -38,11 +40,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from annotate_app.auth import COOKIE_NAME as SESSION_COOKIE
-from bench.system_binaries import chromium_missing, chromium_path
+from annotate_app.session_routes import LOGIN_PATH
 from data.services.users import UserRecord, create_user
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from tests.sample_template import SampleTemplate
 from tests.skips import missing
+from tests.system_binaries import chromium_missing, chromium_path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO_ROOT / "test-artifacts"
@@ -238,6 +241,27 @@ def login_in_browser(page: Any, base_url: str, name: str, password: str) -> None
     assert any(c["name"] == SESSION_COOKIE for c in page.context.cookies()), "no session cookie"
 
 
+def login_by_request(page: Any, base_url: str, name: str, password: str) -> None:
+    """Log in as the login form's script does (``POST /session/login`` from the app's origin;
+    the context keeps the session cookie the server sets), then open the app and wait until it
+    shows the user as logged in.
+
+    One page load instead of the form's two (the login page, then the app after the reload): most
+    browser tests log in once or more, and their subject is not the form, which
+    ``tests/e2e/test_login.py`` and the attack tests drive through :func:`login_in_browser`."""
+    from playwright.sync_api import expect
+
+    response = page.request.post(
+        f"{base_url}{LOGIN_PATH}",
+        data=json.dumps({"name": name, "password": password}),
+        headers={"Origin": base_url, "Content-Type": "application/json"},
+    )
+    assert response.ok, f"login of {name} refused: {response.status} {response.text()}"
+    assert any(c["name"] == SESSION_COOKIE for c in page.context.cookies()), "no session cookie"
+    page.goto(base_url)
+    expect(page.get_by_text(f"Logged in as {name}")).to_be_visible()
+
+
 def wait_until(condition: Callable[[], bool], what: str, ceiling_s: float = 120) -> None:
     """Poll ``condition`` until it holds, for a state that no event announces (a row in the
     database, a cookie). ``ceiling_s`` only bounds a wait for something that never happens."""
@@ -298,5 +322,5 @@ def choose_option(page: Any, label: str, option: str) -> None:
 
 @pytest.fixture
 def login() -> LoginHelper:
-    """``login(page, base_url, name, password)``: log in through the form."""
-    return login_in_browser
+    """``login(page, base_url, name, password)``: log in through the login endpoint."""
+    return login_by_request

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from bench.system_binaries import postgres_bindir, postgres_missing
 from data.storage.engine import make_engine, upgrade_database
 from tests.skips import missing
+from tests.system_binaries import postgres_bindir, postgres_missing
 
 # One thread per test process: the test command runs a process per core (pytest-xdist), and torch's
 # thread pool spinning on a busy core made a tiny L-BFGS fit over ten times slower (11.8 s → 0.9 s

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import system_binaries
-from bench.system_binaries import chromium_missing, chromium_path, postgres_bindir
+from tests import system_binaries
+from tests.system_binaries import chromium_missing, chromium_path, postgres_bindir
 
 
 def _executable(path: Path) -> Path:

@@ -27,11 +27,23 @@ annotator may see is exactly a :class:`UnitView`: the item, the response(s) in t
 the rubric settings and their own draft — never another human's answer or a judge's output, and
 nothing that tells a gold unit from a real one.
 
-The modules: :mod:`~data.queue.leases` (the next unit), :mod:`~data.queue.drafts`,
-:mod:`~data.queue.answers` (submits, skips, flags, revisions), :mod:`~data.queue.review`
-(reviewers' accept / reject), :mod:`~data.queue.views`
-(read-only views for the pages, the unit a page already shows among them),
-:mod:`~data.queue.records` (what they return and raise) and :mod:`~data.queue.common`.
+The modules, one concern each:
+
+- :mod:`~data.queue.leases`: the next unit, lease expiry, retaking an expired lease;
+  :mod:`~data.queue.candidates` (which unit a lease tries, and the wait on PostgreSQL) and
+  :mod:`~data.queue.unit_view` (what a lease shows) beneath it;
+- :mod:`~data.queue.gold`: gold units, qualification, grading and feedback;
+- :mod:`~data.queue.drafts`: drafts saved while typing;
+- :mod:`~data.queue.answers`: submits, alone or with the next unit;
+- :mod:`~data.queue.give_back`: skips and flags (giving a unit back);
+- :mod:`~data.queue.revisions`: editing a submitted answer;
+- :mod:`~data.queue.review`: reviewers' accept / reject and undoing either;
+- :mod:`~data.queue.priority` (pure ordering rules) and :mod:`~data.queue.routing` (the stored
+  routing setting): judge-guided serving order;
+- :mod:`~data.queue.views` (read-only views for the pages, the unit a page already shows among
+  them) and :mod:`~data.queue.progress` (the annotation page's header);
+- :mod:`~data.queue.records` (what they return and raise) and :mod:`~data.queue.common` (shared
+  pieces, not public).
 """
 
 from data.queue.answers import submit, submit_and_next, submit_step

@@ -12,10 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from data.sample import images
-from data.sample.seeds import ALIGNMMBENCH_TIERS, MMIE_TIERS, Drawing, Language, MmieSeed, Seed
-from data.sample.seeds_mmie import SEEDS as MMIE_SEEDS
-from data.sample.seeds_perception import SEEDS as PERCEPTION_SEEDS
-from data.sample.seeds_reasoning import SEEDS as REASONING_SEEDS
+from data.sample.seeds import (
+    ALIGNMMBENCH_TIERS,
+    MMIE_TIERS,
+    Drawing,
+    Language,
+    MmieSeed,
+    Seed,
+    alignmmbench_seeds,
+    mmie_seeds,
+)
 from data.sample.synthetic import (
     MODELS,
     latent_quality,
@@ -25,7 +31,6 @@ from data.sample.synthetic import (
 )
 from schemas.benchmarks import ALIGNMMBENCH_TASKS
 
-ALIGNMMBENCH_SEEDS: tuple[Seed, ...] = PERCEPTION_SEEDS + REASONING_SEEDS
 ALIGNMMBENCH_FILE = "demo-alignmmbench.jsonl"
 MMIE_FILE = "demo-mmie.jsonl"
 PAIRS_PER_ITEM = 2
@@ -88,10 +93,10 @@ def sample_records() -> SampleRecords:
     records = SampleRecords()
     records.alignmmbench = [
         _alignmmbench_record(seed, variant, records)
-        for seed in ALIGNMMBENCH_SEEDS
+        for seed in alignmmbench_seeds()
         for variant in range(len(seed.variants))
     ]
-    records.mmie = [_mmie_record(seed, records) for seed in MMIE_SEEDS]
+    records.mmie = [_mmie_record(seed, records) for seed in mmie_seeds()]
     return records
 
 

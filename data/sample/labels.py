@@ -10,6 +10,7 @@ Every row is marked ``synthetic``; every value comes from the latent truth of
 from __future__ import annotations
 
 import random
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -23,6 +24,7 @@ from data.sample.rationales import (
     human_pointwise_rationale,
     pairwise_rationale,
     pointwise_rationale,
+    spoken_tier,
 )
 from data.sample.seeds import ALIGNMMBENCH_TIERS, MMIE_TIERS
 from data.sample.synthetic import (
@@ -87,11 +89,15 @@ def add_annotations(
         return 0
     assignments: list[dict[str, object]] = []
     annotations: list[dict[str, object]] = []
+    written: set[str] = set()  # reasons so far: a person does not write another's sentences
     for index, unit in enumerate(units):
         extra = (SECOND_LOOK[turn[unit.unit_id]],) if campaign.overlap > len(honest) else ()
+        on_unit: set[str] = set()
         for slot, annotator in enumerate(honest + extra):
             rng = rng_for("human", campaign.name, unit.unit_key, annotator.name)
-            answer = _human_answer(rng, campaign.protocol, unit, annotator)
+            answer = _human_answer(rng, campaign.protocol, unit, annotator, (written, on_unit))
+            written.add(answer.rationale)
+            on_unit.add(answer.rationale)
             submitted = BASE_TIME + timedelta(minutes=7 * index + 3 * slot, seconds=rng.random())
             leased = submitted - timedelta(seconds=answer.seconds + 5)
             common = {
@@ -152,7 +158,11 @@ class _HumanAnswer:
 
 
 def _human_answer(
-    rng: random.Random, protocol_name: str, unit: _UnitTruth, annotator: AnnotatorProfile
+    rng: random.Random,
+    protocol_name: str,
+    unit: _UnitTruth,
+    annotator: AnnotatorProfile,
+    taken: Sequence[Collection[str]],
 ) -> _HumanAnswer:
     protocol = get_protocol(protocol_name)
     if annotator.careless:
@@ -165,7 +175,7 @@ def _human_answer(
         score = perceived_score(rng, truth.quality, annotator.bias, annotator.noise, low, high)
         tiers = MMIE_TIERS if protocol.name == "mmie" else ALIGNMMBENCH_TIERS
         rationale = human_pointwise_rationale(
-            rng, truth.language, tiers, truth.tier, score, truth.fact
+            rng, truth.language, tiers, truth.tier, score, truth.fact, taken
         )
         return _HumanAnswer(float(score), None, "AB", rationale, seconds)
     shown_order = rng.choice(("AB", "BA"))
@@ -175,7 +185,7 @@ def _human_answer(
     )
     if annotator.position_bias and rng.random() < annotator.position_bias:
         preference = to_canonical("A", swapped=shown_order == "BA")  # the one shown first
-    rationale = _pair_reason(rng, a, b, preference, shown_order)
+    rationale = _pair_reason(rng, a, b, preference, shown_order, taken)
     return _HumanAnswer(None, preference, shown_order, rationale, seconds)
 
 
@@ -226,7 +236,9 @@ def _pointwise_judgement(judge: JudgeProfile, protocol_name: str, unit: _UnitTru
     if judge.unparsed <= draw < judge.unparsed + judge.out_of_scale:
         status = "out_of_scale"
     score = perceived_score(rng, truth.quality, judge.bias, judge.noise, low, high, judge.shrink)
-    reason = pointwise_rationale(rng, truth.language, truth.tier, truth.fact)
+    tiers = MMIE_TIERS if protocol.name == "mmie" else ALIGNMMBENCH_TIERS
+    spoken = spoken_tier(tiers, truth.language, truth.tier, score)
+    reason = pointwise_rationale(rng, truth.language, spoken, truth.fact)
     claimed = int(high) + rng.choice((2, 4)) if status == "out_of_scale" else score
     raw = pointwise_raw_output(rng, judge, protocol.name, claimed, reason, status, truth.language)
     usage, latency = judge_usage(rng_for("usage", judge.name, unit.unit_key), judge, raw, 1)
@@ -291,12 +303,17 @@ def _pair_judgement(judge: JudgeProfile, unit: _UnitTruth, shown_order: str) -> 
 
 
 def _pair_reason(
-    rng: random.Random, a: ResponseTruth, b: ResponseTruth, preference: str, shown_order: str
+    rng: random.Random,
+    a: ResponseTruth,
+    b: ResponseTruth,
+    preference: str,
+    shown_order: str,
+    taken: Sequence[Collection[str]],
 ) -> str:
     """The annotator's reason, written about what they saw (first / second shown)."""
     first, second = (a, b) if shown_order == "AB" else (b, a)
     shown = to_canonical(preference, swapped=shown_order == "BA")  # the mapping is its own inverse
-    return human_pairwise_rationale(rng, a.language, shown, first.tier, second.tier, a.fact)
+    return human_pairwise_rationale(rng, a.language, shown, first.tier, second.tier, a.fact, taken)
 
 
 def _unit_truths(

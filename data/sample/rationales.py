@@ -4,6 +4,7 @@ right or wrong, in the item's language, quoting the seed's key fact."""
 from __future__ import annotations
 
 import random
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from data.sample.seeds import ALIGNMMBENCH_TIERS, MMIE_TIERS, Language
@@ -212,6 +213,10 @@ _REMARKS: dict[Language, dict[str, tuple[str, ...]]] = {
             "重读一遍也没有发现问题。",
             "推理过程站得住脚。",
             "读者能得到正确的答案。",
+            "没有需要读者自己猜测的地方。",
+            "逐条核对过，都说得通。",
+            "内容和图片完全对得上。",
+            "换作我来回答也差不多是这样。",
         ),
         "mid": (
             "如果解释再充分一些，分数会更高。",
@@ -220,6 +225,10 @@ _REMARKS: dict[Language, dict[str, tuple[str, ...]]] = {
             "我在两个分数之间犹豫了一下。",
             "再补充一句依据就可以了。",
             "还算可以，但不够完整，拿不到高分。",
+            "说得不算错，只是不够。",
+            "图片只能支持其中一部分说法。",
+            "主要意思到了，细节还差一些。",
+            "可以用，但还要再补充。",
         ),
         "low": (
             "这样的回答不能接受。",
@@ -228,6 +237,10 @@ _REMARKS: dict[Language, dict[str, tuple[str, ...]]] = {
             "几乎没有可以保留的内容。",
             "我对照图片核对了两遍。",
             "需要重写，而不是修改。",
+            "语气很肯定，但内容并不对。",
+            "对实际问题没有任何帮助。",
+            "和图片对照后问题很明显。",
+            "这个回答不能作为参考。",
         ),
     },
 }
@@ -280,12 +293,33 @@ def human_pairwise_rationale(
     first_tier: str,
     second_tier: str,
     fact: str,
+    taken: Sequence[Collection[str]] = (),
 ) -> str:
     """An annotator's reason for a preference (``verdict`` A = first shown): what each response
     is, in words of their own (several openers, a closing remark), and the unit's key fact.
 
     A tie says what both are; a preference for the worse answer (the rater's noise) is hedged;
-    between two answers of the same tier it says that the edge is small."""
+    between two answers of the same tier it says that the edge is small. Not one of ``taken``
+    while another wording is left (as :func:`human_pointwise_rationale`)."""
+    drafts = [
+        _pairwise_reason(rng, language, verdict, first_tier, second_tier, fact)
+        for _ in range(_DRAFTS)
+    ]
+    return _fresh(rng, list(dict.fromkeys(drafts)), taken)
+
+
+_DRAFTS = 40
+"""Wordings of a human pairwise reason drawn to choose from (a verdict has a few dozen)."""
+
+
+def _pairwise_reason(
+    rng: random.Random,
+    language: Language,
+    verdict: str,
+    first_tier: str,
+    second_tier: str,
+    fact: str,
+) -> str:
     how = _HOW[language]
     remark = rng.choice(_PAIR_REMARKS[language])
     if verdict == "tie":
@@ -315,6 +349,18 @@ def human_pairwise_rationale(
     return with_fact(f"{reason} {remark}" if language == "en" else reason + remark, language, fact)
 
 
+def spoken_tier(tiers: dict[str, float], language: Language, truth_tier: str, score: float) -> str:
+    """The tier whose words describe a response in ``truth_tier`` scored ``score``: its own,
+    unless the score lies two or more tiers away; then the tier nearest the score, so that a 9
+    never says that most details are wrong, nor a 4 that the answer matches the reference."""
+    available = [tier for tier in tiers if tier in _POINTWISE[language]]
+    nearest = min(available, key=lambda name: abs(tiers[name] - score))
+    if truth_tier not in available:
+        return nearest
+    far = abs(available.index(nearest) - available.index(truth_tier)) >= 2
+    return nearest if far else truth_tier
+
+
 def human_pointwise_rationale(
     rng: random.Random,
     language: Language,
@@ -322,19 +368,29 @@ def human_pointwise_rationale(
     truth_tier: str,
     score: float,
     fact: str,
+    taken: Sequence[Collection[str]] = (),
 ) -> str:
     """An annotator's reason for ``score`` on a response in ``truth_tier``, naming the unit's key
-    fact. They describe what the response is (its tier) unless their score lies two or more tiers
-    away; then the words are those of the tier nearest the score, so that a 9 never says that
-    most details are wrong. A closing remark of their own (one that fits the tier) follows."""
-    available = [tier for tier in tiers if tier in _POINTWISE[language]]
-    nearest = min(available, key=lambda name: abs(tiers[name] - score))
-    far = abs(available.index(nearest) - available.index(truth_tier)) >= 2
-    tier = nearest if far or truth_tier not in available else truth_tier
-    reason = pointwise_rationale(rng, language, tier, fact)
-    remark = rng.choice(_REMARKS[language][_level(tier)])
-    reason = f"{reason} {remark}" if language == "en" else reason + remark
-    return with_fact(reason, language, fact)
+    fact: the words of :func:`spoken_tier`, and a closing remark of their own (one that fits the
+    tier). Not one of ``taken`` while another wording is left (sets of texts written: the
+    campaign's, then the unit's): two people do not write the same sentences."""
+    tier = spoken_tier(tiers, language, truth_tier, score)
+    options = [
+        with_fact(f"{reason} {remark}" if language == "en" else reason + remark, language, fact)
+        for reason in (t.format(fact=fact) for t in _POINTWISE[language][tier])
+        for remark in _REMARKS[language][_level(tier)]
+    ]
+    return _fresh(rng, options, taken)
+
+
+def _fresh(rng: random.Random, options: list[str], taken: Sequence[Collection[str]]) -> str:
+    """One of ``options`` at random, avoiding every text in ``taken`` (sets of texts, the widest
+    first: the campaign's, then the unit's); when every option is taken, the next set alone."""
+    for start in range(len(taken) + 1):
+        fresh = [text for text in options if not any(text in used for used in taken[start:])]
+        if fresh:
+            return rng.choice(fresh)
+    return rng.choice(options)  # no options at all is a bug in the tables above
 
 
 def with_fact(reason: str, language: Language, fact: str) -> str:

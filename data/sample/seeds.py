@@ -1,6 +1,10 @@
 """What a sample item is made of, before any randomness: seed questions with their variants,
 reference, the key fact, and one written answer per quality tier.
 
+The text lives in data files beside this module, read by :func:`alignmmbench_seeds` and
+:func:`mmie_seeds`: ``seeds_perception.toml`` and ``seeds_reasoning.toml`` (AlignMMBench-style),
+``seeds_mmie.toml`` (MMIE-style), and ``drawings.toml``, the pictures they name.
+
 A *tier* is how good an answer is, in the words of the protocol's rubric bands; the synthetic
 models of :mod:`data.sample.synthetic` pick tiers, and the tier decides both the answer text and
 the latent "true" score that synthetic annotators and judges perceive with noise.
@@ -8,10 +12,13 @@ the latent "true" score that synthetic annotators and judges perceive with noise
 
 from __future__ import annotations
 
+import inspect
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
-from typing import Literal
+from functools import cache, partial
+from pathlib import Path
+from typing import Any, Literal
 
 from PIL import Image
 
@@ -125,3 +132,113 @@ class MmieSeed:
     @property
     def category(self) -> str:
         return self.item_id.split("-", 1)[0]
+
+
+SEED_DIR = Path(__file__).resolve().parent
+ALIGNMMBENCH_FILES = ("seeds_perception.toml", "seeds_reasoning.toml")
+MMIE_FILE = "seeds_mmie.toml"
+DRAWINGS_FILE = "drawings.toml"
+_DRAW: dict[str, Callable[..., Image.Image]] = {
+    function.__name__: function
+    for function in (
+        images.bar_chart,
+        images.clock_face,
+        images.counting_scene,
+        images.line_chart,
+        images.meme_panels,
+        images.park_scene,
+        images.pie_chart,
+        images.right_triangle,
+        images.shapes_row,
+        images.text_card,
+    )
+}
+"""What a drawing's ``draw`` may name: the scene functions of :mod:`data.sample.images`."""
+
+
+class SeedFileError(ValueError):
+    """A bundled seed file does not describe seeds: names the file, the entry and what is wrong."""
+
+
+def _tuples(value: Any) -> Any:
+    """TOML arrays as tuples, at every depth (a seed's turns, a drawing's rows of cells)."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _argument(function: Callable[..., Any], parameter: str, value: Any) -> Any:
+    """A drawing's argument as its function takes it: an array as a tuple where the parameter's
+    annotation asks for a tuple, else as a list; the arrays inside it (rows) as tuples. The image
+    store names a picture by this call (:func:`data.sample.dataset.SampleRecords.image`)."""
+    if not isinstance(value, list):
+        return value
+    annotation = str(inspect.signature(function).parameters[parameter].annotation)
+    rows = [_tuples(v) for v in value]
+    return tuple(rows) if annotation.startswith("tuple") else rows
+
+
+def _read(name: str) -> dict[str, Any]:
+    with (SEED_DIR / name).open("rb") as handle:
+        return tomllib.load(handle)
+
+
+@cache
+def drawings() -> dict[str, Drawing]:
+    """Drawing name → the picture it draws (``drawings.toml``)."""
+    found: dict[str, Drawing] = {}
+    for name, spec in _read(DRAWINGS_FILE).items():
+        function = _DRAW.get(spec.get("draw", ""))
+        if function is None or set(spec) - {"draw", "args", "options"}:
+            raise SeedFileError(
+                f"{DRAWINGS_FILE}: [{name}]: draw must be one of {sorted(_DRAW)}, with only args "
+                "and options beside it"
+            )
+        positional = list(inspect.signature(function).parameters)
+        args = [
+            _argument(function, positional[n], value)
+            for n, value in enumerate(spec.get("args", []))
+        ]
+        options = {
+            key: _argument(function, key, value) for key, value in spec.get("options", {}).items()
+        }
+        found[name] = partial(function, *args, **options)
+    return found
+
+
+def _image(file: str, entry: str, name: Any) -> Drawing:
+    drawing = drawings().get(name)
+    if drawing is None:
+        raise SeedFileError(f"{file}: {entry}: image {name!r} is not a drawing of {DRAWINGS_FILE}")
+    return drawing
+
+
+@cache
+def alignmmbench_seeds() -> tuple[Seed, ...]:
+    """The AlignMMBench-style seeds, Perception & Understanding first, in file order."""
+    seeds = []
+    for file in ALIGNMMBENCH_FILES:
+        for n, table in enumerate(_read(file).get("seed", []), start=1):
+            entry = f"seed {n}"
+            try:
+                fields = {key: _tuples(value) for key, value in table.items()}
+                fields["image"] = _image(file, entry, table.get("image"))
+                seeds.append(Seed(**fields))
+            except TypeError as error:
+                raise SeedFileError(f"{file}: {entry}: {error}") from None
+    return tuple(seeds)
+
+
+@cache
+def mmie_seeds() -> tuple[MmieSeed, ...]:
+    """The MMIE-style items in file order, each with its steps."""
+    seeds = []
+    for n, table in enumerate(_read(MMIE_FILE).get("item", []), start=1):
+        entry = f"item {n}"
+        try:
+            fields = dict(table)
+            fields["image"] = _image(MMIE_FILE, entry, table.get("image"))
+            fields["steps"] = tuple(MmieStep(**step) for step in table.get("step", []))
+            fields.pop("step", None)
+            seeds.append(MmieSeed(**fields))
+        except TypeError as error:
+            raise SeedFileError(f"{MMIE_FILE}: {entry}: {error}") from None
+    return tuple(seeds)

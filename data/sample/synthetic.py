@@ -97,13 +97,15 @@ Annotators table have something true to show."""
 DEMO_ANNOTATORS: tuple[AnnotatorProfile, ...] = ANNOTATORS + SECOND_LOOK
 
 STOCK_RATIONALES: tuple[str, ...] = (
-    "Looks good to me, fine.",
-    "The answer is correct.",
-    "Fine, nothing to add.",
-    "Good answer, no issues.",
-    "Seems right to me, ok.",
+    "Rated it, no notes here.",
+    "Scored it, that is all.",
+    "Done with this one, ok.",
+    "Checked, nothing to add.",
+    "Seen it, score is given.",
 )
-"""What the careless annotator writes: generic, just over the campaigns' 20-character minimum."""
+"""What the careless annotator writes: generic, just over the campaigns' 20-character minimum (a
+stock phrase by length), and saying nothing of the answer's quality (their score is random:
+praise would contradict it)."""
 
 JUDGES: tuple[JudgeProfile, ...] = (
     JudgeProfile(

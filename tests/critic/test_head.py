@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from calibration.cost import judge_costs
-from critic.head import fit_head, group_folds, load_head, record_class, record_distribution
+from critic.head import _group_folds, fit_head, load_head, record_class, record_distribution
 from critic.head_features import HeadSetupError, prompt_features
 from critic.judging import plan_jobs
 from critic.local import GenerationOptions, encode_prompt, verdict_probabilities
@@ -170,7 +170,7 @@ def test_head_training_lowers_the_loss_changes_weights_and_judges(
 
 def test_head_cross_validation_is_grouped_by_item_and_picks_the_best_l2() -> None:
     groups = [f"item-{i // 3}" for i in range(60)]
-    folds = group_folds(groups, 5, seed=0)
+    folds = _group_folds(groups, 5, seed=0)
     for group in set(groups):
         assert len({folds[i] for i, g in enumerate(groups) if g == group}) == 1
     rng = np.random.default_rng(0)

@@ -455,23 +455,73 @@ def test_the_annotators_table_flags_the_careless_and_the_position_biased_ones(
         assert "position" not in flags["demo-erin"]
 
 
-def test_human_rationales_fit_the_score(session: Session) -> None:
-    """A 9 never says that most details are wrong, a 2 never that nothing is missing."""
+PRAISE = (
+    "Correct and complete", "Matches the reference", "Accurate and detailed",
+    "Nothing important is missing", "All steps are there and correct",
+    "回答正确且完整", "与参考答案一致", "内容准确、细节充分",
+)  # fmt: skip
+"""Words that say an answer is right and complete: never beside a score in the lower half."""
+BLAME = (
+    "details are wrong", "Mostly incorrect", "Several factual errors", "every claim is wrong",
+    "On topic but wrong", "The conclusion is incorrect", "Does not answer", "Off topic",
+    "Ignores the question", "empty frames", "One unrelated sentence",
+    "一半以上的细节有误", "存在多处事实错误", "切题但完全错误", "结论是错误的", "答非所问",
+)  # fmt: skip
+"""Words that say most of an answer is wrong: never beside a score in the scale's top 30%."""
+
+
+def _contradictions(rows: list[tuple[float, str]], low: float, high: float) -> list[object]:
+    wrong = []
+    for score, rationale in rows:
+        position = (score - low) / (high - low)
+        if position > 0.7 and any(words in rationale for words in BLAME):
+            wrong.append((score, rationale))
+        if position < 0.5 and any(words in rationale for words in PRAISE):
+            wrong.append((score, rationale))
+    return wrong
+
+
+@pytest.mark.parametrize("name", ["demo-alignmmbench-finished", "demo-mmie-finished"])
+def test_rationales_of_humans_and_judges_agree_with_their_scores(
+    session: Session, name: str
+) -> None:
+    """A 9 never says that more than half of the details are wrong, a 4 never that the answer
+    matches the reference: for every annotator and every synthetic judge, in both languages."""
     from data.sample.rationales import _REMARKS
 
-    campaign = _campaign(session, "demo-alignmmbench-finished")
-    praise = ("Correct and complete", "Nothing important is missing", *_REMARKS["en"]["high"])
-    blame = ("details are wrong", "Mostly incorrect", "Several factual errors",
-             "Does not answer", "Off topic", *_REMARKS["en"]["low"])  # fmt: skip
-    honest = select(User.id).where(col(User.name).in_(HONEST))
-    answers = session.exec(
-        select(Annotation.score, Annotation.rationale).where(
-            Annotation.campaign_id == campaign.id, col(Annotation.annotator_id).in_(honest)
+    campaign = _campaign(session, name)
+    low, high = get_protocol(campaign.protocol).bounds
+    judged = session.exec(  # the sample's judges judge its finished campaigns only
+        select(Judgement.score, Judgement.rationale).where(
+            Judgement.protocol == campaign.protocol, col(Judgement.score).is_not(None)
         )
     ).all()
-    assert len(answers) >= 900
-    for score, rationale in answers:
-        if score >= 8:
-            assert not any(words in rationale for words in blame), (score, rationale)
-        if score <= 3:
-            assert not any(words in rationale for words in praise), (score, rationale)
+    answered = session.exec(
+        select(Annotation.score, Annotation.rationale).where(Annotation.campaign_id == campaign.id)
+    ).all()
+    assert len(judged) >= 100 and len(answered) >= 100
+    assert _contradictions([(s, r) for s, r in judged if s is not None], low, high) == []
+    assert _contradictions([(s, r) for s, r in answered if s is not None], low, high) == []
+    assert _contradictions([(high, "Mostly incorrect: it says 6.")], low, high)  # the rule bites
+    low_remarks = (*_REMARKS["en"]["low"], *_REMARKS["zh"]["low"])
+    high_remarks = (*_REMARKS["en"]["high"], *_REMARKS["zh"]["high"])
+    for score, rationale in answered:  # a person's closing remark fits the score too
+        assert score is not None
+        position = (score - low) / (high - low)
+        assert not (position > 0.7 and any(text in rationale for text in low_remarks)), rationale
+        assert not (position < 0.5 and any(text in rationale for text in high_remarks)), rationale
+
+
+@pytest.mark.parametrize("name", FINISHED)
+def test_no_two_annotators_write_the_same_rationale_on_a_unit(session: Session, name: str) -> None:
+    campaign = _campaign(session, name)
+    rationales = defaultdict(list)
+    for unit_id, rationale in session.exec(
+        select(Annotation.unit_id, Annotation.rationale).where(
+            Annotation.campaign_id == campaign.id
+        )
+    ):
+        rationales[unit_id].append(rationale)
+    assert rationales
+    repeated = {unit: texts for unit, texts in rationales.items() if len(set(texts)) < len(texts)}
+    assert repeated == {}

@@ -41,20 +41,23 @@ def _items(server: Any) -> int:
         return session.exec(select(func.count()).select_from(Item)).one()
 
 
-@pytest.mark.parametrize("path", ["admin_users", "admin_data", "admin_audit", "review_adjudicate"])
 def test_an_annotator_typing_an_admin_url_gets_no_admin_page(
-    seeded: Any, page: Any, login: Any, path: str
+    seeded: Any, page: Any, login: Any
 ) -> None:
-    """The page says which role it needs (not "Page not found") and shows none of its content."""
+    """Each staff page says which role it needs (not "Page not found") and shows none of its
+    content; one login, the four addresses typed in turn."""
     login(page, seeded.url, "cat", PASSWORD)
-    page.goto(f"{seeded.url}/{path}")
-    expect(page.get_by_text("Logged in as cat (annotator)", exact=True)).to_be_visible()
-    needs = "admin" if path.startswith("admin_") else "reviewer or admin"
-    expect(page.get_by_text(f"page is for {needs} accounts; you are logged in as")).to_be_visible()
-    expect(page.get_by_text("Page not found")).to_have_count(0)
-    for widget in ("stFileUploader", "stDataFrame", "stForm"):  # the pages' own content
-        expect(page.get_by_test_id(widget)).to_have_count(0)
-    expect(page.get_by_role("button", name="Record final label")).to_have_count(0)
+    for path in ("admin_users", "admin_data", "admin_audit", "review_adjudicate"):
+        page.goto(f"{seeded.url}/{path}")
+        expect(page.get_by_text("Logged in as cat (annotator)", exact=True)).to_be_visible()
+        needs = "admin" if path.startswith("admin_") else "reviewer or admin"
+        expect(
+            page.get_by_text(f"page is for {needs} accounts; you are logged in as")
+        ).to_be_visible()
+        expect(page.get_by_text("Page not found")).to_have_count(0)
+        for widget in ("stFileUploader", "stDataFrame", "stForm"):  # the pages' own content
+            expect(page.get_by_test_id(widget), path).to_have_count(0)
+        expect(page.get_by_role("button", name="Record final label")).to_have_count(0)
 
 
 def test_a_bad_upload_shows_every_bad_line_and_imports_nothing(

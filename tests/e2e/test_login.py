@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from data.services.campaigns import CampaignSpec, create_campaign
 from schemas.tables import Dataset, Item, Response
-from tests.browser_fixtures import ARTIFACTS
+from tests.browser_fixtures import ARTIFACTS, login_in_browser
 
 pytestmark = pytest.mark.e2e
 
@@ -44,10 +44,8 @@ def _login_form(page: Any) -> Any:
     return page.get_by_label("User name", exact=True)
 
 
-def test_login_shows_campaigns_and_survives_a_refresh_until_logout(
-    seeded: Any, page: Any, login: Any
-) -> None:
-    login(page, seeded.url, "ann", PASSWORD)
+def test_login_shows_campaigns_and_survives_a_refresh_until_logout(seeded: Any, page: Any) -> None:
+    login_in_browser(page, seeded.url, "ann", PASSWORD)  # the form, not the endpoint alone
     expect(page.get_by_role("heading", name="Campaigns")).to_be_visible()
     expect(page.get_by_role("cell", name=CHINESE_CAMPAIGN)).to_be_visible()
     cookie = next(c for c in page.context.cookies() if c["name"] == "critiquelab_session")

@@ -20,6 +20,7 @@ from data.services.users import create_user
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Assignment, Draft
 from tests.browser_fixtures import UI_TIMEOUT_MS, wait_until, wait_until_healthy
+from tests.pg_cluster import free_port
 
 pytestmark = pytest.mark.e2e
 PASSWORD = "correct horse battery"
@@ -60,7 +61,7 @@ def server(tmp_path: Path, load_test: ModuleType) -> Iterator[tuple[Server, Any]
     load_test.seed_campaign(engine, units=30, annotators=0, overlap=1)
     with session_scope(engine) as session:
         create_user(session, "kim", PASSWORD, "annotator")
-    running = Server(db_url, tmp_path, load_test._free_port())
+    running = Server(db_url, tmp_path, free_port())
     running.start()
     yield running, engine
     if running.process and running.process.poll() is None:

@@ -31,7 +31,9 @@ from data import queue
 from data.services.users import UserRecord, to_record
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Draft, User
+from tests.pg_cluster import PostgresCluster
 from tests.skips import missing
+from tests.system_binaries import postgres_bindir, postgres_missing
 
 pytestmark = pytest.mark.slow  # each test starts processes (or trains models)
 
@@ -110,11 +112,11 @@ def test_sigkill_mid_stream_loses_no_acknowledged_submit_and_no_draft(
 
 
 @pytest.fixture(scope="module")
-def own_postgres(load_test: ModuleType) -> Iterator[Any]:
+def own_postgres() -> Iterator[PostgresCluster]:
     """A PostgreSQL cluster of this module's own, so it can be stopped and restarted."""
-    if load_test.postgres_bindir() is None:
-        missing(load_test.postgres_missing())
-    cluster = load_test.PostgresCluster()
+    if postgres_bindir() is None:
+        missing(postgres_missing())
+    cluster = PostgresCluster()
     cluster.start()
     yield cluster
     cluster.remove()

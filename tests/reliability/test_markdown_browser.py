@@ -23,7 +23,7 @@ from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.users import create_user
 from schemas.tables import Dataset, Item, Judgement, Response, User
 from tests.badinput.markdown_corpus import markdown_corpus, trap_paths
-from tests.browser_fixtures import SLOW_UI_TIMEOUT_MS, login_in_browser
+from tests.browser_fixtures import SLOW_UI_TIMEOUT_MS, login_by_request
 
 pytestmark = pytest.mark.e2e
 PASSWORD = "correct horse battery"
@@ -203,7 +203,7 @@ def test_adjudicate_shows_corpus_rationales_and_judge_names_as_text(
     app_server: Any, world: MarkdownWorld, page: Any
 ) -> None:
     fetched = _watch(page, world)
-    login_in_browser(page, app_server.url, "rev", PASSWORD)
+    login_by_request(page, app_server.url, "rev", PASSWORD)
     page.goto(f"{app_server.url}/review_adjudicate")
     words = [f"md{len(world.corpus) - 1:02d}", "Record final label"]  # the last answer, the form
     _wait_for_text(page, "(text, words) => words.every((word) => text.includes(word))", words)
@@ -214,7 +214,7 @@ def test_calibration_shows_corpus_judge_names_as_text(
     app_server: Any, world: MarkdownWorld, page: Any
 ) -> None:
     fetched = _watch(page, world)
-    login_in_browser(page, app_server.url, "rev", PASSWORD)
+    login_by_request(page, app_server.url, "rev", PASSWORD)
     page.goto(f"{app_server.url}/calibration_dashboard")
     # one "Parse coverage" line under each judge's subheader: every judge is on the page
     _wait_for_text(page, "(text, n) => text.split('Parse coverage').length - 1 === n",

@@ -23,6 +23,7 @@ from data.services.users import create_user
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Assignment
 from tests.browser_fixtures import UI_TIMEOUT_MS, wait_until_healthy
+from tests.pg_cluster import free_port
 
 pytestmark = pytest.mark.e2e
 PASSWORD = "correct horse battery"
@@ -53,7 +54,7 @@ def two_servers(
     with session_scope(engine) as session:
         for name in ("kim", "lee"):
             create_user(session, name, PASSWORD, "annotator")
-    ports = [load_test.free_port(), load_test.free_port()]
+    ports = [free_port(), free_port()]
     processes = [_serve(pg_url, tmp_path, port) for port in ports]
     try:
         yield [f"http://127.0.0.1:{port}" for port in ports], engine

@@ -1,4 +1,4 @@
-"""A throw-away PostgreSQL cluster for the benchmarks and tests: its own data folder in a temp
+"""A throw-away PostgreSQL cluster for the tests and benchmarks: its own data folder in a temp
 directory, on a free 127.0.0.1 port, removed afterwards.
 
     with throwaway_postgres() as url:   # postgresql+psycopg://postgres@127.0.0.1:PORT/postgres
@@ -12,18 +12,15 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from system_binaries import postgres_bindir, postgres_missing  # noqa: E402
+from tests.system_binaries import postgres_bindir, postgres_missing
 
 MAX_CONNECTIONS = 300
 """Room for 4 app processes with full pools (10 + 40 overflow each, ``data.storage.engine``) under
-the
-no-think-time stress run of ``bench/load_test.py``, plus the checker."""
+the no-think-time stress run of ``bench/load_test.py``, plus the checker."""
 
 
 def free_port() -> int:
