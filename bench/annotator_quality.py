@@ -401,7 +401,10 @@ def sweep_table(rows: list[dict]) -> str:
     """Markdown: per rule, case and n, the honest annotators flagged (all conditions pooled) and
     the careless ones found, per kind."""
     frame = pd.DataFrame(rows)
-    lines = ["| rule | case | n | honest flagged | careless found (by kind) |", "|---|---|---|---|---|"]
+    lines = [
+        "| rule | case | n | honest flagged | careless found (by kind) |",
+        "|---|---|---|---|---|",
+    ]
     for (rule, case, n), group in frame.groupby(["rule", "case", "n"], sort=True):
         honest = group["fp"].sum() / group["honest"].sum()
         found = group[group["careless"] != "none"].groupby("careless")[["tp", "careless_n"]].sum()
@@ -557,7 +560,7 @@ def _arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bootstrap", type=int, default=1000,
                         help="the Annotators table bootstrap (product default)")  # fmt: skip
     parser.add_argument("--split", choices=("test", "dev", "all"), default="test",
-                        help="half of the units: dev (rules chosen there) or test (reported)")  # fmt: skip
+                        help="half of the units: dev (rules chosen), test (reported)")  # fmt: skip
     parser.add_argument("--sweep", action="store_true",
                         help="print the dev split's table that chose RANDOM_EVIDENCE and "
                         "GOLD_MIN_ANSWERS (use with --split dev)")  # fmt: skip

@@ -193,8 +193,7 @@ def _dashboard() -> None:
         st.caption(
             "Left out of the reference by themselves (their standing in the campaign): "
             + ", ".join(
-                f"{escape_markdown(account_name(name))} ({why})"
-                for name, why in automatic.items()
+                f"{escape_markdown(account_name(name))} ({why})" for name, why in automatic.items()
             )
             + "."
         )

@@ -278,8 +278,8 @@ def test_monitor_shows_progress_and_agreement_per_task(world):
     )
     assert agreement["Alpha"][0] == f"{expected:.3f}"
     annotators = at.dataframe[1].value
-    assert {"LOO MAE", "LOO MAE 95%", "LOO QWK", "Alpha without", "Competence",
-            "Random-answer evidence", "Longest run", "Flags"} <= set(annotators.columns)  # fmt: skip
+    assert {"LOO MAE", "LOO MAE 95%", "LOO QWK", "Alpha without", "Competence", "Longest run",
+            "Random-answer evidence", "Flags"} <= set(annotators.columns)  # fmt: skip
     assert "MACE" not in " ".join(annotators["Flags"])  # three answers raise no flag
     assert any("competence: ordinal-mace" in c.value for c in at.caption)
     effort = next(d.value for d in at.dataframe if "Flagged answers" in d.value.columns)
