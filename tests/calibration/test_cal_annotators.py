@@ -166,6 +166,25 @@ def test_ordinal_mace_matches_a_brute_force_computation_and_finds_both_careless_
     assert np.abs(fit.labels - truth).mean() < np.abs(plain - truth).mean()
 
 
+def test_the_annotators_table_flags_random_and_constant_scores_not_noisy_ones():
+    _, matrix = _ordinal_pool()
+    table = annotator_reliability(matrix + 1, list("abcdefrc"), scale=Scale(1, 5, 1.0), bootstrap=0)
+    assert table.model == "ordinal-mace"
+    fit = ordinal_mace(matrix, 5)
+    competence = [
+        next((f.reason for f in row.flags if f.kind == "low_competence"), None)
+        for row in table.rows
+    ]
+    assert competence[:6] == [None] * 6  # noisy but attentive: never "at random"
+    for row, reason in zip(table.rows[6:], competence[6:], strict=True):
+        assert row.random_evidence >= 3.0 and reason is not None
+        assert reason.startswith(f"their {row.n} answers are ")
+        assert "times likelier as answers at random than as the other annotators answer" in reason
+    np.testing.assert_allclose(
+        [row.random_evidence for row in table.rows], random_answer_evidence(matrix, fit)
+    )
+
+
 def test_ordinal_mace_is_an_em_fixed_point():
     """EM never lowers the likelihood: the fit beats its own neighbours in θ and σ."""
     _, matrix = _ordinal_pool(seed=5, n_units=120)
