@@ -22,12 +22,18 @@ annotators.
 **Detection**, per annotator of the pool, from :func:`calibration.annotators.annotator_reliability`
 with the product's defaults (B = 1000, the campaign's seed, answers in the annotator's order):
 ``flags`` (any flag), ``competence`` (its ``low_competence`` flag: Dawid–Skene less than 0.10
-above chance, MACE θ < 0.5 and below half the others' median; the product's constants). With
-gold: 5% of the campaign's units (at least one) carry a known answer, the clean majority
-(scores: the clean median), graded as the queue grades gold (pairs: equal; scores: within one
-point); ``gold`` flags an annotator when the top of the Wilson 95% interval of their gold
-accuracy is below the median gold accuracy of the others (at least two others with a gold
-answer), the ``low_agreement`` rule read on gold; ``flags+gold`` is either. Precision and
+above chance; on scores, ordinal MACE's evidence of random answers ≥ 3 nats; the product's
+constants). With gold: 5% of the campaign's units (at least one) carry a known answer, the
+clean majority (scores: the clean median), graded as the queue grades gold (pairs: equal;
+scores: within one point); ``gold`` flags an annotator with at least GOLD_MIN_ANSWERS gold
+answers when the top of the Wilson 95% interval of their gold accuracy is below the median gold
+accuracy of the others (at least two others with a gold answer), the ``low_agreement`` rule read
+on gold; ``flags+gold`` is either.
+
+**Dev and test halves.** ``--split test`` (the default, what docs/ANNOTATOR_QUALITY.md reports)
+draws the units from one half of each data set, ``--split dev`` from the other (HANNA: by story
+prompt; PandaLM: by pair); ``--split dev --sweep`` prints the table on which RANDOM_EVIDENCE
+(calibration/annotators.py) and GOLD_MIN_ANSWERS were chosen. Precision and
 recall pool the seeds' counts; their 95% intervals are percentile bootstraps over the seeds.
 
 **Judges' error.** For each judge and headline metric (pairs: ``acc_with_tie``, unparsed counted
