@@ -498,9 +498,11 @@ def _flags(
 
 
 def _ratio(nats: float) -> str:
-    """A likelihood ratio e^nats in words: two significant figures, no exponent below 10^6."""
-    ratio = math.exp(min(nats, 700.0))
-    return f"{ratio:,.0f}" if ratio >= 100 else f"{ratio:.2g}" if ratio < 10 else f"{ratio:.0f}"
+    """A likelihood ratio e^nats in words: "20", "1,100", "over a million"."""
+    if nats >= math.log(1e6):
+        return "over a million"
+    ratio = math.exp(nats)
+    return f"{float(f'{ratio:.2g}'):,.0f}" if ratio >= 10 else f"{ratio:.2g}"
 
 
 def _pct(value: float) -> str:

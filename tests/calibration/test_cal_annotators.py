@@ -180,6 +180,8 @@ def test_the_annotators_table_flags_random_and_constant_scores_not_noisy_ones():
         assert row.random_evidence >= 3.0 and reason is not None
         assert reason.startswith(f"their {row.n} answers are ")
         assert "times likelier as answers at random than as the other annotators answer" in reason
+        ratio = reason.split(" answers are ")[1].split(" times")[0]
+        assert ratio == "over a million" or ratio.replace(",", "").isdigit(), ratio
     np.testing.assert_allclose(
         [row.random_evidence for row in table.rows], random_answer_evidence(matrix, fit)
     )

@@ -130,8 +130,9 @@ def test_an_admin_sees_gold_settings_and_the_annotators_table(
     expect(save).to_be_visible(timeout=SLOW_UI_TIMEOUT_MS)
     # the command to paste names the campaign as it is (no markdown escapes in it)
     command = f"critiquelab gold import FILE --campaign {HELD_CAMPAIGN}"
-    expect(page.get_by_test_id("stCode").filter(has_text=command)).to_have_count(1)
-    _shot(page, "campaigns-gold", save)
+    pasted = page.get_by_test_id("stCode").filter(has_text=command)
+    expect(pasted).to_have_count(1)
+    _shot(page, "campaigns-gold", pasted)
 
     page.get_by_role("link", name="Monitor").click()
     click_option(page, page.get_by_role("combobox", name="Campaign"), HELD_CAMPAIGN)
