@@ -35,8 +35,7 @@ from calibration.report_audits import (
 )
 from calibration.report_html import audit_report_html
 from data.io.campaign_input import campaign_version
-from data.queue import campaign_protocol
-from data.services.campaigns import list_campaigns
+from data.storage.campaign_lookup import campaign_protocol, list_campaigns
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
 from schemas.protocols import Protocol

@@ -30,13 +30,16 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import Engine
 
 from annotate_app.campaign_calibration import (
-    CampaignReportFiles,
     calibrate_campaign,
     campaign_consistency,
-    campaign_report_files,
     judge_audit,
     load_campaign,
     only_units,
+)
+from annotate_app.campaign_report import (
+    CampaignReportFiles,
+    CampaignReportRequest,
+    build_campaign_report,
 )
 from calibration import CalibrationOptions, CalibrationReport
 from calibration.audits import JudgeAudit
@@ -129,7 +132,9 @@ def page_audit(
 
 
 def campaign_report(url: str, campaign_id: int) -> CampaignReportFiles:
-    """The *Campaigns* page's report files of a campaign, read and calibrated in the worker."""
+    """The *Campaigns* page's report files of a campaign, read and calibrated in the worker: the
+    report of ``critiquelab calibrate --campaign`` with its default options (one assembly,
+    :func:`annotate_app.campaign_report.build_campaign_report`)."""
     return _run(_campaign_report, url, campaign_id)
 
 
@@ -328,7 +333,8 @@ def _consistency(
 
 
 def _campaign_report(url: str, campaign_id: int) -> CampaignReportFiles:
-    return campaign_report_files(_engine(url), campaign_id)
+    request = CampaignReportRequest(campaign=campaign_id)
+    return build_campaign_report(_engine(url), request).files
 
 
 def _annotations_file(url: str, campaign: str, export_format: str) -> bytes:

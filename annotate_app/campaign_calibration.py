@@ -1,6 +1,7 @@
 """Calibrating a campaign, and the annotators' agreement so far: one function per user action,
 shared by ``critiquelab calibrate --campaign``, the Calibration page, the Campaigns page and the
-Monitor page.
+Monitor page (the whole report of a campaign is assembled from these by
+:mod:`annotate_app.campaign_report`).
 
 Why here: combining a campaign read from the database (:mod:`data`) with the metrics
 (:mod:`calibration`) needs a layer above both. :mod:`critic` is above both too, but it owns judge
@@ -19,7 +20,6 @@ from typing import Any, Literal
 import numpy as np
 from sqlalchemy.engine import Engine
 
-from annotate_app.disagreement_review import report_html
 from calibration import CalibrationOptions, CalibrationReport, calibrate, krippendorff_alpha
 from calibration.analysis import check_judges
 from calibration.annotators import AnnotatorTable, annotator_reliability
@@ -28,7 +28,6 @@ from calibration.consistency import ConsistencyReport, cross_protocol_consistenc
 from calibration.cost import Prices
 from calibration.errors import CalibrationInputError
 from calibration.reference import NoMajorityRule
-from calibration.result import CalibrationResult
 from calibration.scale import Scale
 from calibration.tables import select_units
 from data.io.campaign_input import (
@@ -42,8 +41,8 @@ from data.io.frames import (
     campaign_reference_overrides,
 )
 from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
-from data.services.campaigns import campaign_protocol, get_campaign
 from data.services.monitor import human_rating_matrices
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope
 from schemas.core import stored_id
 from schemas.protocols import Protocol
@@ -107,7 +106,8 @@ def calibrate_campaign(
     Calibration page and the Campaigns page's report.
 
     ``options``: fields of :class:`~calibration.CalibrationOptions` other than ``protocol``
-    (``judges``, ``by``, ``unparsed``, ``bootstrap``...), which is the source's. The campaign's
+    (``judges``, ``by``, ``unparsed``, ``bootstrap``...), which is the source's; the
+    disagreement threshold is the campaign's unless given. The campaign's
     frame holds no rationales (a million units' texts would not fit in a page), so the texts of
     the units the report lists as largest disagreements are read apart, in one query
     (:func:`data.io.frames.campaign_rationales`) in a read-only snapshot. Annotators held or
@@ -115,7 +115,11 @@ def calibrate_campaign(
     (:func:`reference_exclusions`); answers a reviewer rejected are not in the frame at all, and
     the result's ``reference.rejected_answers`` says how many there were on its units.
     """
-    options = {**options, **reference_exclusions(source, options)}
+    options = {
+        "disagreement_threshold": source.disagreement_threshold,
+        **options,
+        **reference_exclusions(source, options),
+    }
     chosen = CalibrationOptions(protocol=source.protocol, **options)
     report = calibrate(source.frame, chosen, overrides=source.overrides, progress=progress)
     units = report.listed_units()
@@ -230,28 +234,6 @@ def campaign_consistency(
         judges=tuple(judges) if judges else None,
         bootstrap=bootstrap,
         seed=seed,
-    )
-
-
-@dataclass(frozen=True)
-class CampaignReportFiles:
-    """What ``critiquelab calibrate --campaign NAME --json FILE --html FILE`` writes with its
-    default options: the result (METRICS.md JSON, with the judge audit) and the HTML report."""
-
-    result: CalibrationResult
-    html: str
-
-
-def campaign_report_files(engine: Engine, campaign: str | int) -> CampaignReportFiles:
-    """The *Campaigns* page's report of ``campaign``: the files of ``critiquelab calibrate
-    --campaign`` with its default options (the same functions, the same bytes), from one read of
-    the campaign."""
-    source = load_campaign(engine, campaign)
-    report = calibrate_campaign(engine, source).report
-    audit = judge_audit(engine, source)
-    return CampaignReportFiles(
-        report.result.with_extras(judge_audit=audit),
-        report_html(report, engine, campaign, judge_audit=audit),
     )
 
 

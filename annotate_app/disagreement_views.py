@@ -10,9 +10,9 @@ from sqlalchemy.engine import Engine
 from annotate_app.disagreement_review import tag_summaries
 from annotate_app.text import escape_markdown
 from calibration.disagreement_tags import tags_table
-from data.services.admin import PermissionDenied
-from data.services.campaigns import get_campaign
 from data.services.disagreements import DisagreementError, review_settings, set_review_settings
+from data.services.roles import PermissionDenied
+from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.tables import Campaign

@@ -17,7 +17,6 @@ from sqlmodel import col, func, select
 
 from annotate_app.text import escape_markdown
 from data.io.importers.errors import InvalidFile
-from data.services.admin import PermissionDenied
 from data.services.gold import (
     GoldSettings,
     change_standing_as,
@@ -27,6 +26,7 @@ from data.services.gold import (
     set_gold_settings_as,
     standings_as,
 )
+from data.services.roles import PermissionDenied
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.tables import Campaign, Unit

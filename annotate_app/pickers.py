@@ -8,7 +8,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from streamlit.delta_generator import DeltaGenerator
 
-from data.services.campaigns import list_campaigns
+from data.storage.campaign_lookup import list_campaigns
 from data.storage.engine import session_scope
 from schemas.tables import Campaign
 

@@ -18,7 +18,6 @@ from sqlmodel import Session
 
 from annotate_app.text import escape_markdown, safe_markdown
 from data.queue import ReviewOutcome
-from data.services.admin import PermissionDenied
 from data.services.answer_review import (
     accept_answer_as,
     annotator_answers_as,
@@ -26,6 +25,7 @@ from data.services.answer_review import (
     reopen_answer_as,
 )
 from data.services.campaign_progress import campaign_progress
+from data.services.roles import PermissionDenied
 from data.storage.engine import DatabaseProblem, session_scope
 from schemas.core import stored_id
 from schemas.tables import Campaign

@@ -29,9 +29,12 @@ from critic.local import GenerationOptions, expected_scores, generate  # noqa: E
 from critic.modeling import load_critic  # noqa: E402
 from critic.prompts import builtin_template, score_prefix  # noqa: E402
 from critic.sft import SftOptions, export_campaign_sft  # noqa: E402
-from critic.training import TrainConfig, train_critic  # noqa: E402
-from data.io.critic_io import campaign_info, campaign_units, image_resolver  # noqa: E402
+from critic.train_config import TrainConfig  # noqa: E402
+from critic.training import train_critic  # noqa: E402
+from data.io.critic_io import campaign_units, image_resolver  # noqa: E402
+from data.storage.campaign_lookup import get_campaign  # noqa: E402
 from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
+from schemas.core import stored_id  # noqa: E402
 from schemas.protocols import ALIGNMMBENCH  # noqa: E402
 
 TRAIN_STEPS = 12
@@ -91,7 +94,7 @@ def main() -> dict:
 
     critic = load_critic(model_dir)
     with session_scope(engine) as session:
-        units = campaign_units(session, campaign_info(session, "amb").id)
+        units = campaign_units(session, stored_id(get_campaign(session, "amb")))
     template = builtin_template("alignmmbench")
     prompts = [
         job.prompt

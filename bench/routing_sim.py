@@ -244,9 +244,9 @@ def sample_cases() -> list[Case]:
     from sqlmodel import Session, col, select
 
     from data.io.frames import campaign_judges
-    from data.queue.routing import judge_readings
     from data.sample import build_sample_project
-    from data.services.campaigns import campaign_protocol
+    from data.services.routing import judge_readings
+    from data.storage.campaign_lookup import campaign_protocol
     from data.storage.engine import make_engine, upgrade_database
     from schemas.tables import Annotation, Campaign, Unit
 

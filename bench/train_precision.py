@@ -2,7 +2,7 @@
 run: float32 (the baseline) against bf16 mixed precision (``critic train``'s default on a CPU with
 bf16 instructions), each with transformers' default loss over every position's logits; and bf16
 with the logits computed only where the loss reads them (``answer-logits``, the default of
-``critic train``: :class:`critic.training.AnswerLogitsTrainer`).
+``critic train``: :class:`critic.fine_tune.AnswerLogitsTrainer`).
 
 Run (prints JSON)::
 
@@ -28,7 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from critic.modeling import cpu_has_bf16  # noqa: E402
-from critic.training import TrainConfig, train_critic  # noqa: E402
+from critic.train_config import TrainConfig  # noqa: E402
+from critic.training import train_critic  # noqa: E402
 
 MODES = {  # name: (bf16, logits only where the loss reads them)
     "float32": (False, False),

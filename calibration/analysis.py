@@ -32,6 +32,7 @@ from calibration.details import (
     pointwise_details,
     with_rationales,
 )
+from calibration.disagreement import disagreement_threshold, judge_disagreements
 from calibration.errors import CalibrationInputError
 from calibration.grouped import aggregate_groups, group_weights
 from calibration.leaderboard import alignment_scores, model_scores, ranking_kendall
@@ -42,6 +43,7 @@ from calibration.pointwise import PointwiseKernel
 from calibration.result import AnnotatorsSection, CalibrationResult
 from calibration.scale import Scale
 from calibration.units import UnitData, prepare_units
+from schemas.disagreements import JudgeDisagreement
 from schemas.option_text import OptionText
 from schemas.protocols import Protocol
 
@@ -49,7 +51,7 @@ DEFINITIONS: dict[str, str] = {
     "reference": "adjudicated label where one exists, else the consensus of the human judgements",
     "strict_acc": "fraction with round(J) == round(H), rounding half up on the scale's step; "
     "our definition, not AlignMMBench's unpublished code",
-    "fuzzy_acc": "fraction with |round(J) - round(H)| <= 1 step; our definition, not "
+    "fuzzy_acc": "fraction with |round(J) - round(H)| <= 1 scale step; our definition, not "
     "AlignMMBench's unpublished code",
     "alignment_score": "1 / mean over prompt-variant groups (>= 2 variants) of the population "
     "variance of a model's scores across variants: our reading of AlignMMBench; null when "
@@ -89,6 +91,57 @@ class CalibrationReport:
         return self.result.model_dump(mode="json")
 
 
+@dataclass(frozen=True)
+class DisagreementList:
+    """A judge's disagreements with the reference (:mod:`calibration.disagreement`)."""
+
+    judge: str
+    threshold: float | None
+    """The pointwise threshold used; None for pairwise."""
+    references: int
+    """How many units have a reference label (only they can be disagreements)."""
+    entries: tuple[JudgeDisagreement, ...]
+    """Largest gap first, then unit key."""
+
+
+def find_disagreements(
+    frame: pd.DataFrame,
+    options: CalibrationOptions,
+    judge: str,
+    *,
+    overrides: dict[str, object] | None = None,
+) -> DisagreementList:
+    """Every disagreement of ``judge`` on ``frame``: against the reference :func:`calibrate`
+    computes with the same ``options`` and ``overrides``, so the report's list of largest
+    disagreements is the first ``options.max_disagreements`` of these."""
+    options.validate()
+    data = _units(frame, options, overrides)
+    entries = judge_disagreements(data, judge, threshold=options.disagreement_threshold)
+    return DisagreementList(
+        judge,
+        disagreement_threshold(options.protocol, options.disagreement_threshold),
+        int((~np.isnan(data.reference)).sum()),
+        tuple(entries),
+    )
+
+
+def _units(
+    frame: pd.DataFrame, options: CalibrationOptions, overrides: dict[str, object] | None
+) -> UnitData:
+    """The frame over its units with the reference of ``options`` (adjudication, else the
+    humans' reference without the excluded annotators)."""
+    data = prepare_units(
+        frame,
+        options.protocol,
+        rule=options.reference_rule,
+        no_majority=options.no_majority,
+        overrides=overrides,
+        exclude=options.exclude_annotators,
+    )
+    check_annotators(options.exclude_annotators, data.all_raters)
+    return data
+
+
 def calibrate(
     frame: pd.DataFrame,
     options: CalibrationOptions,
@@ -104,15 +157,7 @@ def calibrate(
     bootstrap resamples just done.
     """
     options.validate()
-    data = prepare_units(
-        frame,
-        options.protocol,
-        rule=options.reference_rule,
-        no_majority=options.no_majority,
-        overrides=overrides,
-        exclude=options.exclude_annotators,
-    )
-    check_annotators(options.exclude_annotators, data.all_raters)
+    data = _units(frame, options, overrides)
     judges = _judge_names(data, options)
     scale = Scale.of(options.protocol) if options.protocol.is_pointwise else None
     human_alpha = AlphaData.from_matrix(data.humans)
@@ -149,7 +194,12 @@ def calibrate(
                 seed=options.seed,
             )
             details[name] = pointwise_details(
-                data, name, judge_values, scale, options.max_disagreements
+                data,
+                name,
+                judge_values,
+                scale,
+                options.max_disagreements,
+                options.disagreement_threshold,
             )
         else:
             rows = data.judge_rows(name)

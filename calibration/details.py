@@ -5,8 +5,9 @@
 * ``distribution``: per scale point, how often the judge, the individual humans and the
   reference gave it (continuous scales: ten equal-width bins);
 * ``bias``: mean judge − reference per reference scale point;
-* ``disagreements``: the units where the judge is furthest from the humans, with every human
-  rationale and the judge's rationale.
+* ``disagreements``: the judge's largest disagreements with the reference under the one rule of
+  :mod:`calibration.disagreement` (the *Disagreements* page queues all of them, in the same
+  order), with every human rationale and the judge's rationale.
 
 The metrics need no rationale, and a large campaign's rationales do not fit in a page's memory,
 so the disagreements are listed first (with empty ``human_rationales`` / ``judge_rationales``)
@@ -23,9 +24,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from calibration.disagreement import disagreement_threshold, judge_disagreements
 from calibration.pairwise import LABELS, UnparsedRule
 from calibration.scale import Scale
 from calibration.units import UnitData
+from schemas.disagreements import JudgeDisagreement
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,11 @@ class JudgeDetails:
     distribution: pd.DataFrame
     bias: pd.DataFrame
     disagreements: pd.DataFrame
+    """The first ``max_disagreements`` of the judge's disagreements, largest gap first."""
+    disagreement_count: int = 0
+    """How many disagreements the judge has in all (``disagreements`` lists the first ones)."""
+    disagreement_threshold: float | None = None
+    """The pointwise threshold they were found with; None for pairwise judges."""
 
 
 def _bins(scale: Scale, values: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -48,9 +56,15 @@ def _bins(scale: Scale, values: np.ndarray) -> tuple[list[str], np.ndarray]:
 
 
 def pointwise_details(
-    data: UnitData, judge: str, judge_values: np.ndarray, scale: Scale, limit: int
+    data: UnitData,
+    judge: str,
+    judge_values: np.ndarray,
+    scale: Scale,
+    limit: int,
+    threshold: float | None = None,
 ) -> JudgeDetails:
-    """Confusion, distributions, bias by point and the largest |J − H| for a scoring judge."""
+    """Confusion, distributions, bias by point and the largest disagreements (|J − H| at least
+    ``threshold``, :mod:`calibration.disagreement`) for a scoring judge."""
     reference = data.reference
     both = ~np.isnan(judge_values) & ~np.isnan(reference)
     labels, judge_bin = _bins(scale, np.nan_to_num(judge_values, nan=scale.low))
@@ -75,19 +89,22 @@ def pointwise_details(
     bias = pd.DataFrame({"n": grouped.size(), "mean_bias": grouped.mean()}).reindex(range(size))
     bias.index = labels
     bias["n"] = bias["n"].fillna(0).astype(int)
-    order = np.flatnonzero(both)[np.argsort(-np.abs(gap[both]), kind="stable")][:limit]
-    rows = [
-        _listed(data, unit, f"{judge_values[unit]:.4g}", f"{reference[unit]:.4g}")
-        | {"gap": float(gap[unit])}
-        for unit in order
-    ]
-    return JudgeDetails(confusion, distribution, bias, pd.DataFrame(rows))
+    found = judge_disagreements(data, judge, threshold=threshold)
+    return JudgeDetails(
+        confusion,
+        distribution,
+        bias,
+        _listed_disagreements(data, found[:limit]),
+        len(found),
+        disagreement_threshold(data.protocol, threshold),
+    )
 
 
 def pairwise_details(
     data: UnitData, judge: str, unparsed: UnparsedRule, limit: int
 ) -> JudgeDetails:
-    """Confusion (reference × verdict), verdict distribution and the disagreeing pairs."""
+    """Confusion (reference × verdict), verdict distribution and the largest disagreements
+    (:mod:`calibration.disagreement`: at least half of the judge's verdicts differ)."""
     rows = data.judge_rows(judge)
     reference = data.reference
     verdicts = rows["value"].map(lambda v: v if v in LABELS else "unparsed")
@@ -120,27 +137,26 @@ def pairwise_details(
         .fillna(0)
         .astype(int)
     )
-    first = rows.assign(verdict=verdicts.to_numpy()).drop_duplicates("unit_index")
-    agreement = _human_agreement(data)
-    wrong = [
-        (unit, verdict)
-        for unit, verdict in zip(first["unit_index"], first["verdict"], strict=True)
-        if not np.isnan(reference[unit]) and verdict != LABELS[int(reference[unit])]
-    ]
-    wrong.sort(key=lambda pair: (-agreement[pair[0]], data.units[pair[0]]))
-    disagreements = [
-        _listed(data, unit, verdict, LABELS[int(reference[unit])])
-        | {"human_agreement": float(agreement[unit])}
-        for unit, verdict in wrong[:limit]
-    ]
-    return JudgeDetails(confusion, distribution, pd.DataFrame(), pd.DataFrame(disagreements))
+    found = judge_disagreements(data, judge)
+    return JudgeDetails(
+        confusion,
+        distribution,
+        pd.DataFrame(),
+        _listed_disagreements(data, found[:limit]),
+        len(found),
+    )
 
 
-def _human_agreement(data: UnitData) -> np.ndarray:
-    present = ~np.isnan(data.humans)
-    agree = (data.humans == data.reference[None, :]) & present
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.nan_to_num(agree.sum(axis=0) / present.sum(axis=0))
+def _listed_disagreements(data: UnitData, found: list[JudgeDisagreement]) -> pd.DataFrame:
+    """The listed disagreements as rows; their rationales are filled in by
+    :func:`with_rationales`."""
+    positions = np.searchsorted(data.units, [entry.unit_key for entry in found])
+    return pd.DataFrame(
+        [
+            _listed(data, int(unit), entry.judge_value, entry.reference_value) | {"gap": entry.gap}
+            for unit, entry in zip(positions, found, strict=True)
+        ]
+    )
 
 
 def _listed(data: UnitData, unit: int, judged: str, reference: str) -> dict:

@@ -1,49 +1,19 @@
-"""Why judges disagree with the humans: the reference per unit, and the reviewers' tags summarised.
+"""Why judges disagree with the humans: the reviewers' tags summarised.
 
-* :func:`unit_references` — the reference label of every unit (adjudication, else the humans'
-  consensus; METRICS.md "Reference label"), keyed by unit, for the disagreement queue of
-  :mod:`data.services.disagreements`.
-* :func:`summarise_tags` — per judge, how many tagged disagreements each cause explains, its
-  share with a Wilson score interval, and a few examples (METRICS.md "Disagreement causes").
+:func:`summarise_tags` gives, per judge, how many tagged disagreements each cause explains, its
+share with a Wilson score interval, and a few examples (METRICS.md "Disagreement causes"). Which
+units are disagreements is :mod:`calibration.disagreement`'s rule.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
-from calibration.pairwise import LABELS
-from calibration.reference import ConsensusRule, NoMajorityRule
-from calibration.units import prepare_units
 from schemas.disagreements import TagRecord
 from schemas.intervals import wilson_interval
-from schemas.protocols import Protocol
-
-
-def unit_references(
-    frame: pd.DataFrame,
-    protocol: Protocol,
-    *,
-    overrides: dict[str, object] | None = None,
-    consensus: ConsensusRule | None = None,
-    no_majority: NoMajorityRule = "tie",
-) -> dict[str, float | str]:
-    """Unit key → reference (a score, or ``A`` / ``B`` / ``tie``) for the units that have one.
-
-    The same reference :func:`calibration.calibrate` compares judges with: the live adjudication
-    where one exists, else the consensus (default ``mean`` of scores, ``majority`` of
-    preferences, a split pairwise vote counted as ``tie``).
-    """
-    rule = consensus or ("mean" if protocol.is_pointwise else "majority")
-    data = prepare_units(frame, protocol, rule=rule, no_majority=no_majority, overrides=overrides)
-    result: dict[str, float | str] = {}
-    for key, value in zip(data.units.tolist(), data.reference.tolist(), strict=True):
-        if not math.isnan(value):
-            result[str(key)] = float(value) if protocol.is_pointwise else LABELS[int(value)]
-    return result
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calibration.bootstrap import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+from calibration.disagreement import disagreement_threshold
 from calibration.errors import CalibrationInputError
 from calibration.grouped import AggregateMode, check_aggregate
 from calibration.pairwise import UnparsedRule, check_unparsed_rule
@@ -48,6 +49,11 @@ class CalibrationOptions:
     """Judges to report (default: every model judge in the frame)."""
     calibration_fraction: float = 0.5
     max_disagreements: int = 25
+    """How many of each judge's disagreements the report lists (largest gap first)."""
+    disagreement_threshold: float | None = None
+    """Pointwise: the smallest |judge − reference| that is a disagreement (None: 20% of the
+    scale's width; a campaign's report uses the campaign's); pairwise None
+    (:mod:`calibration.disagreement`)."""
 
     @property
     def reference_rule(self) -> ReferenceRule:
@@ -70,6 +76,13 @@ class CalibrationOptions:
         if self.bootstrap < 0:
             raise CalibrationInputError(
                 OptionText("{bootstrap} {value} must be 0 or more", value=self.bootstrap)
+            )
+        disagreement_threshold(self.protocol, self.disagreement_threshold)
+        if self.max_disagreements < 0:
+            raise CalibrationInputError(
+                OptionText(
+                    "{max_disagreements} {value} must be 0 or more", value=self.max_disagreements
+                )
             )
         if not 0 < self.calibration_fraction < 1:
             raise CalibrationInputError("the calibration split fraction must be between 0 and 1")

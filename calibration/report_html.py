@@ -11,12 +11,11 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-import pandas as pd
-
 from calibration.analysis import CalibrationReport
 from calibration.annotators import annotator_label
 from calibration.compare import JudgeComparison
 from calibration.details import JudgeDetails
+from calibration.disagreement import disagreement_rule_text
 from calibration.maps import MAP_KINDS
 from calibration.report_compare import comparison_section
 from calibration.report_glance import glance_section
@@ -414,13 +413,15 @@ def _judge_section(block: JudgeResult, name: str, details: JudgeDetails) -> str:
                 symmetric=True,
             )
         )
-    parts.append(_disagreements(name, details.disagreements))
+    parts.append(_disagreements(name, details))
     return "".join(parts)
 
 
-def _disagreements(name: str, table: pd.DataFrame) -> str:
+def _disagreements(name: str, details: JudgeDetails) -> str:
+    table = details.disagreements
+    rule = disagreement_rule_text(name, details.disagreement_threshold)
     if table.empty:
-        return "<p>No disagreements.</p>"
+        return f"<p>No disagreements ({escape(rule)}).</p>"
     rows = []
     for row in table.to_dict("records"):
         humans = "\n\n".join(f"{r} ({v}): {t}" for r, v, t in row["human_rationales"])
@@ -433,7 +434,9 @@ def _disagreements(name: str, table: pd.DataFrame) -> str:
             f"<td class='text'>{escape(humans)}</td><td class='text'>{escape(judge)}</td></tr>"
         )
     return (
-        f"<h3>Largest disagreements of {escape(name)}</h3><table><tr><th class='text'>item / "
+        f"<h3>Largest disagreements of {escape(name)}</h3><p>{len(table)} of "
+        f"{details.disagreement_count} disagreements, where {escape(rule)}; largest gap first "
+        "(the <em>Disagreements</em> page lists them all).</p><table><tr><th class='text'>item / "
         "unit</th><th>judge</th><th>reference</th><th class='text'>human rationales</th>"
         f"<th class='text'>judge rationale</th></tr>{''.join(rows)}</table>"
     )

@@ -6,6 +6,7 @@ rater, shown order, sample). Units are sorted by key so that a seed always draws
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,7 @@ from calibration.reference import (
     with_overrides,
 )
 from calibration.scale import Scale
+from schemas.ids import HUMAN_PREFIX
 from schemas.option_text import OptionText
 from schemas.protocols import Protocol
 from schemas.records import JUDGEMENT_FRAME_COLUMNS
@@ -222,4 +224,17 @@ def _unit_meta(frame: pd.DataFrame, units: np.ndarray, index: np.ndarray) -> pd.
     meta.insert(0, "unit", units)
     return (
         meta.reset_index(drop=True).astype(object).where(meta.notna().reset_index(drop=True), None)
+    )
+
+
+def human_rater_names(frame: pd.DataFrame, names: Sequence[str]) -> tuple[str, ...]:
+    """Annotators named by a user, as ``frame``'s raters: a campaign's humans are
+    ``annotator:<login>`` there, so a login alone is accepted; an unknown name is kept as given,
+    for calibration to name it beside those present."""
+    present = set(frame.loc[frame["kind"] == "human", "rater"].astype(str))
+    return tuple(
+        f"{HUMAN_PREFIX}{name}"
+        if name not in present and f"{HUMAN_PREFIX}{name}" in present
+        else name
+        for name in names
     )

@@ -42,60 +42,34 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 
+from critic.classifier_head import (
+    MIRROR,
+    PAIRWISE_CLASSES,
+    ClassifierHead,
+    HeadKind,
+    pair_inputs,
+    save_head,
+    swap_sides,
+)
 from critic.head_features import HeadSetupError, prompt_features
 from critic.modeling import CRITIC_INFO_FILE, inference_dtype, load_base_model
 from critic.sft import SftRecord, read_sft
-from critic.training import FINAL_FOLDER, TrainConfig, TrainingSetupError, TrainResult
+from critic.train_config import TrainConfig
+from critic.train_result import FINAL_FOLDER, TrainingSetupError, TrainResult
 from schemas.option_text import OptionText
 from schemas.protocols import to_shown
 
-HEAD_FILE = "head.pt"
 CV_FILE = "head_cv.json"
-PAIRWISE_CLASSES: tuple[str, ...] = ("A", "B", "tie")
 DEFAULT_L2_GRID: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
-HeadKind = Literal["prompt", "pair-difference"]
 _PAIRWISE_ONLY = OptionText(
     "{head_targets} annotators applies to pairwise files: a score's consensus is a mean, not one "
     "of the head's classes; fit a score head on the consensus"
 )
-_MIRROR = [1, 0, 2]
-"""Class order of :data:`PAIRWISE_CLASSES` with the two responses swapped."""
-
-
-@dataclass
-class ClassifierHead:
-    """Standardisation and linear softmax weights over :func:`prompt_features`."""
-
-    classes: list[str]
-    """Class names: ``A``/``B``/``tie`` in the shown order, or score values as text."""
-    mean: torch.Tensor
-    std: torch.Tensor
-    weight: torch.Tensor
-    """(classes, features)."""
-    bias: torch.Tensor
-    l2: float
-    layer: int = 0
-    """Decoder layer (1-based) whose output the features come from; 0 = the last one."""
-    kind: HeadKind = "prompt"
-    """``prompt``: last-token and mean features of the prompt; ``pair-difference``: each
-    response's mean features, read both ways (module doc)."""
-
-    def probabilities(self, features: np.ndarray) -> np.ndarray:
-        """(n, classes) probabilities for (n, features) raw features of :func:`prompt_features`."""
-        if self.kind == "prompt":
-            return self._softmax(features)
-        both_ways = self._softmax(_pair_inputs(_swap_sides(features)))[:, _MIRROR]
-        return (self._softmax(_pair_inputs(features)) + both_ways) / 2
-
-    def _softmax(self, inputs: np.ndarray) -> np.ndarray:
-        x = (torch.as_tensor(inputs, dtype=torch.float32) - self.mean) / self.std
-        with torch.no_grad():
-            return (x @ self.weight.T + self.bias).softmax(-1).numpy()
 
 
 @dataclass(frozen=True)
@@ -186,40 +160,6 @@ def fit_head(
     head, losses = _fit(by_layer[layer], fitted, classes, l2, kind)
     head.layer = layer
     return HeadFit(head, losses, cv, oof_by[layer, l2])
-
-
-def save_head(head: ClassifierHead, folder: Path) -> Path:
-    """Write the head's tensors and classes to ``folder/head.pt``."""
-    path = folder / HEAD_FILE
-    torch.save(
-        {
-            "mean": head.mean,
-            "std": head.std,
-            "weight": head.weight,
-            "bias": head.bias,
-            "l2": torch.tensor(head.l2),
-            "layer": torch.tensor(head.layer),
-            "classes": json.dumps(head.classes),
-            "kind": head.kind,
-        },
-        path,
-    )
-    return path
-
-
-def load_head(folder: Path) -> ClassifierHead:
-    """Read ``folder/head.pt`` (tensors only: ``torch.load(weights_only=True)``)."""
-    state = torch.load(folder / HEAD_FILE, weights_only=True)
-    return ClassifierHead(
-        classes=json.loads(state["classes"]),
-        mean=state["mean"],
-        std=state["std"],
-        weight=state["weight"],
-        bias=state["bias"],
-        l2=float(state["l2"]),
-        layer=int(state["layer"]),
-        kind=state.get("kind", "prompt"),
-    )
 
 
 def train_head(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None) -> TrainResult:
@@ -315,8 +255,8 @@ def _fit(
     features: np.ndarray, distributions: np.ndarray, classes: list[str], l2: float, kind: HeadKind
 ) -> tuple[ClassifierHead, list[tuple[int, float]]]:
     if kind == "pair-difference":  # every record and its mirror: no side is favoured
-        distributions = np.concatenate([distributions, distributions[:, _MIRROR]])
-        features = _pair_inputs(np.concatenate([features, _swap_sides(features)]))
+        distributions = np.concatenate([distributions, distributions[:, MIRROR]])
+        features = pair_inputs(np.concatenate([features, swap_sides(features)]))
     x = torch.as_tensor(features, dtype=torch.float32)
     mean, std = x.mean(0), x.std(0).clamp(min=1e-6)
     x = (x - mean) / std
@@ -349,19 +289,6 @@ def _answer_spans(record: SftRecord) -> tuple[tuple[int, int], ...]:
             "prompt); export the file again with this version of critiquelab (text-only prompts)"
         )
     return tuple((int(start), int(end)) for start, end in spans)
-
-
-def _swap_sides(features: np.ndarray) -> np.ndarray:
-    """Pair features with Response A's and Response B's halves exchanged."""
-    half = features.shape[1] // 2
-    return np.concatenate([features[:, half:], features[:, :half]], axis=1)
-
-
-def _pair_inputs(features: np.ndarray) -> np.ndarray:
-    """``[a − b, |a − b|]`` from ``[a, b]``: what the pair-difference head's softmax reads."""
-    half = features.shape[1] // 2
-    difference = features[:, :half] - features[:, half:]
-    return np.concatenate([difference, np.abs(difference)], axis=1)
 
 
 def _group_folds(groups: list[str], folds: int, seed: int) -> np.ndarray:

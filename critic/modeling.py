@@ -22,6 +22,7 @@ from transformers import (
     AutoTokenizer,
 )
 
+from critic.classifier_head import HEAD_FILE, ClassifierHead, load_head
 from schemas.option_text import OptionError, OptionText
 
 ModelKind = Literal["causal", "vision"]
@@ -44,8 +45,8 @@ class LoadedModel:
     path: Path
     info: dict[str, Any] = field(default_factory=dict)
     """``critic.json`` of a trained critic; empty for a base model."""
-    head: Any | None = None
-    """:class:`critic.head.ClassifierHead` of a head critic (judges without generating)."""
+    head: ClassifierHead | None = None
+    """The classifier of a head critic (judges without generating)."""
 
     @property
     def chat(self) -> Any:
@@ -126,8 +127,6 @@ def load_critic(path: Path | str, *, dtype: torch.dtype | None = None) -> Loaded
     info = json.loads(info_file.read_text()) if info_file.exists() else {}
     adapter_config = folder / "adapter_config.json"
     if info.get("objective") == "head":
-        from critic.head import load_head
-
         loaded = load_base_model(_base_folder(folder, info.get("base_model")), dtype=dtype)
         loaded.head, loaded.path, loaded.info = load_head(folder), folder, info
         return loaded
@@ -176,7 +175,7 @@ def _base_folder(folder: Path, base: str | None) -> Path:
 
 def _folder(path: Path | str) -> Path:
     folder = Path(path).expanduser().resolve()
-    markers = ("config.json", "adapter_config.json", "head.pt")
+    markers = ("config.json", "adapter_config.json", HEAD_FILE)
     if not any((folder / marker).exists() for marker in markers):
         raise ModelFolderError(
             f"{folder} is not a model folder (no config.json). Give a local folder saved with "

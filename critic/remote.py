@@ -36,13 +36,14 @@ from critic.judging import Answered, JudgeJob, judgement_row, plan_jobs, run_job
 from critic.prompts import PromptTemplate, builtin_template
 from data.io.critic_io import (
     cached_outputs,
-    campaign_info,
     campaign_units,
     image_resolver,
     judged_keys,
     store_cached_output,
 )
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope, session_scope
+from schemas.core import stored_id
 from schemas.option_text import OptionError, OptionText
 
 Usage = dict[str, int]
@@ -140,12 +141,12 @@ def judge_campaign_remote(
             OptionText("{concurrency} is {value}; give 1 or more", value=options.concurrency)
         )
     with read_scope(engine) as session:
-        info = campaign_info(session, campaign)
-        template = options.template or builtin_template(info.protocol.name, options.language)
+        found = get_campaign(session, campaign)
+        protocol, show_reference = campaign_protocol(found), found.show_reference
+        template = options.template or builtin_template(protocol.name, options.language)
         prompt_id = template.prompt_id(vision=options.vision)
-        units = campaign_units(session, info.id)
+        units = campaign_units(session, stored_id(found))
         done = judged_keys(session, options.judge_name, prompt_id)
-    protocol = info.protocol
     jobs = plan_jobs(
         units,
         protocol,
@@ -153,7 +154,7 @@ def judge_campaign_remote(
         vision=options.vision,
         resolve_image=image_resolver(engine),
         both_orders=options.both_orders,
-        show_reference=info.show_reference,
+        show_reference=show_reference,
         done=done,
     )
     planned = len(units) * (2 if options.both_orders and not protocol.is_pointwise else 1)

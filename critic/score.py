@@ -48,13 +48,14 @@ from critic.prompts import (
 )
 from critic.sft import read_sft
 from data.io.critic_io import (
-    campaign_info,
     campaign_units,
     image_resolver,
     judged_keys,
     store_judgements,
 )
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope, session_scope
+from schemas.core import stored_id
 from schemas.option_text import OptionError, OptionText
 from schemas.protocols import Protocol
 from schemas.readouts import DEBIASED_SUFFIX, PROBS_SUFFIX
@@ -128,12 +129,12 @@ def score_campaign(
             OptionText("{vision} needs a vision-language critic; this one is text-only")
         )
     with read_scope(engine) as session:
-        info = campaign_info(session, campaign)
-        template = options.template or builtin_template(info.protocol.name, options.language)
+        found = get_campaign(session, campaign)
+        protocol, show_reference = campaign_protocol(found), found.show_reference
+        template = options.template or builtin_template(protocol.name, options.language)
         prompt_id = template.prompt_id(vision=vision)
-        units = campaign_units(session, info.id)
+        units = campaign_units(session, stored_id(found))
         done = judged_keys(session, options.judge_name, prompt_id)
-    protocol = info.protocol
     if options.expected_score and not (protocol.is_pointwise and protocol.is_discrete):
         raise OptionError(
             OptionText("{expected_score} needs a pointwise protocol with a discrete scale")
@@ -152,7 +153,7 @@ def score_campaign(
         resolve_image=image_resolver(engine),
         both_orders=options.both_orders,
         samples=options.samples,
-        show_reference=info.show_reference,
+        show_reference=show_reference,
         done=done,
     )
     planned = len(units) * (2 if options.both_orders and not protocol.is_pointwise else 1)

@@ -36,10 +36,11 @@ from data.io.critic_io import (
     AnnotatedUnit,
     HumanLabel,
     annotated_units,
-    campaign_info,
     image_resolver,
 )
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope
+from schemas.core import stored_id
 from schemas.option_text import OptionError, OptionText
 from schemas.protocols import PREFERENCES, Protocol, to_shown
 
@@ -119,18 +120,19 @@ def export_campaign_sft(
     """Write the training file of ``campaign``'s human judgements (FORMATS.md §4) to ``target``:
     a path, or an open text or binary stream (UTF-8), e.g. a page's download buffer."""
     with read_scope(engine) as session:
-        info = campaign_info(session, campaign)
-        units = annotated_units(session, info.id)
-        standing = standing_exclusions(session, info.id)
+        found = get_campaign(session, campaign)
+        protocol, show_reference = campaign_protocol(found), found.show_reference
+        units = annotated_units(session, stored_id(found))
+        standing = standing_exclusions(session, stored_id(found))
     excluded = {name: "listed" for name in options.exclude_annotators} | standing
     options = replace(options, exclude_annotators=tuple(excluded))
     if not units:
         raise ValueError(
             f"campaign {campaign!r} has no human annotations yet: annotate some units first"
         )
-    template = template or builtin_template(info.protocol.name, language)
-    options = replace(options, show_reference=options.show_reference and info.show_reference)
-    records = build_sft_records(units, info.protocol, template, options, image_resolver(engine))
+    template = template or builtin_template(protocol.name, language)
+    options = replace(options, show_reference=options.show_reference and show_reference)
+    records = build_sft_records(units, protocol, template, options, image_resolver(engine))
     written = write_sft(records, target)
     return SftExportSummary(
         path=Path(target) if isinstance(target, str | Path) else None,

@@ -15,7 +15,6 @@ in canonical order. A response id may not contain ``|``, so that no two pairs sh
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -25,19 +24,6 @@ MAX_ID_LENGTH = 512
 PAIR_SEPARATOR = "|"
 HUMAN_PREFIX = "annotator:"
 """A human rater's name among judges and in the campaign frame: ``annotator:<account name>``."""
-
-
-def human_rater_names(names: Iterable[str], present: Collection[str]) -> tuple[str, ...]:
-    """Annotator names a user gave (an account name, or the rater name itself) as the raters of
-    a campaign frame, ``present``: an account name ``x`` becomes ``annotator:x`` when that rater
-    is present and ``x`` itself is not. A name matching neither is kept, for the caller to
-    name it beside those present."""
-    return tuple(
-        f"{HUMAN_PREFIX}{name}"
-        if name not in present and f"{HUMAN_PREFIX}{name}" in present
-        else name
-        for name in names
-    )
 
 
 def account_name(rater: str) -> str:

@@ -273,10 +273,15 @@ def wait_until(condition: Callable[[], bool], what: str, ceiling_s: float = 120)
 
 
 def wait_for_run_to_end(page: Any) -> None:
-    """Wait until the app's script run has ended (Streamlit's own ``data-test-script-state``)."""
+    """Wait until the app's script run has ended (Streamlit's own ``data-test-script-state``).
+
+    With the slow ceiling: the run may be one that calibrates (the Calibration page computes its
+    first campaign's bootstrap before anything can be picked), which took over 60 s at load 18."""
     from playwright.sync_api import expect
 
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
+    expect(page.get_by_test_id("stApp")).to_have_attribute(
+        "data-test-script-state", "notRunning", timeout=SLOW_UI_TIMEOUT_MS
+    )
 
 
 def drawn_by_this_run(page: Any) -> Any:

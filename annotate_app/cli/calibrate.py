@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,9 +14,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from annotate_app.cli.calibrate_audits import AuditOutputs
-    from calibration import CalibrationOptions, CalibrationReport
     from calibration.result import CalibrationResult
-    from data.io.campaign_input import CampaignCalibrationInput
     from schemas.protocols import Protocol
 
 
@@ -113,20 +109,14 @@ def calibrate_command(
 ) -> None:
     """Agreement of each judge with the humans, human ceiling, intervals (METRICS.md)."""
     # the calibration package, pandas and scipy: loaded when the command runs, not for --help
-    from annotate_app.campaign_calibration import load_campaign, reference_exclusions
     from annotate_app.cli.calibrate_audits import (
-        AuditOutputs,
-        campaign_audits,
+        check_consistency_pair,
         consistency_only,
         read_audit_inputs,
     )
-    from annotate_app.disagreement_review import report_html
-    from calibration import CalibrationInputError, CalibrationOptions
-    from calibration.compare import compare_judges
+    from calibration import CalibrationInputError
     from calibration.reference import no_majority_rule
-    from calibration.report_compare import comparison_text
-    from calibration.report_html import write_html
-    from schemas.protocols import get_protocol, parse_scale
+    from schemas.protocols import parse_scale
 
     cli = state(ctx)
     audit_inputs = read_audit_inputs(
@@ -147,37 +137,13 @@ def calibrate_command(
         raise CalibrationInputError(
             "give either --campaign NAME (database) or --judgments FILE... (files), not both"
         )
-    scale_min, scale_max, step = parse_scale(scale) if scale else (None, None, None)
-    overrides: dict[str, object] = {}
-    source: CampaignCalibrationInput | None = None
-    if campaign is not None:
-        source = load_campaign(cli.engine(), campaign, judges=judge or None)
-        if protocol is not None or scale is not None:
-            source = replace(
-                source,
-                protocol=get_protocol(
-                    protocol or source.protocol.name,
-                    scale_min=scale_min,
-                    scale_max=scale_max,
-                    step=step,
-                ),
-            )
-        chosen, frame, overrides = source.protocol, source.frame, source.overrides
-        data_sha256 = None
-    else:
-        if protocol is None:
-            raise CalibrationInputError(
-                "file mode needs --protocol alignmmbench|mmie|pairwise|score"
-            )
-        chosen = get_protocol(protocol, scale_min=scale_min, scale_max=scale_max, step=step)
-        frame, data_sha256 = _file_frame(judgments, dataset, chosen)
     if consensus is not None and reference is not None and consensus != reference:
         raise CalibrationInputError(
             f"--consensus {consensus} and --reference {reference} disagree; give --reference"
         )
-    fields = {
+    shared = {
         "consensus": reference or consensus,
-        "exclude_annotators": _annotator_names(frame, exclude_annotator or []),
+        "exclude_annotators": tuple(exclude_annotator or ()),
         "no_majority": no_majority,
         "unparsed": unparsed,
         "bootstrap": bootstrap,
@@ -186,78 +152,86 @@ def calibrate_command(
         "aggregate": aggregate,
         "judges": tuple(judge) if judge else None,
     }
-    if source is not None:  # held and retired annotators: left out by themselves, and named
-        fields.update(reference_exclusions(source, fields))
+    scale_bounds = parse_scale(scale) if scale else None
+    if campaign is None:
+        _calibrate_files(cli, judgments, dataset, protocol, scale_bounds, compare, shared,
+                         json_out, html_out)  # fmt: skip
+        return
+    from annotate_app.campaign_report import CampaignReportRequest, build_campaign_report
+    from annotate_app.cli.calibrate_audits import AuditOutputs
+    from calibration.report_compare import comparison_text
+
+    if audit_inputs.consistency is not None:  # before the long calibration
+        check_consistency_pair(cli, audit_inputs.consistency)
+    request = CampaignReportRequest(
+        campaign=campaign,
+        protocol=protocol,
+        scale=scale_bounds,
+        compare=compare,
+        consistency=audit_inputs.consistency,
+        delta=audit_inputs.delta,
+        prices=audit_inputs.prices,
+        families=audit_inputs.families,
+        **shared,  # type: ignore[arg-type]
+    )
+    report = build_campaign_report(cli.engine(), request, progress=cli.progress)
+    files = report.files
+    if json_out is not None:
+        json_out.write_text(files.result.to_json(), "utf-8")
+    if html_out is not None:
+        html_out.write_text(files.html, "utf-8")
+    audits = AuditOutputs(consistency=report.consistency, judge_audit=report.judge_audit)
+    text = _summary_text(files.result, json_out, html_out)
+    lines = [text, *map(comparison_text, report.comparisons), audits.text()]
+    cli.emit(files.result.model_dump(mode="json"), text="\n".join(line for line in lines if line))
+
+
+def _calibrate_files(
+    cli: CliState,
+    judgments: list[Path],
+    dataset: Path | None,
+    protocol: str | None,
+    scale_bounds: tuple[float, float, float | None] | None,
+    compare: tuple[str, str] | None,
+    shared: dict,
+    json_out: Path | None,
+    html_out: Path | None,
+) -> None:
+    """File mode: judgement files calibrated as they are (no database, no audits)."""
+    from calibration import CalibrationInputError, CalibrationOptions, calibrate
+    from calibration.compare import compare_judges
+    from calibration.report_compare import comparison_text
+    from calibration.report_html import write_html
+    from calibration.units import human_rater_names
+    from schemas.protocols import get_protocol
+
+    if protocol is None:
+        raise CalibrationInputError("file mode needs --protocol alignmmbench|mmie|pairwise|score")
+    low, high, step = scale_bounds or (None, None, None)
+    chosen = get_protocol(protocol, scale_min=low, scale_max=high, step=step)
+    frame, data_sha256 = _file_frame(judgments, dataset, chosen)
+    fields = {
+        **shared,
+        "exclude_annotators": human_rater_names(frame, shared["exclude_annotators"]),
+    }
     # The options' closed sets arrive as the user's text; CalibrationOptions.validate() checks
     # each one and names the valid values, so the Literal types hold once it has run.
-    options = CalibrationOptions(protocol=chosen, **fields)  # type: ignore[arg-type]
+    options = CalibrationOptions(protocol=chosen, **fields)
+    total = options.bootstrap or None
     comparisons = []  # first, so that a misspelt judge is named before the long calibration
     if compare is not None:
-        with cli.progress("paired resamples", total=bootstrap or None) as advance:
-            comparisons.append(
-                compare_judges(frame, options, *compare, overrides=overrides, progress=advance)
-            )
-    with cli.progress("bootstrap resamples", total=bootstrap or None) as advance:
-        report = _calibrate(cli, source, frame, options, fields, data_sha256, advance)
-    audits = AuditOutputs()
-    if source is not None:  # the judge audit reads responses and usage: database mode only
-        audits = campaign_audits(
-            cli,
-            source,
-            audit_inputs,
-            judges=judge or None,
-            no_majority=no_majority_rule(no_majority),
-            bootstrap=bootstrap,
-            seed=seed,
-        )
-    result = report.result.with_extras(
-        comparisons=comparisons or None,
-        judge_audit=audits.judge_audit,
-        consistency=audits.consistency,
-    )
+        with cli.progress("paired resamples", total=total) as advance:
+            comparisons.append(compare_judges(frame, options, *compare, progress=advance))
+    with cli.progress("bootstrap resamples", total=total) as advance:
+        report = calibrate(frame, options, data_sha256=data_sha256, progress=advance)
+    result = report.result.with_extras(comparisons=comparisons or None)
     if json_out is not None:
         json_out.write_text(result.to_json(), "utf-8")
-    if html_out is not None and campaign is not None:
-        html = report_html(
-            report,
-            cli.engine(),
-            campaign,
-            comparisons=comparisons,
-            judge_audit=audits.judge_audit,
-            consistency=audits.consistency,
-        )
-        html_out.write_text(html, "utf-8")
-    elif html_out is not None:
+    if html_out is not None:
         write_html(report, html_out, comparisons)
     text = _summary_text(result, json_out, html_out)
-    lines = [text, *map(comparison_text, comparisons), audits.text()]
+    lines = [text, *map(comparison_text, comparisons)]
     cli.emit(result.model_dump(mode="json"), text="\n".join(line for line in lines if line))
-
-
-def _calibrate(
-    cli: CliState,
-    source: CampaignCalibrationInput | None,
-    frame: pd.DataFrame,
-    options: CalibrationOptions,
-    fields: dict,
-    data_sha256: str | None,
-    progress: Callable[[int], None],
-) -> CalibrationReport:
-    """A campaign through the library's campaign calibration (the rationales of the units the
-    report lists read apart); files through ``calibrate``."""
-    from annotate_app.campaign_calibration import calibrate_campaign
-    from calibration import calibrate
-
-    if source is not None:
-        return calibrate_campaign(cli.engine(), source, progress=progress, **fields).report
-    return calibrate(frame, options, data_sha256=data_sha256, progress=progress)
-
-
-def _annotator_names(frame: pd.DataFrame, names: list[str]) -> tuple[str, ...]:
-    """``--exclude-annotator`` names as the frame's raters (a login alone is accepted)."""
-    from schemas.ids import human_rater_names
-
-    return human_rater_names(names, set(frame.loc[frame["kind"] == "human", "rater"].astype(str)))
 
 
 def _emit_audits_only(cli, outputs: AuditOutputs, json_out: Path | None, html_out: Path | None):

@@ -1,8 +1,10 @@
 """``critiquelab calibrate``'s judge audits: ``--consistency`` and the bias and cost audit
-(``judge_audit`` in ``--json``, a section in ``--html``), each one library call.
+(``judge_audit`` in ``--json``, a section in ``--html``).
 
-:mod:`annotate_app.cli.calibrate` calls :func:`read_audit_inputs` once for the options and then
-:func:`campaign_audits` (``--campaign``) or :func:`consistency_only` (``--consistency`` alone).
+:mod:`annotate_app.cli.calibrate` calls :func:`read_audit_inputs` once for the options; with
+``--campaign`` the audits are steps of the campaign's report
+(:func:`annotate_app.campaign_report.build_campaign_report`), and :func:`consistency_only` runs
+``--consistency`` alone.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from pathlib import Path
 from annotate_app.campaign_calibration import (
     campaign_consistency,
     check_one_dataset,
-    judge_audit,
 )
 from annotate_app.cli.context import CliState
 from calibration.audits import JudgeAudit
@@ -28,8 +29,7 @@ from calibration.report_audits import (
     consistency_section,
     consistency_text,
 )
-from data.io.campaign_input import CampaignCalibrationInput
-from data.services.campaigns import get_campaign
+from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import session_scope
 
 
@@ -121,38 +121,6 @@ def read_audit_inputs(
     return AuditInputs(consistency, delta, prices, families)
 
 
-def campaign_audits(
-    cli: CliState,
-    source: CampaignCalibrationInput,
-    inputs: AuditInputs,
-    *,
-    judges: list[str] | None,
-    no_majority: NoMajorityRule,
-    bootstrap: int,
-    seed: int,
-) -> AuditOutputs:
-    """The bias and cost audit of the campaign as calibration read it (``source``) and, with
-    ``--consistency``, the consistency."""
-    with cli.progress("judge audit", total=None):
-        audit = judge_audit(
-            cli.engine(),
-            source,
-            judges=judges,
-            families=inputs.families,
-            prices=inputs.prices,
-            no_majority=no_majority,
-            bootstrap=bootstrap,
-            seed=seed,
-        )
-    consistency = None
-    if inputs.consistency is not None:
-        only = consistency_only(
-            cli, inputs, judges=judges, no_majority=no_majority, bootstrap=bootstrap, seed=seed
-        )
-        consistency = only.consistency
-    return AuditOutputs(consistency=consistency, judge_audit=audit)
-
-
 def consistency_only(
     cli: CliState,
     inputs: AuditInputs,
@@ -165,14 +133,10 @@ def consistency_only(
     """``calibrate --consistency P Q`` (alone, or beside ``--campaign``)."""
     assert inputs.consistency is not None
     pointwise, pairwise = inputs.consistency
-    engine = cli.engine()
-    with session_scope(engine) as session:
-        first, second = get_campaign(session, pointwise), get_campaign(session, pairwise)
-        check_one_dataset(first, second)  # before the order: two campaigns that cannot pair
-        _check_order(first.name, first.protocol, second.name, second.protocol)
+    check_consistency_pair(cli, inputs.consistency)
     with cli.progress("consistency", total=None):
         report = campaign_consistency(
-            engine,
+            cli.engine(),
             pointwise,
             pairwise,
             delta=inputs.delta,
@@ -182,6 +146,15 @@ def consistency_only(
             seed=seed,
         )
     return AuditOutputs(consistency=report)
+
+
+def check_consistency_pair(cli: CliState, pair: tuple[str, str]) -> None:
+    """``--consistency POINTWISE PAIRWISE``: two campaigns of one dataset, the one with scores
+    first (checked before any long computation)."""
+    with session_scope(cli.engine()) as session:
+        first, second = get_campaign(session, pair[0]), get_campaign(session, pair[1])
+        check_one_dataset(first, second)  # before the order: two campaigns that cannot pair
+        _check_order(first.name, first.protocol, second.name, second.protocol)
 
 
 def _check_order(first: str, first_protocol: str, second: str, second_protocol: str) -> None:

@@ -92,9 +92,9 @@ def create(
     transaction (an error in either creates nothing); --gold-rate above 0 and --qualify above 0
     need gold units, so they need --gold.
     """
-    from data.queue.routing import routing_plan
     from data.services.campaign_progress import campaign_progress
     from data.services.campaigns import CampaignSpec, create_campaign
+    from data.services.routing import routing_plan
     from data.storage.engine import session_scope
     from schemas.core import stored_id
     from schemas.protocols import parse_scale
@@ -181,7 +181,7 @@ def set_routing_command(
     ),
 ) -> None:
     """Change which units a campaign serves first, and re-rank its units now."""
-    from data.queue.routing import set_routing
+    from data.services.routing import set_routing
     from data.storage.engine import session_scope
 
     cli = state(ctx)
@@ -212,7 +212,7 @@ def status(
 ) -> None:
     """Progress per annotator and per unit, with the active time per unit."""
     from data.services.campaign_progress import campaign_progress
-    from data.services.campaigns import get_campaign
+    from data.storage.campaign_lookup import get_campaign
     from data.storage.engine import session_scope
     from schemas.core import stored_id
 
@@ -254,7 +254,7 @@ def _pair_sampling(text: str) -> tuple[PairSampling, int | None]:
         return "all", None
     if text.isdigit() and int(text) > 0:
         return "sample", int(text)
-    from data.services.campaigns import CampaignError
+    from data.storage.campaign_lookup import CampaignError
 
     raise CampaignError(f"--pairs is {text!r}; use 'dataset', 'all' or a number of pairs per item")
 

@@ -39,11 +39,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Build the sample project (synthetic data, demo accounts) if absent, print the logins,
         and serve the app."""
-        from annotate_app.disagreement_review import campaign_reference
+        from annotate_app.disagreement_review import disagreement_entries
         from data.sample import build_sample_project
 
         cli = state(ctx)
-        summary = build_sample_project(cli.engine(), references=campaign_reference)
+        summary = build_sample_project(cli.engine(), disagreements=disagreement_entries)
         cli.emit(summary, text=describe(summary))
         if not no_serve:
             cli.close()

@@ -111,8 +111,8 @@ def set_command(
     accuracy: float = QUALIFY_ACCURACY,
 ) -> None:
     """Change a campaign's gold settings; those not given are kept. Audited."""
-    from data.services.campaigns import get_campaign
     from data.services.gold import gold_settings
+    from data.storage.campaign_lookup import get_campaign
     from data.storage.engine import session_scope
 
     cli = state(ctx)

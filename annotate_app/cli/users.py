@@ -44,16 +44,18 @@ def reset_password_(
 ) -> None:
     """Set a new password (read as for `users add`); ends the account's sessions and its login
     lock. The way back in for an admin locked out from an unfamiliar address."""
-    from data.services.auth import revoke_sessions
     from data.services.users import reset_password
     from data.storage.engine import session_scope
 
     password = _read_password()
     cli = state(ctx)
     with session_scope(cli.engine()) as session:
-        user = reset_password(session, name, password, actor_id=None)
-        ended = revoke_sessions(session, user.id)
-    cli.emit(user, text=f"reset the password of {user.name!r}; {ended} open session(s) ended")
+        reset = reset_password(session, name, password, actor_id=None)
+    cli.emit(
+        reset.user,
+        text=f"reset the password of {reset.user.name!r}; {reset.sessions_ended} open session(s) "
+        "ended",
+    )
 
 
 @users_app.command("list")

@@ -14,7 +14,7 @@ from annotate_app.calibration_worker import (
     campaign_report,
     campaign_sft_file,
 )
-from annotate_app.campaign_calibration import CampaignReportFiles
+from annotate_app.campaign_report import CampaignReportFiles
 from annotate_app.db import get_engine
 from annotate_app.disagreement_views import render_review_settings
 from annotate_app.gold_views import render_gold_settings
@@ -26,7 +26,6 @@ from data.io.frames import campaign_judges
 from data.queue.priority import ROUTING_MODES
 from data.services.admin import (
     CampaignSettings,
-    PermissionDenied,
     campaign_settings,
     change_campaign_status,
     create_campaign_as,
@@ -34,7 +33,9 @@ from data.services.admin import (
     set_routing_as,
     update_campaign_settings,
 )
-from data.services.campaigns import CampaignSpec, PairSampling, list_campaigns
+from data.services.campaigns import CampaignSpec, PairSampling
+from data.services.roles import PermissionDenied
+from data.storage.campaign_lookup import list_campaigns
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.protocols import PROTOCOL_NAMES, parse_scale

@@ -15,7 +15,8 @@ from data.io.uploads import (
     import_dataset_upload,
     import_judgements_upload,
 )
-from data.services.admin import PermissionDenied, dataset_overview
+from data.services.admin import dataset_overview
+from data.services.roles import PermissionDenied
 from data.storage.engine import session_scope
 
 

@@ -20,9 +20,9 @@ from annotate_app.pickers import pick_campaign
 from annotate_app.review_views import render_answer_review
 from calibration.analysis import annotators_section
 from data.services.campaign_progress import campaign_progress
-from data.services.campaigns import campaign_protocol
 from data.services.effort import ABS_MIN_SECONDS, SECONDS_PER_1000_CHARS
 from data.services.monitor import low_effort_report, unit_issues
+from data.storage.campaign_lookup import campaign_protocol
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 

@@ -11,13 +11,8 @@ from sqlmodel import Session
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.text import escape_markdown
-from data.services.admin import (
-    PermissionDenied,
-    add_account,
-    change_active,
-    change_password,
-    change_role,
-)
+from data.services.admin import add_account, change_active, change_password, change_role
+from data.services.roles import PermissionDenied
 from data.services.users import UserError, list_users
 from data.storage.engine import session_scope
 from schemas.tables import ROLES

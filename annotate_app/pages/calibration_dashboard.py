@@ -41,6 +41,7 @@ from annotate_app.pickers import pick_campaign
 from annotate_app.render import render_content, render_history
 from annotate_app.text import escape_markdown
 from calibration import CalibrationReport
+from calibration.disagreement import disagreement_rule_text
 from calibration.headline import (
     METRIC_TITLES,
     agreement_cells,
@@ -310,8 +311,17 @@ def _dashboard() -> None:
             st.altair_chart(chart, width="stretch")
         if details.disagreements.empty:
             continue
-        st.markdown("Largest disagreements: select a row to see the item and every rationale")
-        shown = details.disagreements[["item_id", "unit", "task", "model", "judge", "reference"]]
+        rule = disagreement_rule_text(judge, details.disagreement_threshold)
+        st.markdown(
+            escape_markdown(
+                f"Largest disagreements ({len(details.disagreements)} of "
+                f"{details.disagreement_count}, where {rule}): select a row to see the item and "
+                "every rationale"
+            )
+        )
+        shown = details.disagreements[
+            ["item_id", "unit", "task", "model", "judge", "reference", "gap"]
+        ]
         event = st.dataframe(
             shown, on_select="rerun", selection_mode="single-row", key=f"disagreements-{judge}"
         )

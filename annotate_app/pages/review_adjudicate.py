@@ -19,7 +19,7 @@ from data.services.adjudication import (
     adjudication_queue,
     unit_review,
 )
-from data.services.admin import PermissionDenied
+from data.services.roles import PermissionDenied
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.protocols import InvalidJudgement, Protocol
@@ -93,16 +93,16 @@ with session_scope(engine) as session:
 
 content_column, answers_column = st.columns([3, 2])
 with content_column:
-    if review.history:
+    if review.content.item.history:
         st.markdown("**Earlier turns**")
-        render_history(review.history)
+        render_history(review.content.item.history)
     st.markdown("**Question**")
-    render_content(review.question)
-    if review.reference is not None:
+    render_content(review.content.item.question)
+    if review.content.item.reference is not None:
         with st.expander("Reference answer"):
-            render_content(review.reference)
-    titles = ("Response A", "Response B") if len(review.responses) == 2 else ("Response",)
-    for title, response in zip(titles, review.responses, strict=True):
+            render_content(review.content.item.reference)
+    titles = ("Response A", "Response B") if len(review.content.responses) == 2 else ("Response",)
+    for title, response in zip(titles, review.content.responses, strict=True):
         with st.container(border=True):
             st.markdown(f"**{title}** · {escape_markdown(response.model)}")
             render_content(response.content)
@@ -182,5 +182,5 @@ if record:
     else:
         for key in keys.values():
             st.session_state.pop(key, None)
-        st.session_state[FLASH] = f"Final label recorded for {review.unit_key}."
+        st.session_state[FLASH] = f"Final label recorded for {review.content.unit_key}."
         st.rerun()

@@ -16,8 +16,8 @@ from annotate_app.render import render_content, render_history
 from annotate_app.text import escape_markdown, safe_markdown
 from data.io.frames import campaign_judges
 from data.services.adjudication import UnitReview, unit_review
-from data.services.admin import PermissionDenied
 from data.services.disagreements import Disagreement, DisagreementError, tag_disagreement
+from data.services.roles import PermissionDenied
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 
@@ -99,17 +99,13 @@ except PermissionDenied as error:
     st.stop()
 
 settings = queue.settings
-rule = (
-    f"|{judge} − reference| ≥ {settings.threshold:g}"
-    if settings.threshold is not None
-    else f"{judge} prefers another response than the reference (half of its verdicts or more)"
-)
 untagged = sum(entry.cause is None for entry in queue.entries)
 st.caption(
     escape_markdown(
-        f"{untagged} untagged of {len(queue.entries)} disagreements where {rule}; "
-        f"{queue.references} units have a reference (adjudicated label, else the humans' "
-        "consensus)."
+        f"{untagged} untagged of the {queue.found} disagreements the calibration report "
+        f"counts: units where {queue.rule}, over its parsed verdicts in every shown order and "
+        f"sample; {queue.references} units have a reference (adjudicated label, else the "
+        "humans' consensus)."
     )
 )
 if not queue.entries:
@@ -135,13 +131,13 @@ with session_scope(engine) as session:
 
 content_column, reasons_column = st.columns([3, 2])
 with content_column:
-    if review.history:
+    if review.content.item.history:
         st.markdown("**Earlier turns**")
-        render_history(review.history)
+        render_history(review.content.item.history)
     st.markdown("**Question**")
-    render_content(review.question)
-    titles = ("Response A", "Response B") if len(review.responses) == 2 else ("Response",)
-    for title, response in zip(titles, review.responses, strict=True):
+    render_content(review.content.item.question)
+    titles = ("Response A", "Response B") if len(review.content.responses) == 2 else ("Response",)
+    for title, response in zip(titles, review.content.responses, strict=True):
         with st.container(border=True):
             st.markdown(f"**{title}** · {escape_markdown(response.model)}")
             render_content(response.content)

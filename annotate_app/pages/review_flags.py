@@ -9,8 +9,8 @@ from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.text import escape_markdown
 from data.services.adjudication import AdjudicationError
-from data.services.admin import PermissionDenied
 from data.services.flags import list_flags, resolve_flag
+from data.services.roles import PermissionDenied
 from data.storage.engine import session_scope
 
 user = require_role("reviewer", "admin")

@@ -22,10 +22,11 @@ from data.io.frames import (
     campaign_judges,
     campaign_reference_overrides,
 )
-from data.queue.routing import campaign_estimation_sample
-from data.services.campaigns import campaign_protocol, get_campaign, unit_key_map
 from data.services.counted_answers import not_rejected
+from data.services.disagreements import review_settings
 from data.services.monitor import unit_infos
+from data.services.routing import campaign_estimation_sample
+from data.storage.campaign_lookup import campaign_protocol, get_campaign, unit_key_map
 from schemas.core import core_table
 from schemas.protocols import Protocol
 from schemas.tables import (
@@ -63,6 +64,10 @@ class CampaignCalibrationInput:
     standing_exclusions: dict[str, str] = field(default_factory=dict)
     """Annotators of the frame (``annotator:<login>``) whose standing in the campaign is held or
     retired → that standing: the reference leaves them out without being asked to."""
+    disagreement_threshold: float | None = None
+    """Pointwise: the campaign's disagreement threshold (its review settings), which its report's
+    list of largest disagreements and the *Disagreements* page both apply; None for pairwise, or
+    when the reader was given another protocol (another scale: the default threshold then)."""
     rejected_units: tuple[str, ...] = ()
     """The unit key of each answer a reviewer rejected (or revision of one not accepted yet) on
     the units read: not in ``frame``, counted in the JSON's ``reference.rejected_answers``."""
@@ -114,6 +119,7 @@ def read_calibration_input(
         overrides=campaign_reference_overrides(session, found.id),
         judges=campaign_judges(session, found.id),
         estimation_units=None if sample is None else len(sample),
+        disagreement_threshold=review_settings(found).threshold if protocol is None else None,
     )
 
 

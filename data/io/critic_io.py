@@ -25,14 +25,12 @@ from sqlmodel import Session, col, select
 from data.io.content import resolve_image
 from data.io.frames import item_content
 from data.io.judgements import insert_judgements
-from data.services.campaigns import campaign_protocol, get_campaign
 from data.services.counted_answers import not_rejected
 from data.storage.engine import engine_data_dir
 from schemas.core import stored_id
 from schemas.core_tables import ANNOTATIONS, JUDGE_CACHE, PAIRS, RESPONSES, UNITS, USERS
 from schemas.ids import pair_unit_key, response_unit_key
 from schemas.items import ItemContent, ResponseContent
-from schemas.protocols import Protocol
 from schemas.tables import (
     Adjudication,
     Item,
@@ -73,27 +71,6 @@ class AnnotatedUnit:
     unit: CampaignUnit
     labels: tuple[HumanLabel, ...]
     adjudicated: float | str | None
-
-
-@dataclass(frozen=True)
-class CampaignInfo:
-    """The campaign settings a judge needs."""
-
-    id: int
-    name: str
-    protocol: Protocol
-    show_reference: bool
-
-
-def campaign_info(session: Session, name: str) -> CampaignInfo:
-    """The campaign called ``name`` with its protocol (raises ``CampaignError`` if absent)."""
-    campaign = get_campaign(session, name)
-    return CampaignInfo(
-        id=stored_id(campaign),
-        name=campaign.name,
-        protocol=campaign_protocol(campaign),
-        show_reference=campaign.show_reference,
-    )
 
 
 def campaign_units(session: Session, campaign_id: int) -> list[CampaignUnit]:

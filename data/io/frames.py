@@ -36,8 +36,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col
 
-from data.services.campaigns import get_campaign, unit_key_map
 from data.services.counted_answers import not_rejected
+from data.storage.campaign_lookup import get_campaign, unit_key_map
 from schemas.ids import HUMAN_PREFIX, pair_unit_key, parse_unit_key, response_unit_key
 from schemas.items import ItemContent, ResponseContent, UnitContent
 from schemas.records import JUDGEMENT_FRAME_COLUMNS

@@ -13,8 +13,8 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from data.io.frames import campaign_judgements
-from data.services.campaigns import get_campaign
 from data.services.monitor import content_text
+from data.storage.campaign_lookup import get_campaign
 from schemas.audit_records import JudgementUsage, ResponseFacts
 from schemas.readouts import readout_source
 from schemas.tables import Judgement, Pair, Response, Unit

@@ -11,7 +11,7 @@ from sqlalchemy import Insert, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
-from data.queue.routing import refresh_routing_for_judgements
+from data.services.routing import refresh_routing_for_judgements
 from schemas.core_tables import JUDGEMENTS
 from schemas.tables import Judgement
 
@@ -23,7 +23,8 @@ def insert_judgements(session: Session, rows: list[Judgement]) -> int:
     were inserted.
 
     Duplicates inside ``rows`` are skipped the same way (the first one wins). Campaigns routed
-    by one of the judges are re-ranked (:func:`data.queue.routing.refresh_routing_for_judgements`).
+    by one of the judges are re-ranked
+    (:func:`data.services.routing.refresh_routing_for_judgements`).
     Runs inside the caller's transaction: nothing is committed here.
     """
     if not rows:

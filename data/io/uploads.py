@@ -30,7 +30,7 @@ from data.io.importers.datasets import ImportSummary
 from data.io.importers.errors import InvalidFile, InvalidRecord
 from data.io.importers.jsonl import import_jsonl
 from data.io.importers.judgements import JudgementImportSummary, import_judgements
-from data.services.admin import require_actor_role
+from data.services.roles import require_actor_role
 from data.storage.audit import record_event
 from data.storage.engine import data_dir
 

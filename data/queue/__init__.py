@@ -38,8 +38,8 @@ The modules, one concern each:
 - :mod:`~data.queue.give_back`: skips and flags (giving a unit back);
 - :mod:`~data.queue.revisions`: editing a submitted answer;
 - :mod:`~data.queue.review`: reviewers' accept / reject and undoing either;
-- :mod:`~data.queue.priority` (pure ordering rules) and :mod:`~data.queue.routing` (the stored
-  routing setting): judge-guided serving order;
+- :mod:`~data.queue.priority`: the judge-guided serving order's pure rules (the stored routing
+  setting that leases follow is :mod:`data.services.routing`'s);
 - :mod:`~data.queue.views` (read-only views for the pages, the unit a page already shows among
   them) and :mod:`~data.queue.progress` (the annotation page's header);
 - :mod:`~data.queue.records` (what they return and raise) and :mod:`~data.queue.common` (shared
@@ -47,7 +47,6 @@ The modules, one concern each:
 """
 
 from data.queue.answers import submit, submit_and_next, submit_step
-from data.queue.common import campaign_protocol
 from data.queue.drafts import save_draft
 from data.queue.give_back import flag, skip
 from data.queue.leases import expire_leases, next_unit
@@ -83,6 +82,7 @@ from data.queue.review import (
 from data.queue.revisions import revise
 from data.queue.views import (
     annotator_progress,
+    answer_history,
     assignment_view,
     last_worked_campaign_id,
     my_annotation_view,
@@ -90,6 +90,7 @@ from data.queue.views import (
     my_campaigns,
     open_campaigns,
     others_answers,
+    previous_answer,
     submitted_count,
 )
 
@@ -116,8 +117,8 @@ __all__ = [
     "UnitView",
     "accept_answer",
     "annotator_progress",
+    "answer_history",
     "assignment_view",
-    "campaign_protocol",
     "expire_leases",
     "flag",
     "last_worked_campaign_id",
@@ -127,6 +128,7 @@ __all__ = [
     "next_unit",
     "open_campaigns",
     "others_answers",
+    "previous_answer",
     "reject_answer",
     "reopen_answer",
     "review_info",

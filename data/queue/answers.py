@@ -17,13 +17,7 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session
 
 from data.queue import gold
-from data.queue.common import (
-    campaign_row,
-    check_answer,
-    live_annotation,
-    own_assignment,
-    shown_preference,
-)
+from data.queue.common import check_answer, live_annotation, own_assignment, shown_preference
 from data.queue.leases import Counting, next_unit_of_campaign, retake_assignment
 from data.queue.records import (
     AssignmentNotFound,
@@ -34,7 +28,7 @@ from data.queue.records import (
 )
 from data.queue.revisions import revise
 from data.queue.views import others_answers
-from data.services.campaigns import get_campaign
+from data.storage.campaign_lookup import campaign_row, get_campaign
 from data.storage.engine import in_transaction
 from schemas.core import stored_id
 from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, DRAFTS, UNITS

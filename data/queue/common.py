@@ -1,35 +1,19 @@
-"""Shared pieces of the queue's modules: table handles, campaign look-ups, answer checks, slot
-counters (not part of :mod:`data.queue`'s public surface, which its ``__init__`` lists)."""
+"""Shared pieces of the queue's modules: the annotator's own rows, answer checks, slot counters
+(not part of :mod:`data.queue`'s public surface, which its ``__init__`` lists); campaigns are
+found with :mod:`data.storage.campaign_lookup`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from sqlalchemy import bindparam, update
-from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
 from data.queue.records import AnswerInvalid, AssignmentNotFound
-from data.services.campaigns import campaign_protocol, get_campaign
-from schemas.core_tables import CAMPAIGNS, UNITS
+from data.storage.campaign_lookup import campaign_protocol
+from schemas.core_tables import UNITS
 from schemas.protocols import to_canonical, to_shown
 from schemas.tables import Annotation, Assignment, Campaign, Draft
-
-_CAMPAIGN_ROW = core_select(CAMPAIGNS).where(CAMPAIGNS.c.id == bindparam("campaign_id"))
-
-
-def campaign_row(session: Session, campaign_id: int) -> Any:
-    """The campaign for reading: the session's object if it has one, else a Core row.
-
-    Same answer as :func:`data.services.campaigns.get_campaign` (which returns the identity map's
-    object
-    without a query when there is one), without the cost of loading an ORM object on the hot path.
-    """
-    loaded = session.identity_map.get((Campaign, (campaign_id,), None))
-    if loaded is not None:
-        return loaded
-    row = session.connection().execute(_CAMPAIGN_ROW, {"campaign_id": campaign_id}).first()
-    return get_campaign(session, campaign_id) if row is None else row  # None: its error
 
 
 def own_assignment(

@@ -13,9 +13,9 @@ from typing import TypedDict
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from data.queue.common import campaign_protocol, own_assignment, own_draft, validated
+from data.queue.common import own_assignment, own_draft, validated
 from data.queue.records import DraftView
-from data.services.campaigns import get_campaign
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from schemas.tables import Draft, utcnow
 
 

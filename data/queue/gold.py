@@ -33,9 +33,10 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from data.queue.common import campaign_protocol, change_slots, shown_preference
+from data.queue.common import change_slots, shown_preference
 from data.queue.records import AnnotatorHeld, GoldFeedback
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import campaign_protocol
 from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, GOLD_ANSWERS, STANDINGS, UNITS
 from schemas.protocols import Protocol
 from schemas.tables import AnnotatorStanding, utcnow

@@ -24,10 +24,10 @@ from data.queue.candidates import (
     unlocked_pick,
     wait_for_candidate,
 )
-from data.queue.common import campaign_row, change_slots
+from data.queue.common import change_slots
 from data.queue.records import UnitView
 from data.queue.unit_view import LeaseFacts, view_of_unit
-from data.services.campaigns import get_campaign
+from data.storage.campaign_lookup import campaign_row, get_campaign
 from schemas.core_tables import ASSIGNMENTS, DRAFTS, UNITS
 from schemas.tables import (
     GOLD_OVERLAP,

@@ -1,8 +1,9 @@
 """Judge-guided routing: the order in which a campaign's units are served, from what judges said.
 
-Pure functions of the judges' readings (no database), shared by the queue (which stores the
-order as ``Unit.priority``, see :mod:`data.queue.routing`) and by ``bench/routing_sim.py``, which
-replays human labels in this order: one implementation, so the simulation measures the queue.
+Pure functions of the judges' readings (no database), shared by the queue (which serves units in
+the order :mod:`data.services.routing` stores as ``Unit.priority``) and by
+``bench/routing_sim.py``, which replays human labels in this order: one implementation, so the
+simulation measures the queue.
 
 A judge's verdict on a unit is put on one axis from 0 to 1: a pointwise score as
 ``(score - scale_min) / (scale_max - scale_min)``; a pairwise preference as A = 1, tie = 0.5,
@@ -222,7 +223,7 @@ def serving_key(signal: float | None, seed: int, unit: int) -> int:
     (largest first, in steps of 1e-6), then :func:`random_key`; units without a signal last.
 
     A unit's key depends on its own judgements only, so new judgements re-key just the units they
-    are about (:func:`data.queue.routing.refresh_routing_for_judgements`). Fits a signed 64-bit
+    are about (:func:`data.services.routing.refresh_routing_for_judgements`). Fits a signed 64-bit
     integer: at most (10^6 + 1) · 2^40 + 2^40 < 2^61.
     """
     level = _SIGNAL_STEPS + 1 if signal is None else _SIGNAL_STEPS - round(signal * _SIGNAL_STEPS)

@@ -37,8 +37,8 @@ from sqlmodel import Session, col, select
 
 from data.queue.common import change_slots
 from data.queue.records import QueueError
-from data.services.campaigns import get_campaign
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import get_campaign
 from schemas.core import stored_id
 from schemas.core_tables import UNITS
 from schemas.tables import (

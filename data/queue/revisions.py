@@ -7,8 +7,8 @@ from sqlmodel import Session, col, select
 
 from data.queue.common import check_answer
 from data.queue.records import AssignmentNotFound, CampaignNotOpen
-from data.services.campaigns import get_campaign
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import get_campaign
 from schemas.core import stored_id
 from schemas.tables import Annotation
 

@@ -11,8 +11,8 @@ from sqlalchemy import bindparam
 from sqlalchemy import select as core_select
 from sqlmodel import Session
 
-from data.queue.common import campaign_protocol
 from data.queue.records import DraftView, ResponseView, UnitView
+from data.storage.campaign_lookup import campaign_protocol
 from schemas.core import stored_id
 from schemas.core_tables import ITEMS, PAIRS, RESPONSES, UNITS
 from schemas.tables import Assignment, Draft

@@ -28,7 +28,7 @@ from data.sample.dataset import SampleRecords, sample_records, write_sample_file
 from data.sample.gold import add_gold
 from data.sample.labels import BASE_TIME, add_annotations, add_judgements
 from data.sample.synthetic import DEMO_ANNOTATORS, MODELS
-from data.sample.tags import ReferenceReader, add_disagreement_tags
+from data.sample.tags import DisagreementReader, add_disagreement_tags
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.users import create_user, get_user
 from data.storage.audit import record_event
@@ -187,14 +187,18 @@ class SampleSummary:
 
 
 def build_sample_project(
-    engine: Engine, *, data_dir: Path | None = None, references: ReferenceReader | None = None
+    engine: Engine,
+    *,
+    data_dir: Path | None = None,
+    disagreements: DisagreementReader | None = None,
 ) -> SampleSummary:
     """Build the sample project into the database of ``engine`` (adding only what is missing).
 
-    With ``references`` (campaign id → unit key → calibration's reference label; ``critiquelab
-    demo`` passes :func:`annotate_app.disagreement_review.campaign_reference`), a finished
-    campaign also gets synthetic disagreement tags (:mod:`data.sample.tags`); ``data`` cannot
-    compute that reference itself, so without it no tags are made.
+    With ``disagreements`` ((campaign id, judge) → the judge's disagreements as calibration
+    finds them; ``critiquelab demo`` passes
+    :func:`annotate_app.disagreement_review.disagreement_entries`), a finished campaign also gets
+    synthetic disagreement tags (:mod:`data.sample.tags`); ``data`` cannot find disagreements
+    itself, so without it no tags are made.
 
     Images go to the image store under ``data_dir`` (default:
     :func:`data.storage.engine.data_dir` of
@@ -204,14 +208,14 @@ def build_sample_project(
     records = sample_records()
     root = data_dir or engine_data_dir(engine)
     with session_scope(engine) as session:
-        return _build(session, records, root, references)
+        return _build(session, records, root, disagreements)
 
 
 def _build(
     session: Session,
     records: SampleRecords,
     data_root: Path,
-    references: ReferenceReader | None = None,
+    disagreements: DisagreementReader | None = None,
 ) -> SampleSummary:
     user_ids, users_added = _ensure_accounts(session)
     admin_id = user_ids["demo-admin"]
@@ -232,8 +236,8 @@ def _build(
             judgements_added += add_judgements(session, campaign, records.truths)
     gold_added, gold_settings = add_gold(session, records.truths, admin_id)
     tags_added = 0
-    if references is not None:
-        tags_added = add_disagreement_tags(session, user_ids["demo-reviewer"], references)
+    if disagreements is not None:
+        tags_added = add_disagreement_tags(session, user_ids["demo-reviewer"], disagreements)
     added = (
         users_added
         + campaigns_added

@@ -20,8 +20,8 @@ from data.sample.dataset import ResponseTruth
 from data.sample.rationales import gold_explanation, gold_pair_explanation
 from data.sample.seeds import ALIGNMMBENCH_TIERS, MMIE_TIERS
 from data.sample.synthetic import rng_for
-from data.services.campaigns import unit_keys
 from data.services.gold import GoldEntry, attach_gold, set_gold_settings
+from data.storage.campaign_lookup import unit_keys
 from schemas.ids import parse_unit_key
 from schemas.tables import Campaign, Unit
 

@@ -43,7 +43,7 @@ from data.sample.synthetic import (
     pointwise_raw_output,
     rng_for,
 )
-from data.services.campaigns import unit_key_map
+from data.storage.campaign_lookup import unit_key_map
 from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, UNITS
 from schemas.ids import parse_unit_key
 from schemas.protocols import get_protocol, to_canonical

@@ -4,9 +4,10 @@ report's "Why judges disagree" summary has something to show on the demo.
 The tags are made the way a reviewer makes them on the *Disagreements* page: the judge's
 disagreements come from :func:`data.services.disagreements.disagreement_queue` and each tag is
 stored by :func:`data.services.disagreements.tag_disagreement` (audit event included), as the
-demo reviewer. The queue needs calibration's reference label, which this package may not
+demo reviewer. The queue needs the disagreements calibration finds, which this package may not
 compute (``data`` does not import ``calibration``), so the caller hands in the function that
-reads it (``critiquelab demo`` passes :func:`annotate_app.disagreement_review.campaign_reference`).
+finds them (``critiquelab demo`` passes
+:func:`annotate_app.disagreement_review.disagreement_entries`).
 
 Which disagreements are tagged is a seeded random sample of each judge's queue (not its largest
 gaps), so the per-judge shares are those of a random sample of its disagreements. The cause is
@@ -18,7 +19,7 @@ is synthetic.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from sqlmodel import Session, select
@@ -33,10 +34,11 @@ from data.services.disagreements import (
     tag_disagreement,
 )
 from schemas.core import stored_id
+from schemas.disagreements import JudgeDisagreement
 from schemas.tables import Campaign, DisagreementTag
 
-ReferenceReader = Callable[[Session, int], Mapping[str, float | str]]
-"""Campaign id → unit key → the reference label calibration uses."""
+DisagreementReader = Callable[[Session, int, str], Sequence[JudgeDisagreement]]
+"""(campaign id, judge) → the judge's disagreements on the campaign, as calibration finds them."""
 
 TAGGED_CAMPAIGN = "demo-alignmmbench-finished"
 TAGS_PER_JUDGE = 6
@@ -51,7 +53,9 @@ _CONTENT_CAUSES = (
 )
 
 
-def add_disagreement_tags(session: Session, reviewer_id: int, references: ReferenceReader) -> int:
+def add_disagreement_tags(
+    session: Session, reviewer_id: int, disagreements: DisagreementReader
+) -> int:
     """Tag up to :data:`TAGS_PER_JUDGE` disagreements of each judge of :data:`TAGGED_CAMPAIGN`
     that has no tag there yet; return how many tags were added."""
     campaign = session.exec(select(Campaign).where(Campaign.name == TAGGED_CAMPAIGN)).first()
@@ -67,11 +71,11 @@ def add_disagreement_tags(session: Session, reviewer_id: int, references: Refere
     if not judges:
         return 0
     session.flush()
-    reference = references(session, campaign_id)
     taxonomy = review_settings(campaign).taxonomy
     added = 0
     for judge in judges:
-        queue = disagreement_queue(session, reviewer_id, campaign_id, judge, reference)
+        found = disagreements(session, campaign_id, judge)
+        queue = disagreement_queue(session, reviewer_id, campaign_id, judge, found)
         rng = rng_for("disagreement-tags", campaign.name, judge)
         chosen = rng.sample(queue, min(TAGS_PER_JUDGE, len(queue)))
         for entry in sorted(chosen, key=lambda e: e.unit_key):

@@ -12,18 +12,18 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlmodel import Session, col, select
 
-from data.queue import campaign_protocol, review_info
-from data.services.admin import require_actor_role
-from data.services.campaigns import get_campaign
+from data.io.frames import item_content
+from data.queue import review_info
 from data.services.counted_answers import not_rejected
 from data.services.monitor import unit_infos
+from data.services.roles import require_actor_role
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from schemas.core import stored_id
-from schemas.items import ResponseContent
+from schemas.items import ResponseContent, UnitContent
 from schemas.protocols import Protocol
 from schemas.tables import (
     Adjudication,
@@ -112,16 +112,12 @@ class UnitReview:
     """Everything a reviewer sees for one unit."""
 
     unit_id: int
-    unit_key: str
     campaign_id: int
     protocol: Protocol
-    item_id: str
-    task: str | None
-    history: list
-    question: Any
-    reference: Any
-    responses: tuple[ResponseContent, ...]
-    """one response (pointwise) or the pair in canonical order (A, B)"""
+    content: UnitContent
+    """The unit key, the item (reference answer included) and one response (pointwise) or the
+    pair in canonical order (A, B), with their models: the same record the Calibration page's
+    unit viewer shows (:func:`data.io.frames.unit_content`)."""
     answers: tuple[HumanAnswer, ...]
     judges: tuple[JudgeOutput, ...]
     adjudications: tuple[AdjudicationView, ...]
@@ -265,15 +261,9 @@ def unit_review(session: Session, unit_id: int) -> UnitReview:
     )
     return UnitReview(
         unit_id=unit_id,
-        unit_key=info.unit_key,
         campaign_id=unit.campaign_id,
         protocol=campaign_protocol(campaign),
-        item_id=item.item_id,
-        task=item.task,
-        history=item.history,
-        question=item.question,
-        reference=item.reference,
-        responses=responses,
+        content=UnitContent(info.unit_key, item_content(item), responses),
         answers=answers,
         judges=_judge_outputs(session, unit),
         adjudications=tuple(_adjudication_history(session, unit_id)),

@@ -1,9 +1,10 @@
-"""Admin services: the role guard, account management and campaign settings.
+"""Admin services: account management and campaign settings.
 
 Every function here that changes something takes the acting user's id and checks their role on
-the server with :func:`require_actor_role` before it touches anything, so a page that forgot its
-own check, or a hand-typed URL, still cannot change data. Each change records an audit event
-(``data.storage.audit.record_event``) in the same transaction, with before/after values.
+the server with :func:`data.services.roles.require_actor_role` before it touches anything, so a
+page that forgot its own check, or a hand-typed URL, still cannot change data. Each change
+records an audit event (``data.storage.audit.record_event``) in the same transaction, with
+before/after values.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from data.queue.priority import RoutingPlan
-from data.queue.routing import set_routing
 from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.roles import require_actor_role
+from data.services.routing import set_routing
 from data.services.users import (
+    PasswordReset,
     UserError,
     UserRecord,
     create_user,
@@ -29,37 +32,11 @@ from data.services.users import (
 )
 from data.storage.audit import record_event
 from schemas.core import stored_id
-from schemas.tables import ROLES, AuthSession, Campaign, Dataset, Item, Response, User, utcnow
-
-
-class PermissionDenied(PermissionError):
-    """The acting user may not do this: unknown, disabled, or in the wrong role."""
+from schemas.tables import Campaign, Dataset, Item, Response, User
 
 
 class CampaignSettingsError(ValueError):
     """A campaign setting or status change that cannot be accepted, with what to do instead."""
-
-
-def require_actor_role(session: Session, actor_id: int | None, *roles: str) -> User:
-    """Return the acting user if they exist, are active and hold one of ``roles``.
-
-    Raises :class:`PermissionDenied` otherwise. The role is read from the database on every
-    call, so a role change or a disabled account takes effect at once.
-    """
-    unknown = [role for role in roles if role not in ROLES]
-    if not roles or unknown:
-        raise ValueError(f"roles {roles!r} must be a non-empty choice of: " + ", ".join(ROLES))
-    allowed = " or ".join(roles)
-    if actor_id is None:
-        raise PermissionDenied(f"you must be logged in as {allowed} to do this")
-    actor = session.get(User, actor_id)
-    if actor is None or not actor.active:
-        raise PermissionDenied(f"account #{actor_id} is unknown or disabled: log in again")
-    if actor.role not in roles:
-        raise PermissionDenied(
-            f"{actor.name} is {actor.role}; only {allowed} may do this (ask an admin)"
-        )
-    return actor
 
 
 # --- accounts -------------------------------------------------------------------------------
@@ -86,20 +63,18 @@ def change_active(session: Session, actor_id: int | None, name: str, active: boo
     """Enable or disable ``name`` (admins only); disabling ends their login sessions."""
     require_actor_role(session, actor_id, "admin")
     user = require_user(session, name)
-    if not active:
-        if user.role == "admin":
-            _refuse_losing_last_admin(session, user)
-        _revoke_sessions(session, user)
+    if not active and user.role == "admin":
+        _refuse_losing_last_admin(session, user)
     return set_active(session, name, active, actor_id=actor_id)
 
 
-def change_password(session: Session, actor_id: int | None, name: str, password: str) -> UserRecord:
-    """Set a new password for ``name`` (admins only); their open sessions end."""
+def change_password(
+    session: Session, actor_id: int | None, name: str, password: str
+) -> PasswordReset:
+    """Set a new password for ``name`` (admins only): :func:`data.services.users.reset_password`,
+    which ends their open sessions."""
     require_actor_role(session, actor_id, "admin")
-    user = require_user(session, name)
-    record = reset_password(session, name, password, actor_id=actor_id)
-    _revoke_sessions(session, user)
-    return record
+    return reset_password(session, name, password, actor_id=actor_id)
 
 
 def _refuse_losing_last_admin(session: Session, user: User) -> None:
@@ -108,18 +83,6 @@ def _refuse_losing_last_admin(session: Session, user: User) -> None:
     ).first()
     if others is None:
         raise UserError(f"{user.name} is the last active admin: make another account admin first")
-
-
-def _revoke_sessions(session: Session, user: User) -> None:
-    now = utcnow()
-    live = session.exec(
-        select(AuthSession).where(
-            AuthSession.user_id == user.id, col(AuthSession.revoked_at).is_(None)
-        )
-    )
-    for auth_session in live:
-        auth_session.revoked_at = now
-        session.add(auth_session)
 
 
 # --- campaigns ------------------------------------------------------------------------------

@@ -25,9 +25,9 @@ from data.queue.review import (
     reopen_answer,
     review_info,
 )
-from data.services.admin import PermissionDenied, require_actor_role
-from data.services.campaigns import get_campaign
 from data.services.monitor import unit_infos
+from data.services.roles import PermissionDenied, require_actor_role
+from data.storage.campaign_lookup import get_campaign
 from schemas.core import stored_id
 from schemas.tables import Annotation, Unit, User
 

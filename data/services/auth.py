@@ -279,19 +279,6 @@ def active_user(session: Session, user_id: int) -> UserRecord | None:
     return to_record(user) if user is not None and user.active else None
 
 
-def revoke_sessions(session: Session, user_id: int, *, now: datetime | None = None) -> int:
-    """End every open session of the user; how many were open."""
-    live = session.exec(
-        select(AuthSession).where(
-            AuthSession.user_id == user_id, col(AuthSession.revoked_at).is_(None)
-        )
-    ).all()
-    for auth_session in live:
-        auth_session.revoked_at = now or utcnow()
-        session.add(auth_session)
-    return len(live)
-
-
 def logout(session: Session, token: str, *, now: datetime | None = None) -> bool:
     """Revoke the session of ``token``; False when it was unknown or already revoked."""
     auth_session = session.exec(

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
 
-from data.services.campaigns import get_campaign, unit_keys
 from data.services.counted_answers import not_rejected
+from data.storage.campaign_lookup import get_campaign, unit_keys
 from schemas.tables import Annotation, Assignment, Unit, User
 
 

@@ -1,34 +1,38 @@
-"""Annotation campaigns: what defines one (:class:`CampaignSpec`), creating it, finding it.
+"""Annotation campaigns: what defines one (:class:`CampaignSpec`), and creating it with its units.
 
-A campaign annotates one dataset under one protocol. Its units are built once, at creation
-(:mod:`data.services.campaign_units`); its progress is :mod:`data.services.campaign_progress`.
+A campaign annotates one dataset under one protocol. Its units are built once, at creation:
+pointwise, one unit per selected response; pairwise, one unit per pair — the pairs imported with
+the dataset (``pairs="dataset"``), every pair of an item's responses (``pairs="all"``), or a
+seeded random sample of K pairs per item (``pairs="sample"``). Generated pairs are stored in
+``pair`` with ``source='generated'`` and canonical order = the two response ids sorted.
+
+Finding a campaign is :mod:`data.storage.campaign_lookup`; its progress is
+:mod:`data.services.campaign_progress`.
 """
 
 from __future__ import annotations
 
+import itertools
+import random
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import select as core_select
-from sqlmodel import Session, col, select
+from sqlalchemy import insert
+from sqlmodel import Session, SQLModel, col, select
 
+from data.services.disagreements import OPTIONS_KEY, check_review_settings, settings_options
+from data.services.routing import apply_routing, check_routing
 from data.storage.audit import record_event
-from schemas.core_tables import RESPONSES
-from schemas.ids import id_problem, pair_unit_key, response_unit_key
-from schemas.option_text import OptionError, OptionText
+from data.storage.campaign_lookup import CampaignError
+from schemas.core import core_table, stored_id
+from schemas.ids import PAIR_SEPARATOR, id_problem
+from schemas.option_text import OptionText
 from schemas.protocols import Protocol, get_protocol
 from schemas.tables import Campaign, Dataset, Item, Pair, Response, Unit
 
 PairSampling = Literal["dataset", "all", "sample"]
 PAIR_SAMPLING_MODES: tuple[str, ...] = ("dataset", "all", "sample")
-
-
-class CampaignError(OptionError):
-    """A campaign that cannot be created or found as asked, with what to do instead."""
-
-
-class CampaignNotFound(CampaignError):
-    """No campaign with that name or id."""
 
 
 @dataclass(frozen=True)
@@ -83,10 +87,6 @@ def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None =
     setting is out of range, or no unit would result.
     """
     _check_settings(spec)
-    # Imported here: the queue package and campaign_units import this module.
-    from data.queue.routing import apply_routing, check_routing
-    from data.services.campaign_units import insert_units, selected_responses
-
     routing, routing_judges, routing_share = check_routing(
         spec.routing, spec.routing_judges, spec.routing_share
     )
@@ -96,9 +96,6 @@ def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None =
         scale_max=spec.scale[1] if spec.scale else None,
         step=spec.scale[2] if spec.scale else None,
     )
-    # Imported here: data.services.disagreements imports this module.
-    from data.services.disagreements import OPTIONS_KEY, check_review_settings, settings_options
-
     review = check_review_settings(protocol, spec.disagreement_threshold, spec.taxonomy)
     if session.exec(select(Campaign).where(Campaign.name == spec.name)).first() is not None:
         raise CampaignError(f"campaign {spec.name!r} already exists: choose another name")
@@ -165,70 +162,6 @@ def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None =
     return campaign
 
 
-def campaign_protocol(campaign: Campaign) -> Protocol:
-    """The campaign's :class:`Protocol`, with its own scale for ``score`` campaigns."""
-    return get_protocol(
-        campaign.protocol,
-        scale_min=campaign.scale_min,
-        scale_max=campaign.scale_max,
-        step=campaign.scale_step,
-    )
-
-
-def get_campaign(session: Session, campaign: str | int) -> Campaign:
-    """The one campaign look-up: by name, or by id (an ``int``, or a string of digits that is no
-    campaign's name). :class:`CampaignNotFound` naming the known campaigns if there is none."""
-    found = None
-    if isinstance(campaign, str):
-        found = session.exec(select(Campaign).where(Campaign.name == campaign)).first()
-    if found is None and str(campaign).isdigit():
-        found = session.get(Campaign, int(campaign))
-    if found is None:
-        known = list(session.exec(select(Campaign.name).order_by(Campaign.name).limit(20)))
-        hint = "known campaigns: " + ", ".join(known) if known else "there are no campaigns yet"
-        what = f"called {campaign!r}" if isinstance(campaign, str) else f"with id {campaign}"
-        raise CampaignNotFound(
-            f"no campaign {what} ({hint}); create one with critiquelab campaign create"
-        )
-    return found
-
-
-def list_campaigns(session: Session) -> list[Campaign]:
-    return list(session.exec(select(Campaign).order_by(col(Campaign.created_at), col(Campaign.id))))
-
-
-def unit_key_map(session: Session, campaign_id: int) -> dict[int, str]:
-    """``unit id -> unit key`` (``r:<response_id>`` or ``p:<a>|<b>``) for a campaign."""
-    return {unit_id: key for unit_id, key, _, _ in unit_keys(session, campaign_id)}
-
-
-def unit_keys(session: Session, campaign_id: int) -> list[tuple[int, str, str, bool]]:
-    """``(unit id, unit key, item id, flagged)`` for every unit of the campaign, by unit id."""
-    ra, rb = RESPONSES.alias("ra"), RESPONSES.alias("rb")
-    pointwise = session.exec(
-        select(Unit.id, Response.response_id, Item.item_id, Unit.flagged)
-        .join(Response, col(Response.id) == col(Unit.response_pk))
-        .join(Item, col(Item.id) == col(Unit.item_pk))
-        .where(Unit.campaign_id == campaign_id)
-    )
-    # Stored rows: every unit id is set.
-    rows = [(u, response_unit_key(r), i, f) for u, r, i, f in pointwise if u is not None]
-    # SQLModel types select() and Session.exec() for at most four columns, so this five-column
-    # query is SQLAlchemy's select() run by Session.execute() (same statement, same rows).
-    pairwise = session.execute(
-        core_select(
-            col(Unit.id), ra.c.response_id, rb.c.response_id, col(Item.item_id), col(Unit.flagged)
-        )
-        .join(Pair, col(Pair.id) == col(Unit.pair_pk))
-        .join(ra, ra.c.id == col(Pair.response_a_pk))
-        .join(rb, rb.c.id == col(Pair.response_b_pk))
-        .join(Item, col(Item.id) == col(Unit.item_pk))
-        .where(col(Unit.campaign_id) == campaign_id)
-    )
-    rows += [(u, pair_unit_key(a, b), i, f) for u, a, b, i, f in pairwise]
-    return sorted(rows)
-
-
 def _check_settings(spec: CampaignSpec) -> None:
     if not spec.name.strip():
         raise CampaignError("the campaign name is empty: give it a name")
@@ -254,3 +187,152 @@ def _check_settings(spec: CampaignSpec) -> None:
                 protocol_name=spec.protocol,
             )
         )
+
+
+def insert_units(
+    session: Session,
+    campaign_id: int,
+    dataset_id: int,
+    responses: list[Response],
+    spec: CampaignSpec,
+    protocol: Protocol,
+) -> int:
+    """Write the units of a new campaign (and the pairs they need); return how many.
+
+    Raises :class:`~data.storage.campaign_lookup.CampaignError` when no unit would result.
+    """
+    if protocol.is_pointwise:
+        units: list[dict[str, object]] = [
+            {"campaign_id": campaign_id, "item_pk": r.item_pk, "response_pk": r.id}
+            for r in responses
+        ]
+    else:
+        _check_pairable(responses)
+        units = _pair_units(session, campaign_id, dataset_id, responses, spec)
+    if not units:
+        raise CampaignError(_no_units_message(spec))
+    _bulk_insert(session, Unit, units)
+    return len(units)
+
+
+def _check_pairable(responses: list[Response]) -> None:
+    """Refuse response ids that could make two pairs share a unit key (``p:<a>|<b>``).
+
+    Imports refuse them (:mod:`schemas.ids`); a database filled before that rule may hold some.
+    """
+    for response in responses:
+        if PAIR_SEPARATOR in response.response_id:
+            raise CampaignError(
+                f"response {response.response_id!r} holds '|', which separates the two ids of "
+                "a pair (p:<a>|<b>), so two pairs could share a unit key: give it another id"
+            )
+
+
+def selected_responses(
+    session: Session, dataset_id: int, models: tuple[str, ...] | None
+) -> list[Response]:
+    """The dataset's responses (of ``models`` only, when given), by item and response id."""
+    query = (
+        select(Response)
+        .join(Item, col(Item.id) == col(Response.item_pk))
+        .where(Item.dataset_id == dataset_id)
+        .order_by(col(Item.id), col(Response.response_id))
+    )
+    if models:
+        query = query.where(col(Response.model).in_(models))
+    responses = list(session.exec(query))
+    if models:
+        missing = sorted(set(models) - {r.model for r in responses})
+        if missing:
+            raise CampaignError(
+                OptionText(
+                    "no responses of model(s) {missing} in this dataset; check the model names "
+                    "or drop them from {models}",
+                    missing=", ".join(missing),
+                )
+            )
+    return responses
+
+
+def _pair_units(
+    session: Session,
+    campaign_id: int,
+    dataset_id: int,
+    responses: list[Response],
+    spec: CampaignSpec,
+) -> list[dict[str, object]]:
+    selected = {r.id for r in responses}
+    existing = dataset_pairs(session, dataset_id)
+    if spec.pairs == "dataset":
+        pairs = [
+            p
+            for p in existing.values()
+            if p.source == "import" and p.response_a_pk in selected and p.response_b_pk in selected
+        ]
+        pairs.sort(key=lambda p: (p.item_pk, p.id))
+        return [{"campaign_id": campaign_id, "item_pk": p.item_pk, "pair_pk": p.id} for p in pairs]
+    wanted = _generate_pairs(responses, spec)
+    missing = [(i, a, b) for i, a, b in wanted if (a, b) not in existing and (b, a) not in existing]
+    if missing:
+        _bulk_insert(
+            session,
+            Pair,
+            [
+                {"item_pk": i, "response_a_pk": a, "response_b_pk": b, "source": "generated"}
+                for i, a, b in missing
+            ],
+        )
+        existing = dataset_pairs(session, dataset_id)
+    units: list[dict[str, object]] = []
+    for item_pk, a, b in wanted:
+        pair = existing.get((a, b)) or existing[(b, a)]
+        units.append({"campaign_id": campaign_id, "item_pk": item_pk, "pair_pk": pair.id})
+    return units
+
+
+def dataset_pairs(session: Session, dataset_id: int) -> dict[tuple[int, int], Pair]:
+    """The stored pairs of a dataset's items by ``(response a pk, response b pk)``: the one
+    look-up of a unit's pair, for new campaigns and for imported labels."""
+    query = (
+        select(Pair)
+        .join(Item, col(Item.id) == col(Pair.item_pk))
+        .where(Item.dataset_id == dataset_id)
+    )
+    return {(pair.response_a_pk, pair.response_b_pk): pair for pair in session.exec(query)}
+
+
+def _generate_pairs(responses: list[Response], spec: CampaignSpec) -> list[tuple[int, int, int]]:
+    """``(item pk, response a pk, response b pk)`` in canonical order (response ids sorted)."""
+    by_item: dict[int, list[Response]] = defaultdict(list)
+    for response in responses:
+        by_item[response.item_pk].append(response)
+    wanted: list[tuple[int, int, int]] = []
+    for item_pk in sorted(by_item):
+        ordered = sorted(by_item[item_pk], key=lambda r: r.response_id)
+        combos = list(itertools.combinations(ordered, 2))
+        if spec.pairs == "sample":
+            assert spec.pairs_per_item is not None
+            rng = random.Random(f"{spec.seed}:{item_pk}")
+            picked = sorted(rng.sample(range(len(combos)), min(spec.pairs_per_item, len(combos))))
+            combos = [combos[i] for i in picked]
+        wanted += [(item_pk, stored_id(a), stored_id(b)) for a, b in combos]
+    return wanted
+
+
+def _bulk_insert(session: Session, table: type[SQLModel], rows: list[dict[str, object]]) -> None:
+    session.connection().execute(insert(core_table(table)), rows)
+
+
+def _no_units_message(spec: CampaignSpec) -> str | OptionText:
+    what = f"dataset {spec.dataset!r}"
+    if spec.models:
+        what += " for models " + ", ".join(spec.models)
+    if spec.protocol == "pairwise" and spec.pairs == "dataset":
+        return OptionText(
+            "{what} has no imported pairs, so the campaign would have no units: use {pairs} all "
+            "or {pairs_per_item} to generate pairs from each item's responses",
+            what=what,
+        )
+    if spec.protocol == "pairwise":
+        return f"{what} has no item with two or more responses, so there are no pairs to compare"
+    return f"{what} has no responses, so the campaign would have no units: import responses first"

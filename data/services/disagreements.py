@@ -1,15 +1,14 @@
 """Disagreement review: the units where a judge and the human reference differ, and their causes.
 
-A unit is a *disagreement* of judge J when J's verdict and the reference differ by at least the
-campaign's threshold (pointwise: ``|mean of J's parsed scores − reference| ≥ threshold``) or, for
-pairwise campaigns, when at least half of J's parsed verdicts (shown orders and samples) differ
-from the reference label. Reviewers tag the cause from the campaign's taxonomy
-(:data:`schemas.disagreements.DEFAULT_TAXONOMY` unless the campaign sets its own), with a note.
-
-The reference is passed in, not computed here: its rule (adjudication, else the humans'
-consensus) belongs to :mod:`calibration`, which this package may not import. Callers get it from
-:func:`calibration.disagreement_tags.unit_references`, so the queue always uses the reference
-the calibration report uses, and tests can give any reference they like.
+Which units are a judge's *disagreements* is one rule, with the reference it compares with
+(adjudication, else the humans' consensus): both belong to :mod:`calibration`
+(:func:`calibration.disagreement.judge_disagreements`, METRICS.md "Disagreement"), which this
+package may not import. So the disagreements are passed in, found: the page's caller
+(:func:`annotate_app.disagreement_review.campaign_disagreements`) finds them on the campaign as
+its calibration report reads it, so the queue holds exactly the report's disagreements, in the
+report's order; this module adds the units' identity and their tags. Reviewers tag the cause
+from the campaign's taxonomy (:data:`schemas.disagreements.DEFAULT_TAXONOMY` unless the campaign
+sets its own), with a note. The campaign's threshold (pointwise) is a setting stored here.
 
 Tags are append-only like adjudications: a new tag on the same unit and judge retires the live
 one, and every tag is a ``disagreement.tag`` audit event written in the same transaction.
@@ -18,28 +17,31 @@ one, and every tag is a ``disagreement.tag`` audit event written in the same tra
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlmodel import Session, col, select
 
-from data.io.frames import campaign_judgements
-from data.services.admin import require_actor_role
-from data.services.campaigns import campaign_protocol, get_campaign, unit_key_map
 from data.services.monitor import unit_infos
+from data.services.roles import require_actor_role
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import campaign_protocol, get_campaign, unit_key_map
 from schemas.core import stored_id
-from schemas.disagreements import DEFAULT_TAXONOMY, DEFAULT_THRESHOLD_SHARE, TagRecord
+from schemas.disagreements import (
+    DEFAULT_TAXONOMY,
+    JudgeDisagreement,
+    TagRecord,
+    default_threshold,
+)
 from schemas.protocols import Protocol
-from schemas.tables import Campaign, DisagreementTag, Judgement, Unit, User
+from schemas.tables import Campaign, DisagreementTag, Unit, User
 
 REVIEWER_ROLES: tuple[str, ...] = ("reviewer", "admin")
 OPTIONS_KEY = "disagreement_review"
 """Where the settings live in ``campaign.options``."""
 MAX_CAUSES = 30
 MAX_CAUSE_LENGTH = 60
-_TOLERANCE = 1e-9  # a mean like 7.6 stored as 7.6000000000000005 still meets a 1.8 threshold
 
 
 class DisagreementError(ValueError):
@@ -81,7 +83,7 @@ def check_review_settings(
     if protocol.is_pointwise:
         width = protocol.scale_range
         if threshold is None:
-            threshold = round(DEFAULT_THRESHOLD_SHARE * width, 9)
+            threshold = default_threshold(protocol)
         elif not 0 < threshold <= width:
             raise DisagreementError(
                 f"the disagreement threshold is {threshold:g}, but it must be more than 0 and at "
@@ -157,73 +159,44 @@ def disagreement_queue(
     actor_id: int | None,
     campaign_id: int,
     judge: str,
-    reference: Mapping[str, float | str],
+    found: Sequence[JudgeDisagreement],
     *,
     include_tagged: bool = False,
 ) -> list[Disagreement]:
-    """The judge's disagreements with ``reference`` (unit key → score or A / B / tie), largest
-    gap first, then by unit key; tagged units only with ``include_tagged`` (reviewers, admins)."""
+    """The judge's disagreements ``found`` on the campaign's units, in their order (calibration's:
+    largest gap first, then unit key), each with its live tag; tagged units only with
+    ``include_tagged`` (reviewers, admins)."""
     require_actor_role(session, actor_id, *REVIEWER_ROLES)
-    campaign = get_campaign(session, campaign_id)
-    protocol = campaign_protocol(campaign)
-    settings = review_settings(campaign)
-    keys = unit_key_map(session, campaign_id)
-    verdicts: dict[int, list[float | str]] = {}
-    statement = campaign_judgements(
-        campaign, Judgement.score, Judgement.preference, unit_id=True
-    ).where(Judgement.judge == judge)
-    for unit_id, score, preference in session.exec(statement):
-        value = score if protocol.is_pointwise else preference
-        if value is not None and (protocol.is_pointwise or value in protocol.labels):
-            verdicts.setdefault(unit_id, []).append(value)
-    found: dict[int, tuple[str, str, float]] = {}
-    for unit_id, values in verdicts.items():
-        target = reference.get(keys.get(unit_id, ""))
-        if target is None:
-            continue
-        shown = _compare(protocol, values, target, settings.threshold)
-        if shown is not None:
-            found[unit_id] = shown
+    unit_ids = {key: unit_id for unit_id, key in unit_key_map(session, campaign_id).items()}
+    others = sorted({entry.judge for entry in found} - {judge})
+    unknown = sorted({entry.unit_key for entry in found} - set(unit_ids))
+    if others or unknown:
+        raise ValueError(
+            f"disagreements of judge(s) {others} or on unit(s) {unknown[:3]} are not those of "
+            f"{judge} on campaign #{campaign_id}"
+        )
     causes = _live_causes(session, campaign_id, judge)
-    wanted = [u for u in found if include_tagged or u not in causes]
-    infos = unit_infos(session, campaign_id, wanted)
-    entries = [
+    wanted = [
+        (unit_ids[entry.unit_key], entry)
+        for entry in found
+        if include_tagged or unit_ids[entry.unit_key] not in causes
+    ]
+    infos = unit_infos(session, campaign_id, [unit_id for unit_id, _ in wanted])
+    return [
         Disagreement(
             campaign_id,
             unit_id,
-            infos[unit_id].unit_key,
+            entry.unit_key,
             infos[unit_id].item_id,
             infos[unit_id].task,
             judge,
-            *found[unit_id],
+            entry.judge_value,
+            entry.reference_value,
+            entry.gap,
             causes.get(unit_id),
         )
-        for unit_id in wanted
+        for unit_id, entry in wanted
     ]
-    return sorted(entries, key=lambda entry: (-entry.gap, entry.unit_key))
-
-
-def _compare(
-    protocol: Protocol, values: list[float | str], target: float | str, threshold: float | None
-) -> tuple[str, str, float] | None:
-    """(judge shown, reference shown, gap) when the verdicts disagree with ``target``, else None."""
-    if protocol.is_pointwise:
-        mean = sum(float(v) for v in values) / len(values)
-        gap = abs(mean - float(target))
-        assert threshold is not None
-        if gap < threshold - _TOLERANCE:
-            return None
-        return f"{mean:.4g}", f"{float(target):.4g}", gap
-    gap = sum(v != target for v in values) / len(values)
-    if gap < 0.5:
-        return None
-    counts = Counter(values)
-    shown = (
-        str(values[0])
-        if len(counts) == 1
-        else " ".join(f"{label}×{counts[label]}" for label in protocol.labels if counts[label])
-    )
-    return shown, str(target), gap
 
 
 def _live_causes(session: Session, campaign_id: int, judge: str) -> dict[int, str]:

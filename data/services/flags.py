@@ -12,8 +12,8 @@ from datetime import datetime
 from sqlmodel import Session, col, select
 
 from data.services.adjudication import REVIEWER_ROLES, AdjudicationError
-from data.services.admin import require_actor_role
 from data.services.monitor import UnitInfo, unit_infos
+from data.services.roles import require_actor_role
 from data.storage.audit import record_event
 from schemas.core import stored_id
 from schemas.tables import Campaign, Flag, Unit, User, utcnow

@@ -31,14 +31,10 @@ from sqlmodel import Session, col, func, select
 from data.io.importers.errors import InvalidFile, InvalidRecord, Problems
 from data.io.importers.sources import read_json_lines
 from data.queue import gold as queue_gold
-from data.services.admin import apply_campaign_changes, require_actor_role
-from data.services.campaigns import (
-    CampaignError,
-    campaign_protocol,
-    get_campaign,
-    unit_keys,
-)
+from data.services.admin import apply_campaign_changes
+from data.services.roles import require_actor_role
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import CampaignError, campaign_protocol, get_campaign, unit_keys
 from schemas.core import stored_id
 from schemas.intervals import wilson_interval
 from schemas.tables import (

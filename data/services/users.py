@@ -1,17 +1,24 @@
-"""User accounts: create, re-role, disable, reset passwords. Passwords are argon2-hashed."""
+"""User accounts: create, re-role, disable, reset passwords, end sessions. Passwords are
+argon2-hashed.
+
+A password reset and a disabled account end the account's open login sessions here, in the
+function that makes the change, so every caller (the *Users* page through
+:mod:`data.services.admin`, ``critiquelab users reset-password``) gets the same effect.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from data.storage.audit import record_event
 from schemas.core import stored_id
-from schemas.tables import ROLES, User, utcnow
+from schemas.tables import ROLES, AuthSession, User, utcnow
 
 _hasher = PasswordHasher()
 USER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -31,6 +38,14 @@ class UserRecord:
     role: str
     active: bool
     synthetic: bool
+
+
+@dataclass(frozen=True)
+class PasswordReset:
+    """A reset password: the account, and how many of its login sessions it ended."""
+
+    user: UserRecord
+    sessions_ended: int
 
 
 def to_record(user: User) -> UserRecord:
@@ -125,10 +140,13 @@ def set_role(session: Session, name: str, role: str, *, actor_id: int | None) ->
 
 
 def set_active(session: Session, name: str, active: bool, *, actor_id: int | None) -> UserRecord:
+    """Enable or disable ``name``; disabling ends its open login sessions."""
     user = require_user(session, name)
     before = user.active
     user.active = active
     session.add(user)
+    if not active:
+        revoke_sessions(session, stored_id(user))
     record_event(
         session,
         actor_id=actor_id,
@@ -142,20 +160,35 @@ def set_active(session: Session, name: str, active: bool, *, actor_id: int | Non
 
 def reset_password(
     session: Session, name: str, password: str, *, actor_id: int | None
-) -> UserRecord:
-    """Set a new password for ``name``; failed logins before now no longer lock the name
-    (:mod:`data.services.auth`)."""
+) -> PasswordReset:
+    """Set a new password for ``name`` and end its open login sessions; failed logins before now
+    no longer lock the name (:mod:`data.services.auth`). One ``user.password_reset`` audit event
+    (never the password)."""
     _check_password(password)
     user = require_user(session, name)
     user.password_hash = hash_password(password)
     user.password_changed_at = utcnow()
     session.add(user)
+    ended = revoke_sessions(session, stored_id(user))
     record_event(
         session,
         actor_id=actor_id,
         action="user.password_reset",
         entity="user_account",
         entity_id=stored_id(user),
-        detail={},
+        detail={"sessions_ended": ended},
     )
-    return to_record(user)
+    return PasswordReset(to_record(user), ended)
+
+
+def revoke_sessions(session: Session, user_id: int, *, now: datetime | None = None) -> int:
+    """End every open login session of the user; how many were open."""
+    live = session.exec(
+        select(AuthSession).where(
+            AuthSession.user_id == user_id, col(AuthSession.revoked_at).is_(None)
+        )
+    ).all()
+    for auth_session in live:
+        auth_session.revoked_at = now or utcnow()
+        session.add(auth_session)
+    return len(live)

@@ -16,8 +16,9 @@ import data.services.users
 from annotate_app.auth import TOKEN_KEY, USER_KEY
 from annotate_app.navigation import APP_DIR, PAGES, pages_for
 from annotate_app.text import escape_markdown
-from data.services.campaigns import CampaignSpec, create_campaign, get_campaign
+from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.users import UserRecord, create_user, set_active
+from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import session_scope
 from schemas.tables import AuthSession, Dataset, Item, Response
 

@@ -12,9 +12,9 @@ from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR, page_available
 from annotate_app.text import escape_markdown, safe_markdown
 from data.io.judgements import insert_judgements
-from data.services.campaigns import unit_key_map
 from data.services.users import to_record
 from data.storage.audit import list_events
+from data.storage.campaign_lookup import unit_key_map
 from data.storage.engine import session_scope
 from schemas.disagreements import DEFAULT_TAXONOMY
 from schemas.tables import DisagreementTag, Judgement, User
@@ -88,6 +88,11 @@ def test_reviewer_sees_rationales_as_text_tags_and_gets_the_next_disagreement(wo
         "r:ds-item-0/m1 · judge 9 · reference 3",
         "r:ds-item-0/m2 · judge 3 · reference 7",
     ]
+    assert at.caption[0].value == escape_markdown(
+        "2 untagged of the 2 disagreements the calibration report counts: units where "
+        "|gpt − reference| ≥ 1.8, over its parsed verdicts in every shown order and sample; 3 "
+        "units have a reference (adjudicated label, else the humans' consensus)."
+    )
     shown = [m.value for m in at.markdown]
     assert safe_markdown("<img src=x>") in shown and safe_markdown("$x$ looks [fine](u)") in shown
     assert [c.value for c in at.code] == ["<b>Rating</b>"]

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from data import queue
-from data.services.campaigns import unit_key_map
 from data.services.gold import change_standing
+from data.storage.campaign_lookup import unit_key_map
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.tables import Annotation, Judgement, Unit

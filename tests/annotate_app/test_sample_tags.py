@@ -11,13 +11,13 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from annotate_app.disagreement_review import campaign_reference, open_disagreements, tag_summaries
+from annotate_app.disagreement_review import disagreement_entries, open_disagreements, tag_summaries
 from data.io.frames import campaign_judges
 from data.sample import build_sample_project
 from data.sample.tags import TAGGED_CAMPAIGN, TAGS_PER_JUDGE
-from data.services.campaigns import get_campaign
 from data.services.disagreements import campaign_tags, tag_disagreement
 from data.services.users import get_user
+from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import AuditEvent, DisagreementTag
 
@@ -38,7 +38,7 @@ def _count(engine: Engine, table: type) -> int:
 
 
 def test_demo_build_tags_disagreements_through_the_review_queue(any_engine: Engine) -> None:
-    summary = build_sample_project(any_engine, references=campaign_reference)
+    summary = build_sample_project(any_engine, disagreements=disagreement_entries)
     with session_scope(any_engine) as session:
         campaign = get_campaign(session, TAGGED_CAMPAIGN)
         judges = campaign_judges(session, campaign.id)
@@ -60,18 +60,18 @@ def test_demo_build_tags_disagreements_through_the_review_queue(any_engine: Engi
     shown = {row.judge: row.tagged for row in tag_summaries(any_engine, TAGGED_CAMPAIGN)}
     assert shown == dict.fromkeys(judges, TAGS_PER_JUDGE)
 
-    again = build_sample_project(any_engine, references=campaign_reference)
+    again = build_sample_project(any_engine, disagreements=disagreement_entries)
     assert not again.created and again.added_tags == 0
     assert again.disagreement_tags == len(tags) == _count(any_engine, DisagreementTag)
 
 
 def test_tags_are_seeded_and_need_the_reference(tmp_path: Path) -> None:
     built = []
-    for name, references in (("one", campaign_reference), ("two", campaign_reference),
-                             ("plain", None)):  # fmt: skip
+    for name, reader in (("one", disagreement_entries), ("two", disagreement_entries),
+                         ("plain", None)):  # fmt: skip
         engine = make_engine(f"sqlite:///{tmp_path / name}.db")
         upgrade_database(engine)
-        build_sample_project(engine, data_dir=tmp_path / f"{name}_files", references=references)
+        build_sample_project(engine, data_dir=tmp_path / f"{name}_files", disagreements=reader)
         built.append(_tags(engine))
         engine.dispose()
     assert built[0] and built[0] == built[1]
@@ -90,7 +90,7 @@ def test_a_reviewers_own_tag_keeps_the_judge_out_of_the_synthetic_tags(engine: E
     entry = open_disagreements(engine, reviewer.id, campaign.id, first, include_tagged=False)
     with session_scope(engine) as session:
         tag_disagreement(session, reviewer.id, entry.entries[0], cause="human error")
-    summary = build_sample_project(engine, references=campaign_reference)
+    summary = build_sample_project(engine, disagreements=disagreement_entries)
     assert summary.added_tags == TAGS_PER_JUDGE  # only the untagged judge
     with session_scope(engine) as session:
         per_judge = dict(

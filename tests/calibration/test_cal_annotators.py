@@ -17,6 +17,7 @@ from calibration.dawid_skene import dawid_skene
 from calibration.mace import mace, ordinal_kernel, ordinal_mace, random_answer_evidence
 from calibration.reference import human_reference
 from calibration.scale import Scale
+from calibration.units import human_rater_names
 from schemas.protocols import PAIRWISE, get_protocol
 
 nan = np.nan
@@ -367,3 +368,19 @@ def test_a_continuous_scale_has_no_latent_model():
     table = annotator_reliability(matrix, ["a", "b"], scale=Scale.of(protocol), bootstrap=0)
     assert table.model is None and np.isnan(table.rows[0].competence)
     assert table.rows[0].qwk is None and table.rows[0].mae is not None
+
+
+def test_human_rater_names_map_account_names_to_the_frames_raters() -> None:
+    """The one login → ``annotator:<login>`` mapping of the CLI and the pages."""
+    raters = ["annotator:ann1", "annotator:both", "both"]
+    frame = pd.DataFrame(
+        {"rater": [*raters, "judge-x"], "kind": ["human"] * 3 + ["model"], "unit": "u"}
+    )
+    given = ["ann1", "annotator:ann1", "both", "judge-x", "nobody"]
+    assert human_rater_names(frame, given) == (
+        "annotator:ann1",
+        "annotator:ann1",
+        "both",  # a rater of that very name wins over the account name
+        "judge-x",  # not a human rater: kept as given
+        "nobody",  # unknown: kept, for calibration to name it
+    )

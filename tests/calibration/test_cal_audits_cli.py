@@ -37,7 +37,7 @@ def test_list_detection():
 def test_sample_records_usage_and_latency_for_every_judgement(sample):
     url, engine = sample
     with session_scope(engine) as session:
-        from data.services.campaigns import get_campaign
+        from data.storage.campaign_lookup import get_campaign
 
         campaign = get_campaign(session, PAIRWISE)
         usage = campaign_judgement_usage(session, campaign.id)

@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
 from data.io.frames import campaign_judgement_frame, unit_content
-from data.services.campaigns import get_campaign
 from data.services.users import create_user
+from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import session_scope
 from tests.calibration.conftest import sample_database
 

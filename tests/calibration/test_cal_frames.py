@@ -19,7 +19,7 @@ from data.io.frames import (
     campaign_rationales,
     campaign_reference_overrides,
 )
-from data.services.campaigns import CampaignNotFound, get_campaign
+from data.storage.campaign_lookup import CampaignNotFound, get_campaign
 from data.storage.engine import session_scope
 from schemas.protocols import ALIGNMMBENCH, PAIRWISE
 from schemas.records import JUDGEMENT_FRAME_COLUMNS

@@ -24,8 +24,8 @@ from annotate_app.cli.main import app
 from calibration import CalibrationOptions, calibrate
 from calibration.result import CalibrationResult, schema_text
 from data.io.campaign_input import read_calibration_input
-from data.services.campaigns import get_campaign
 from data.services.monitor import human_rating_matrices
+from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import session_scope
 from tests.calibration.conftest import sample_database
 

@@ -14,8 +14,8 @@ from annotate_app.campaign_calibration import calibrate_campaign, load_campaign
 from annotate_app.navigation import APP_DIR
 from calibration import CalibrationInputError
 from data.io.campaign_input import campaign_version
-from data.services.campaigns import get_campaign
 from data.services.users import create_user
+from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import read_scope, session_scope
 from schemas.tables import Judgement
 from tests.calibration.conftest import sample_database

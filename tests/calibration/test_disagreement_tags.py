@@ -5,16 +5,14 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
-import pandas as pd
 import pytest
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from calibration.disagreement_tags import summarise_tags, unit_references
+from calibration.disagreement_tags import summarise_tags
 from calibration.report_tags import tags_section
 from schemas.disagreements import TagRecord
 from schemas.intervals import wilson_interval
-from schemas.protocols import get_protocol
 
 
 @pytest.mark.parametrize(
@@ -68,30 +66,6 @@ def test_summary_counts_each_cause_with_an_interval_over_the_judges_units():
         )
     lenient = gpt.causes[1]
     assert [t.unit_key for t in lenient.examples] == ["u6", "u5"]  # two, largest gap first
-
-
-def test_unit_references_are_calibrations_reference():
-    frame = pd.DataFrame(
-        {
-            "unit": ["r:a", "r:a", "r:b", "r:b", "r:c"],
-            "rater": ["annotator:x", "annotator:y", "annotator:x", "annotator:y", "gpt"],
-            "kind": ["human", "human", "human", "human", "model"],
-            "value": [4, 7, 2, 3, 9],
-        }
-    )
-    protocol = get_protocol("alignmmbench")
-    assert unit_references(frame, protocol) == {"r:a": 5.5, "r:b": 2.5}
-    assert unit_references(frame, protocol, overrides={"r:b": 9}) == {"r:a": 5.5, "r:b": 9.0}
-    pairs = pd.DataFrame(
-        {
-            "unit": ["p:1|2", "p:1|2", "p:3|4", "p:3|4", "p:3|4"],
-            "rater": ["annotator:x", "annotator:y", "annotator:x", "annotator:y", "annotator:z"],
-            "kind": "human",
-            "value": ["A", "B", "B", "B", "A"],
-        }
-    )
-    # a split vote is a tie under the default no-majority rule
-    assert unit_references(pairs, get_protocol("pairwise")) == {"p:1|2": "tie", "p:3|4": "B"}
 
 
 def test_report_section_escapes_every_stored_text():

@@ -9,23 +9,24 @@ from sqlalchemy.engine import Engine
 from data.io.critic_io import (
     annotated_units,
     cached_outputs,
-    campaign_info,
     campaign_units,
     judged_keys,
     store_cached_output,
     store_judgements,
 )
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import session_scope
+from schemas.core import stored_id
 from schemas.tables import Judgement
 
 
 def test_units_labels_judgements_and_cache(any_engine: Engine) -> None:
     build_annotated_campaigns(any_engine)
     with session_scope(any_engine) as session:
-        info = campaign_info(session, "pairs")
-        units = campaign_units(session, info.id)
-        annotated = annotated_units(session, campaign_info(session, "amb").id)
-    assert info.protocol.name == "pairwise" and len(units) == 6
+        pairs = get_campaign(session, "pairs")
+        units = campaign_units(session, stored_id(pairs))
+        annotated = annotated_units(session, stored_id(get_campaign(session, "amb")))
+        assert campaign_protocol(pairs).name == "pairwise" and len(units) == 6
     first = units[0]
     assert first.unit_key == "p:item-0/model-x|item-0/model-y"
     assert [r.response_id for r in first.responses] == ["item-0/model-x", "item-0/model-y"]
@@ -64,8 +65,8 @@ def test_a_campaign_is_read_without_a_parameter_per_unit(engine: Engine) -> None
     event.listen(engine, "connect", few_parameters)
     engine.dispose()  # new connections, each with the lowered limit
     with session_scope(engine) as session:
-        pairs = campaign_units(session, campaign_info(session, "pairs").id)
-        annotated = annotated_units(session, campaign_info(session, "amb").id)
+        pairs = campaign_units(session, stored_id(get_campaign(session, "pairs")))
+        annotated = annotated_units(session, stored_id(get_campaign(session, "amb")))
     assert len(pairs) == 6 and len(annotated) == 12
     assert [r.response_id for r in pairs[0].responses] == ["item-0/model-x", "item-0/model-y"]
     assert [label.annotator for label in annotated[0].labels] == ["alice", "bob", "carol"]

@@ -16,7 +16,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from calibration.cost import judge_costs
-from critic.head import _group_folds, fit_head, load_head, record_class, record_distribution
+from critic.classifier_head import load_head
+from critic.head import _group_folds, fit_head, record_class, record_distribution
 from critic.head_features import HeadSetupError, prompt_features
 from critic.judging import plan_jobs
 from critic.local import GenerationOptions, encode_prompt, verdict_probabilities
@@ -24,10 +25,13 @@ from critic.modeling import inference_dtype, load_base_model, load_critic
 from critic.prompts import SHOWN_VERDICTS, builtin_template
 from critic.score import ScoreOptions, score_campaign, split_unit_keys
 from critic.sft import SftOptions, SftRecord, export_campaign_sft, read_sft
-from critic.training import TrainConfig, train_critic
-from data.io.critic_io import campaign_info, campaign_units, image_resolver
+from critic.train_config import TrainConfig
+from critic.training import train_critic
+from data.io.critic_io import campaign_units, image_resolver
 from data.io.judge_facts import campaign_judgement_usage
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import session_scope
+from schemas.core import stored_id
 from schemas.protocols import to_shown
 from schemas.tables import Annotation, Judgement, Unit, User
 
@@ -39,12 +43,12 @@ def _rows(engine: Engine, judge: str) -> list[Judgement]:
 
 def _pair_prompts(engine: Engine, both_orders: bool = False):  # type: ignore[no-untyped-def]
     with session_scope(engine) as session:
-        info = campaign_info(session, "pairs")
-        units = campaign_units(session, info.id)
+        found = get_campaign(session, "pairs")
+        units, protocol = campaign_units(session, stored_id(found)), campaign_protocol(found)
     template = builtin_template("pairwise")
     jobs = plan_jobs(
         units,
-        info.protocol,
+        protocol,
         template,
         vision=False,
         resolve_image=image_resolver(engine),
@@ -110,7 +114,7 @@ def test_preference_probs_and_debiased_judge(
     # per pair), also when only they are asked for.
     with session_scope(engine) as session:
         usage = campaign_judgement_usage(
-            session, campaign_info(session, "pairs").id, judges=["gen-probs", "gen-debiased"]
+            session, stored_id(get_campaign(session, "pairs")), judges=["gen-probs", "gen-debiased"]
         )
     gen, probs, debiased = judge_costs(usage, judges=["gen", "gen-probs", "gen-debiased"])
     assert gen.n_units == 6 and gen.n_calls == gen.n_units_tokens * 2 == gen.n_units_time * 2

@@ -28,8 +28,10 @@ from critic.modeling import load_critic
 from critic.parsing import parse_judgement
 from critic.prompts import builtin_template, load_template
 from critic.score import ScoreOptions, score_campaign
-from data.io.critic_io import campaign_info, campaign_units, image_resolver
+from data.io.critic_io import campaign_units, image_resolver
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import session_scope
+from schemas.core import stored_id
 from schemas.protocols import ALIGNMMBENCH, PAIRWISE, to_canonical
 from schemas.tables import PARSE_STATUSES, Judgement
 
@@ -46,11 +48,9 @@ def _judgements(engine: Engine, judge: str) -> list[Judgement]:
 
 def _prompts(engine: Engine, template, campaign: str = "amb"):  # type: ignore[no-untyped-def]
     with session_scope(engine) as session:
-        info = campaign_info(session, campaign)
-        units = campaign_units(session, info.id)
-    jobs = plan_jobs(
-        units, info.protocol, template, vision=False, resolve_image=image_resolver(engine)
-    )
+        found = get_campaign(session, campaign)
+        units, protocol = campaign_units(session, stored_id(found)), campaign_protocol(found)
+    jobs = plan_jobs(units, protocol, template, vision=False, resolve_image=image_resolver(engine))
     return [job.prompt for job in jobs]
 
 
@@ -267,12 +267,10 @@ def test_mmie_follows_the_released_judge_image_limits(engine: Engine, tiny_llava
 
 def test_runner_keeps_finished_chunks_when_ask_fails(engine: Engine, campaigns: dict) -> None:
     with session_scope(engine) as session:
-        info = campaign_info(session, "amb")
-        units = campaign_units(session, info.id)
+        found = get_campaign(session, "amb")
+        units, protocol = campaign_units(session, stored_id(found)), campaign_protocol(found)
     template = builtin_template("alignmmbench", "en")
-    jobs = plan_jobs(
-        units, info.protocol, template, vision=False, resolve_image=image_resolver(engine)
-    )
+    jobs = plan_jobs(units, protocol, template, vision=False, resolve_image=image_resolver(engine))
     asked: list[int] = []
 
     def ask(chunk):  # type: ignore[no-untyped-def]
@@ -280,11 +278,11 @@ def test_runner_keeps_finished_chunks_when_ask_fails(engine: Engine, campaigns: 
         if len(asked) == 3:
             raise RuntimeError("the judge went away")
         rows = [
-            judgement_row(job, judge="j", protocol=info.protocol, raw_output='{"Rating": 4}')
+            judgement_row(job, judge="j", protocol=protocol, raw_output='{"Rating": 4}')
             for job in chunk
         ]
         return Answered(rows)
 
     with pytest.raises(RuntimeError, match="went away"):
-        run_jobs(engine, jobs, ask, judge="j", protocol=info.protocol, chunk_size=5)
+        run_jobs(engine, jobs, ask, judge="j", protocol=protocol, chunk_size=5)
     assert asked == [5, 5, 2] and len(_judgements(engine, "j")) == 10  # two whole chunks

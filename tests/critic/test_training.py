@@ -16,7 +16,9 @@ from sqlalchemy.engine import Engine
 from critic.modeling import load_base_model, load_critic
 from critic.prompts import load_template
 from critic.sft import SftOptions, export_campaign_sft
-from critic.training import TrainConfig, TrainingSetupError, train_critic
+from critic.train_config import TrainConfig
+from critic.train_result import TrainingSetupError
+from critic.training import train_critic
 
 
 def _export(engine: Engine, tmp_path: Path, *, vision: bool = False) -> Path:
@@ -191,7 +193,7 @@ def test_bf16_on_a_cpu_is_mixed_precision_over_float32_weights(
     data = _export(engine, tmp_path)
 
     def trained(name: str, *, bf16: bool, cpu_bf16: bool) -> tuple[dict, dict]:
-        monkeypatch.setattr("critic.training.cpu_has_bf16", lambda: cpu_bf16)
+        monkeypatch.setattr("critic.fine_tune.cpu_has_bf16", lambda: cpu_bf16)
         config = _config(data, tiny_llama, tmp_path / name, bf16=bf16, max_steps=3, evaluate=False)
         final = train_critic(config).final_dir
         info = json.loads((final / "critic.json").read_text())

@@ -12,16 +12,16 @@ from sqlalchemy.engine import Engine
 from transformers import Trainer, TrainingArguments
 
 from critic.collate import IGNORE_INDEX, CriticCollator
-from critic.modeling import load_base_model
-from critic.prompts import load_template
-from critic.sft import SftOptions, export_campaign_sft, read_sft
-from critic.training import (
+from critic.fine_tune import (
     AnswerLogitsTrainer,
     ConversationDataset,
-    TrainConfig,
     _with_lora,
     accepts_logits_to_keep,
 )
+from critic.modeling import load_base_model
+from critic.prompts import load_template
+from critic.sft import SftOptions, export_campaign_sft, read_sft
+from critic.train_config import TrainConfig
 
 
 def _dataset(

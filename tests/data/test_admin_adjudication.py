@@ -17,8 +17,8 @@ from data.services.adjudication import (
     adjudication_queue,
     unit_review,
 )
-from data.services.admin import PermissionDenied
 from data.services.flags import list_flags, resolve_flag
+from data.services.roles import PermissionDenied
 from data.storage.audit import list_events
 from data.storage.engine import session_scope
 from schemas.protocols import InvalidJudgement
@@ -87,7 +87,8 @@ def test_unit_review_shows_answers_judges_and_rulings(world):
         )
         adjudicate(session, people["rita"], unit.id, score=7, note="The sign is legible.")
         review = unit_review(session, unit.id)
-    assert review.unit_key == "r:ds-item-0/m1" and review.item_id == "ds-item-0"
+    assert review.content.unit_key == "r:ds-item-0/m1"
+    assert review.content.item.item_id == "ds-item-0"
     assert review.protocol.name == "alignmmbench"
     assert [(a.annotator, a.score, a.rationale) for a in review.answers] == [
         ("ann", 8, "Reads it right."),
@@ -96,7 +97,7 @@ def test_unit_review_shows_answers_judges_and_rulings(world):
     assert [(j.judge, j.score, j.raw_output) for j in review.judges] == [
         ("gpt-4", 6, '{"Rating": 6}')
     ]
-    assert review.responses[0].response_id == "ds-item-0/m1"
+    assert review.content.responses[0].response_id == "ds-item-0/m1"
     assert review.live_adjudication.score == 7
     assert review.live_adjudication.reviewer == "rita"
 

@@ -11,7 +11,6 @@ from sqlmodel import select
 
 from data.services.admin import (
     CampaignSettingsError,
-    PermissionDenied,
     add_account,
     campaign_settings,
     change_active,
@@ -19,10 +18,10 @@ from data.services.admin import (
     change_password,
     change_role,
     create_campaign_as,
-    require_actor_role,
     update_campaign_settings,
 )
 from data.services.campaigns import CampaignSpec
+from data.services.roles import PermissionDenied, require_actor_role
 from data.services.users import UserError, get_user, password_matches
 from data.storage.audit import list_events
 from data.storage.engine import session_scope
@@ -176,9 +175,13 @@ def test_disabling_an_account_ends_its_login_sessions(world):
 def test_password_reset_replaces_the_hash_and_never_logs_the_password(world):
     engine, people, _ = world
     with session_scope(engine) as session:
-        change_password(session, people["root"], "bob", "brand new secret")
+        session.add(AuthSession(token_hash="abc", user_id=people["bob"], expires_at=utcnow()))
+    with session_scope(engine) as session:
+        reset = change_password(session, people["root"], "bob", "brand new secret")
+    assert reset.sessions_ended == 1
     with session_scope(engine) as session:
         assert password_matches(get_user(session, "bob").password_hash, "brand new secret")
+        assert session.exec(select(AuthSession)).one().revoked_at is not None
         event = list_events(session, action_prefix="user.password_reset")[0]
         assert "brand new secret" not in str(event.detail)
 

@@ -25,7 +25,7 @@ from data.io.uploads import (
     safe_file_name,
     upload_folder,
 )
-from data.services.admin import PermissionDenied
+from data.services.roles import PermissionDenied
 from data.storage.audit import list_events
 from data.storage.engine import session_scope
 from schemas.tables import Dataset, Item, Judgement, Response

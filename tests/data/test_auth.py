@@ -24,6 +24,7 @@ from data.services.auth import (
     user_for_token,
 )
 from data.services.users import create_user, reset_password, set_active
+from data.storage.audit import list_events
 from data.storage.engine import session_scope
 from schemas.tables import AuthSession, LoginAttempt, utcnow
 
@@ -157,6 +158,28 @@ def test_disabling_an_account_ends_its_sessions(ann: Engine) -> None:
         set_active(session, "ann", False, actor_id=None)
     with session_scope(ann) as session:
         assert user_for_token(session, token, now=T0 + timedelta(minutes=1)) is None
+        # revoked, not only refused while disabled: enabling the account does not revive it
+        assert session.exec(select(AuthSession)).one().revoked_at is not None
+
+
+def test_a_password_reset_ends_every_open_session_and_counts_them(ann: Engine) -> None:
+    """The one reset that the Users page (``change_password``) and ``users reset-password``
+    both call: every open session ends, an already ended one is not counted again."""
+    tokens = [_login(ann, PASSWORD, T0 + timedelta(seconds=i)).token for i in range(3)]
+    assert all(tokens)
+    with session_scope(ann) as session:
+        assert logout(session, str(tokens[0]), now=T0 + timedelta(minutes=1))
+    with session_scope(ann) as session:
+        reset = reset_password(session, "ann", "a brand new password", actor_id=None)
+    assert reset.user.name == "ann" and reset.sessions_ended == 2
+    with session_scope(ann) as session:
+        for token in tokens:
+            assert user_for_token(session, str(token), now=T0 + timedelta(minutes=2)) is None
+        revoked = [row.revoked_at for row in session.exec(select(AuthSession))]
+        event = list_events(session, action_prefix="user.password_reset")[0]
+    assert all(moment is not None for moment in revoked)
+    assert event.detail == {"sessions_ended": 2}
+    assert _login(ann, "a brand new password", utcnow() + timedelta(seconds=1)).ok
 
 
 # --- the lockout policy (data/services/auth.py, docs/RELIABILITY.md) -----------------------------

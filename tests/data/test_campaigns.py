@@ -11,14 +11,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from data.services.campaign_progress import campaign_progress
-from data.services.campaigns import (
-    CampaignError,
-    CampaignSpec,
-    create_campaign,
-    get_campaign,
-    unit_key_map,
-)
+from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.users import create_user
+from data.storage.campaign_lookup import CampaignError, get_campaign, unit_key_map
 from data.storage.engine import session_scope
 from schemas.tables import (
     Annotation,

@@ -9,10 +9,11 @@ import pytest
 from admin_factory import add_campaign, add_dataset, add_people, units_of
 from sqlmodel import select
 
+from calibration import CalibrationOptions
+from calibration.analysis import find_disagreements
 from data.io.exporters.tags import TAG_COLUMNS, export_disagreement_tags
+from data.io.frames import campaign_judgement_frame
 from data.io.judgements import insert_judgements
-from data.services.admin import PermissionDenied
-from data.services.campaigns import unit_key_map
 from data.services.disagreements import (
     DisagreementError,
     campaign_tags,
@@ -21,11 +22,25 @@ from data.services.disagreements import (
     set_review_settings,
     tag_disagreement,
 )
+from data.services.roles import PermissionDenied
 from data.storage.audit import list_events
+from data.storage.campaign_lookup import campaign_protocol, unit_key_map
 from data.storage.engine import session_scope
 from schemas.csv_cells import restored
 from schemas.disagreements import DEFAULT_TAXONOMY
 from schemas.tables import AuditEvent, Campaign, DisagreementTag, Judgement, Unit
+
+
+def _found(session, campaign_id: int, reference: dict, judge: str = "gpt"):
+    """The judge's disagreements with ``reference`` (unit key → label, given as adjudications)
+    under calibration's rule and the campaign's threshold, as the page's caller finds them."""
+    campaign = session.get(Campaign, campaign_id)
+    options = CalibrationOptions(
+        protocol=campaign_protocol(campaign),
+        disagreement_threshold=review_settings(campaign).threshold,
+    )
+    frame = campaign_judgement_frame(session, campaign_id)
+    return find_disagreements(frame, options, judge, overrides=reference).entries
 
 
 def _judge(session, unit: Unit, name: str, *, score=None, preference=None, order="AB", sample=0):
@@ -68,7 +83,9 @@ def test_queue_holds_gaps_of_at_least_the_threshold_largest_first(pointwise):
     engine, people, campaign_id, ids, reference = pointwise
     with session_scope(engine) as session:
         settings = review_settings(session.get(Campaign, campaign_id))
-        queue = disagreement_queue(session, people["rita"], campaign_id, "gpt", reference)
+        queue = disagreement_queue(
+            session, people["rita"], campaign_id, "gpt", _found(session, campaign_id, reference)
+        )
     # default threshold: 20% of the 1–10 scale's width = 1.8 points; 1.7 stays out
     assert settings.threshold == 1.8 and settings.taxonomy == DEFAULT_TAXONOMY
     assert [(e.unit_id, round(e.gap, 6), e.judge_value, e.reference_value) for e in queue] == [
@@ -86,7 +103,9 @@ def test_a_campaign_threshold_changes_the_queue_and_is_audited(pointwise):
             session, people["root"], campaign_id, threshold=3, taxonomy=["too harsh", "other"]
         )
     with session_scope(engine) as session:
-        queue = disagreement_queue(session, people["rita"], campaign_id, "gpt", reference)
+        queue = disagreement_queue(
+            session, people["rita"], campaign_id, "gpt", _found(session, campaign_id, reference)
+        )
         events = list_events(session, action_prefix="campaign.update")
     assert settings.threshold == 3 and settings.taxonomy == ("too harsh", "other")
     assert [e.unit_id for e in queue] == [ids[3], ids[0]]
@@ -124,7 +143,9 @@ def test_pairwise_disagreement_is_a_verdict_off_the_reference_label(engine):
         _judge(session, units[1], "gpt", preference="B")  # against the reference
         _judge(session, units[2], "gpt", preference="A")  # agrees
         reference = {keys[u.id]: "A" for u in units}
-        queue = disagreement_queue(session, people["rita"], campaign.id, "gpt", reference)
+        queue = disagreement_queue(
+            session, people["rita"], campaign.id, "gpt", _found(session, campaign.id, reference)
+        )
         with pytest.raises(DisagreementError, match="a pairwise campaign has no disagreement"):
             set_review_settings(session, people["root"], campaign.id, threshold=1, taxonomy=None)
     assert [(e.unit_id, e.judge_value, e.reference_value, e.gap) for e in queue] == [
@@ -136,7 +157,9 @@ def test_pairwise_disagreement_is_a_verdict_off_the_reference_label(engine):
 def test_a_tag_and_its_audit_event_are_one_transaction(pointwise):
     engine, people, campaign_id, ids, reference = pointwise
     with session_scope(engine) as session:
-        entry = disagreement_queue(session, people["rita"], campaign_id, "gpt", reference)[0]
+        entry = disagreement_queue(
+            session, people["rita"], campaign_id, "gpt", _found(session, campaign_id, reference)
+        )[0]
     with pytest.raises(RuntimeError), session_scope(engine) as session:
         tag_disagreement(session, people["rita"], entry, cause="too lenient", note="Kind.")
         raise RuntimeError("the request dies before the commit")
@@ -161,15 +184,24 @@ def test_retagging_adds_a_row_and_tagged_units_leave_the_queue(any_engine):
     """On SQLite and PostgreSQL: the partial unique index allows one live tag per unit."""
     engine, people, campaign_id, ids, reference = _pointwise(any_engine)
     with session_scope(engine) as session:
-        entry = disagreement_queue(session, people["rita"], campaign_id, "gpt", reference)[0]
+        entry = disagreement_queue(
+            session, people["rita"], campaign_id, "gpt", _found(session, campaign_id, reference)
+        )[0]
         first = tag_disagreement(session, people["rita"], entry, cause="too lenient")
     with session_scope(engine) as session:
         second = tag_disagreement(session, people["root"], entry, cause="human error", note="x")
     with session_scope(engine) as session:
         rows = session.exec(select(DisagreementTag).order_by(DisagreementTag.id)).all()
-        open_queue = disagreement_queue(session, people["rita"], campaign_id, "gpt", reference)
+        open_queue = disagreement_queue(
+            session, people["rita"], campaign_id, "gpt", _found(session, campaign_id, reference)
+        )
         everything = disagreement_queue(
-            session, people["rita"], campaign_id, "gpt", reference, include_tagged=True
+            session,
+            people["rita"],
+            campaign_id,
+            "gpt",
+            _found(session, campaign_id, reference),
+            include_tagged=True,
         )
         event = list_events(session, action_prefix="disagreement.")[0]
         tags = campaign_tags(session, campaign_id)
@@ -188,7 +220,9 @@ def test_retagging_adds_a_row_and_tagged_units_leave_the_queue(any_engine):
 def test_causes_come_from_the_taxonomy_and_other_needs_a_note(pointwise):
     engine, people, campaign_id, _, reference = pointwise
     with session_scope(engine) as session:
-        entry = disagreement_queue(session, people["rita"], campaign_id, "gpt", reference)[0]
+        entry = disagreement_queue(
+            session, people["rita"], campaign_id, "gpt", _found(session, campaign_id, reference)
+        )[0]
         with pytest.raises(DisagreementError) as unknown:
             tag_disagreement(session, people["rita"], entry, cause="lazy")
         with pytest.raises(DisagreementError) as bare:
@@ -202,9 +236,13 @@ def test_causes_come_from_the_taxonomy_and_other_needs_a_note(pointwise):
 def test_annotators_may_neither_see_nor_tag_disagreements(pointwise):
     engine, people, campaign_id, _, reference = pointwise
     with session_scope(engine) as session:
-        entry = disagreement_queue(session, people["rita"], campaign_id, "gpt", reference)[0]
+        entry = disagreement_queue(
+            session, people["rita"], campaign_id, "gpt", _found(session, campaign_id, reference)
+        )[0]
         with pytest.raises(PermissionDenied, match="ann is annotator; only reviewer or admin"):
-            disagreement_queue(session, people["ann"], campaign_id, "gpt", reference)
+            disagreement_queue(
+                session, people["ann"], campaign_id, "gpt", _found(session, campaign_id, reference)
+            )
         with pytest.raises(PermissionDenied, match="ann is annotator; only reviewer or admin"):
             tag_disagreement(session, people["ann"], entry, cause="too lenient")
         with pytest.raises(PermissionDenied, match="rita is reviewer; only admin"):
@@ -215,7 +253,9 @@ def test_annotators_may_neither_see_nor_tag_disagreements(pointwise):
 def test_tags_export_round_trips(pointwise, tmp_path, export_format):
     engine, people, campaign_id, _, reference = pointwise
     with session_scope(engine) as session:
-        queue = disagreement_queue(session, people["rita"], campaign_id, "gpt", reference)
+        queue = disagreement_queue(
+            session, people["rita"], campaign_id, "gpt", _found(session, campaign_id, reference)
+        )
         tag_disagreement(session, people["rita"], queue[0], cause="too lenient", note="=1+1")
         tag_disagreement(session, people["rita"], queue[1], cause="other", note='say "hi",\nok')
     path = tmp_path / f"tags.{export_format}"

@@ -539,6 +539,33 @@ def test_pairwise_shown_order_is_random_per_annotator_and_mapped_back(engine: En
     assert set(orders) == {"AB", "BA"}  # 2 ** -11 chance of a false failure per run
 
 
+def test_previous_answer_walks_back_the_units_in_the_order_they_were_given(
+    engine: Engine,
+) -> None:
+    """The Annotate page's Previous: by assignment (the annotator's way through the campaign),
+    the live revision of each, never another annotator's answer."""
+    campaign_id, (alice, bob) = build_campaign(engine)
+    answers = []
+    for score in (3, 5, 7):
+        view = _lease(engine, campaign_id, alice)
+        answers.append(_submit(engine, view, alice, score=score))
+    _submit(engine, _lease(engine, campaign_id, bob), bob, score=9)
+    current = _lease(engine, campaign_id, alice)  # leased, not answered
+    with session_scope(engine) as session:
+        revised = queue.revise(session, answers[0].id, alice, score=4, rationale=RATIONALE)
+        first_id, first_assignment = revised.id, revised.assignment_id
+    with Session(engine) as session:
+        walk, before = [], current.assignment_id
+        while (earlier := queue.previous_answer(session, campaign_id, alice, before)) is not None:
+            walk.append(earlier)
+            before = session.get(Annotation, earlier).assignment_id
+        assert walk == [answers[2].id, answers[1].id, first_id]  # the revision, not revision 1
+        assert queue.previous_answer(session, campaign_id, alice) == answers[2].id
+        assert queue.previous_answer(session, campaign_id, alice, first_assignment) is None
+        bobs = queue.previous_answer(session, campaign_id, bob)
+        assert bobs is not None and session.get(Annotation, bobs).annotator_id == bob
+
+
 def test_revision_keeps_the_old_answer_and_is_audited(engine: Engine) -> None:
     campaign_id, (alice, bob) = build_campaign(engine, protocol="pairwise")
     view = _lease(engine, campaign_id, alice)

@@ -19,7 +19,6 @@ from data.io.importers.errors import InvalidFile
 from data.queue.gold import HELD_MESSAGE, RETIRED_MESSAGE
 from data.services.adjudication import adjudication_queue
 from data.services.campaign_progress import campaign_progress
-from data.services.campaigns import unit_keys
 from data.services.gold import (
     GoldEntry,
     GoldError,
@@ -30,6 +29,7 @@ from data.services.gold import (
     set_gold_settings,
     standings,
 )
+from data.storage.campaign_lookup import unit_keys
 from data.storage.engine import session_scope
 from schemas.tables import (
     GOLD_OVERLAP,

@@ -22,7 +22,7 @@ from sqlmodel import Session, select
 
 from data import queue
 from data.queue import leases
-from data.queue.routing import set_routing
+from data.services.routing import set_routing
 from data.storage.engine import session_scope
 from schemas.tables import Annotation
 from tests.data.test_queue import RATIONALE, _check_counters, _lease, build_campaign

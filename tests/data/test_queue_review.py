@@ -18,7 +18,6 @@ from data import queue
 from data.io.critic_io import annotated_units
 from data.io.exporters.records import annotation_records
 from data.io.frames import campaign_judgement_frame
-from data.services.admin import PermissionDenied
 from data.services.answer_review import (
     accept_answer_as,
     annotator_answers,
@@ -26,7 +25,8 @@ from data.services.answer_review import (
     reject_answer_as,
     reopen_answer_as,
 )
-from data.services.campaigns import unit_key_map
+from data.services.roles import PermissionDenied
+from data.storage.campaign_lookup import unit_key_map
 from data.storage.engine import session_scope
 from schemas.tables import (
     Annotation,

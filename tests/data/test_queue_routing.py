@@ -26,8 +26,8 @@ from data.queue.priority import (
     serving_key,
     unit_disagreement,
 )
-from data.queue.routing import campaign_estimation_sample, set_routing
-from data.services.campaigns import CampaignError, get_campaign
+from data.services.routing import campaign_estimation_sample, set_routing
+from data.storage.campaign_lookup import CampaignError, get_campaign
 from data.storage.engine import session_scope
 from schemas.tables import Annotation, Item, Judgement, Pair, Response, Unit
 from tests.data.test_queue import _check_counters, _lease, _submit, build_campaign
@@ -207,7 +207,7 @@ def test_new_judgements_re_rank_a_routed_campaign(engine: Engine) -> None:
 
 
 def test_routing_settings_are_checked() -> None:
-    from data.queue.routing import check_routing
+    from data.services.routing import check_routing
 
     assert check_routing("stratified", ["j"], None) == ("stratified", ["j"], 0.2)
     for routing, judges, share, message in [
@@ -404,7 +404,7 @@ def test_calibration_of_a_stratified_campaign_reads_only_its_estimation_sample(
     engine: Engine,
 ) -> None:
     from data.io.campaign_input import read_calibration_input
-    from data.services.campaigns import unit_key_map
+    from data.storage.campaign_lookup import unit_key_map
 
     campaign_id, (alice,) = build_campaign(
         engine, items=8, protocol="pairwise", overlap=1, annotators=1
@@ -434,9 +434,9 @@ def test_the_judge_audit_of_a_stratified_campaign_reads_only_its_estimation_samp
 
     from annotate_app import calibration_worker
     from annotate_app.calibration_worker import CampaignScope, page_audit
-    from annotate_app.campaign_calibration import campaign_report_files
+    from annotate_app.campaign_report import CampaignReportRequest, build_campaign_report
     from data.io.campaign_input import campaign_version
-    from data.services.campaigns import unit_key_map
+    from data.storage.campaign_lookup import unit_key_map
 
     campaign_id, (alice,) = build_campaign(
         engine, items=8, protocol="pairwise", overlap=1, annotators=1
@@ -473,7 +473,8 @@ def test_the_judge_audit_of_a_stratified_campaign_reads_only_its_estimation_samp
 
     for module in ("data.io.campaign_input", "annotate_app.campaign_calibration"):
         monkeypatch.setattr(f"{module}.campaign_judgement_frame", counted, raising=False)
-    report = campaign_report_files(engine, campaign_id).result.judge_audit
+    request = CampaignReportRequest(campaign=campaign_id)
+    report = build_campaign_report(engine, request).files.result.judge_audit
     assert len(reads) == 1  # the report and its audit from one read of the campaign
     monkeypatch.undo()
     assert report is not None and report.model_dump(mode="json")["costs"] == cli_audit["costs"]

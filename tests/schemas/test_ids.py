@@ -11,7 +11,6 @@ from schemas.ids import (
     account_name,
     check_id,
     check_response_id,
-    human_rater_names,
     id_problem,
     pair_unit_key,
     parse_unit_key,
@@ -100,14 +99,5 @@ def test_judgement_records_check_every_id_field() -> None:
         assert error.value.errors()[0]["loc"] == (field,)
 
 
-def test_human_rater_names_map_account_names_to_the_frames_raters() -> None:
-    present = {"annotator:ann1", "annotator:both", "both", "judge-x"}
-    given = ["ann1", "annotator:ann1", "both", "judge-x", "nobody"]
-    assert human_rater_names(given, present) == (
-        "annotator:ann1",
-        "annotator:ann1",
-        "both",  # a rater of that very name wins over the account name
-        "judge-x",
-        "nobody",  # unknown: kept, for calibration to name it
-    )
+def test_account_name_is_the_rater_name_without_the_human_prefix() -> None:
     assert account_name("annotator:ann1") == "ann1" and account_name("judge-x") == "judge-x"

@@ -11,8 +11,8 @@ from sqlmodel import Session, col, select
 
 from data.io.frames import campaign_judgements
 from data.io.importers.judgements import COLUMNS_IN_META
-from data.services.campaigns import campaign_protocol, get_campaign
 from data.services.counted_answers import not_rejected
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from schemas.core_tables import PAIRS, RESPONSES
 from schemas.protocols import Preference, get_protocol
 from schemas.records import JudgementRecord

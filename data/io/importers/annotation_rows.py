@@ -15,8 +15,8 @@ from sqlmodel import Session, col
 
 from data.io.importers.annotation_labels import Label, Revisions
 from data.io.importers.annotation_units import ImportedUnit
-from data.services.campaigns import unit_key_map
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import unit_key_map
 from schemas.core import stored_id
 from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, UNITS
 from schemas.protocols import Protocol

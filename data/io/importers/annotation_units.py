@@ -11,7 +11,7 @@ from sqlmodel import Session, col
 
 from data.io.importers.annotation_labels import AnnotationImportError, Label
 from data.io.importers.errors import InvalidRecord, Problems
-from data.services.campaign_units import dataset_pairs
+from data.services.campaigns import dataset_pairs
 from schemas.core import stored_id
 from schemas.ids import pair_unit_key, response_unit_key
 from schemas.tables import Dataset, Item, Response

@@ -11,9 +11,10 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from data.io.judgements import insert_judgements
-from data.services.campaigns import get_campaign, unit_key_map
 from data.services.disagreements import disagreement_queue, review_settings, tag_disagreement
+from data.storage.campaign_lookup import get_campaign, unit_key_map
 from data.storage.engine import make_engine, session_scope, upgrade_database
+from schemas.disagreements import JudgeDisagreement
 from schemas.tables import Judgement
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -79,7 +80,13 @@ def test_export_disagreement_tags(db, tmp_path: Path) -> None:
         key = unit_key_map(session, campaign.id)[unit.id]
         insert_judgements(session, [Judgement(judge="gpt", protocol="alignmmbench", unit_key=key,
                                               response_pk=unit.response_pk, score=9)])  # fmt: skip
-        entry = disagreement_queue(session, people["rita"], campaign.id, "gpt", {key: 2.0})[0]
+        entry = disagreement_queue(
+            session,
+            people["rita"],
+            campaign.id,
+            "gpt",
+            [JudgeDisagreement(key, "gpt", "9", "2", 7.0)],
+        )[0]
         tag_disagreement(session, people["rita"], entry, cause="too lenient", note="Kind.")
     out = tmp_path / "tags.jsonl"
     exported = runner.invoke(app, [*args, "export", "disagreement-tags", "--campaign", "c",

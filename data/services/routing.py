@@ -1,4 +1,4 @@
-"""A campaign's routing setting, stored as a serving rank on each unit.
+"""A campaign's routing setting, stored as a serving rank on each unit (the queue serves by it).
 
 :func:`apply_routing` reads the chosen judges' judgements on the campaign's units, orders the
 units with :func:`data.queue.priority.plan_routing` and writes the order to ``Unit.priority``
@@ -32,8 +32,8 @@ from data.queue.priority import (
     serving_key,
     unit_signal,
 )
-from data.services.campaigns import CampaignError, campaign_protocol, get_campaign
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import CampaignError, campaign_protocol, get_campaign
 from schemas.core import stored_id
 from schemas.core_tables import UNITS
 from schemas.option_text import OptionText
