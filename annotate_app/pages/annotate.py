@@ -38,7 +38,7 @@ from annotate_app.db import get_engine
 from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
-from data.services.campaigns import campaign_protocol
+from data.storage.campaign_lookup import campaign_protocol
 from data.storage.engine import DatabaseProblem, session_scope
 from schemas.core import parse_row_id, stored_id
 
