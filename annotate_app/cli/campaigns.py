@@ -243,10 +243,10 @@ def status(
         f"{progress.units_complete}/{progress.units} units complete "
         f"with {progress.overlap} annotators each; {progress.annotations} annotations; "
         f"median {_seconds(progress.median_seconds_per_unit)} per unit",
-        "annotator\tsubmitted\tleased\tskipped\tmedian time\ttotal time",
+        "annotator\tsubmitted\trejected\tleased\tskipped\tmedian time\ttotal time",
     ]
     lines += [
-        f"{a.annotator}\t{a.submitted}\t{a.leased}\t{a.skipped}\t"
+        f"{a.annotator}\t{a.submitted}\t{a.rejected}\t{a.leased}\t{a.skipped}\t"
         f"{_seconds(a.median_seconds)}\t{_seconds(a.total_seconds)}"
         for a in progress.by_annotator
     ]

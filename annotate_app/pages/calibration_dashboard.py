@@ -64,7 +64,7 @@ from data.io.frames import unit_content
 from data.services.admin_audit import record_export
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
-from schemas.ids import HUMAN_PREFIX
+from schemas.ids import account_name
 from schemas.protocols import Protocol
 
 GROUPINGS = ("(none)", "task", "category", "model", "group")
@@ -211,7 +211,7 @@ def _dashboard() -> None:
         listed = middle.multiselect(
             "Leave out of the reference",
             [name for name in overview.annotators if name not in automatic],
-            format_func=lambda name: name.removeprefix(HUMAN_PREFIX),
+            format_func=account_name,
             key="cal_exclude",
             help="As calibrate --exclude-annotator: these annotators leave the reference and the "
             "human ceiling, and keep their row in the Annotators table, marked excluded.",
@@ -243,8 +243,7 @@ def _dashboard() -> None:
         st.caption(
             "Left out of the reference by themselves (their standing in the campaign): "
             + ", ".join(
-                f"{escape_markdown(name.removeprefix(HUMAN_PREFIX))} ({why})"
-                for name, why in automatic.items()
+                f"{escape_markdown(account_name(name))} ({why})" for name, why in automatic.items()
             )
             + "."
         )

@@ -156,8 +156,14 @@ with session_scope(engine) as session:
 fraction = progress.units_complete / progress.units_total if progress.units_total else 0.0
 complete = f"Campaign: {progress.units_complete} of {progress.units_total} units complete"
 st.progress(fraction, text=complete)
-left, middle, right = st.columns(3)
-left.metric("My answers", progress.my_submitted)
+left, rejected, middle, right = st.columns(4)
+left.metric("My answers", progress.my_submitted, help="Answers that count.")
+rejected.metric(
+    "Rejected",
+    progress.my_rejected,
+    help="Answers a reviewer rejected: they do not count. Open one below to read the comment "
+    "and revise it; the revision goes back to a reviewer.",
+)
 middle.metric("Skipped", progress.my_skipped)
 right.metric("Flagged units", progress.units_flagged)
 

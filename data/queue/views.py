@@ -285,6 +285,7 @@ def annotator_progress(session: Session, campaign_id: int, annotator_id: int) ->
     return AnnotatorProgress(
         my_submitted=count(mine.where(Assignment.status == "submitted")),
         my_skipped=count(mine.where(Assignment.status == "skipped")),
+        my_rejected=count(mine.where(Assignment.status == "rejected")),
         units_total=count(units),
         units_complete=count(units.where(Unit.n_submitted >= campaign.overlap)),
         units_flagged=count(units.where(col(Unit.flagged))),

@@ -307,9 +307,9 @@ def test_monitor_shows_progress_and_agreement_per_task(world):
     assert agreement["Alpha"][0] == f"{expected:.3f}"
     annotators = at.dataframe[1].value
     assert {"LOO MAE", "LOO MAE 95%", "LOO QWK", "Alpha without", "Competence", "Longest run",
-            "Flags"} <= set(annotators.columns)  # fmt: skip
+            "Random-answer evidence", "Flags"} <= set(annotators.columns)  # fmt: skip
     assert "MACE" not in " ".join(annotators["Flags"])  # three answers raise no flag
-    assert any("competence: mace" in c.value for c in at.caption)
+    assert any("competence: ordinal-mace" in c.value for c in at.caption)
     effort = next(d.value for d in at.dataframe if "Flagged answers" in d.value.columns)
     assert {"Too fast", "Duplicate", "Copied", "Stock", "Flags",
             "Position / runs (Annotators table)"} <= set(effort.columns)  # fmt: skip
@@ -672,7 +672,9 @@ def test_a_gold_file_is_uploaded_on_the_campaigns_page_all_or_nothing(world):
     at.button(key=f"FormSubmitter:gold_upload_{campaign_id}-Import gold answers").click().run()
     assert not at.exception, at.exception
     assert any("Nothing was imported: 3 problems" in e for e in _errors(at)), _errors(at)
-    (problems,) = [element.value for element in at.code]
+    codes = [element.value for element in at.code]
+    assert any(c.startswith("critiquelab gold import FILE --campaign ") for c in codes)
+    (problems,) = [code for code in codes if "my-gold.jsonl" in code]
     lines = problems.splitlines()
     assert [line.split(": ")[0] for line in lines] == [f"my-gold.jsonl:{n}" for n in (1, 2, 3)]
     assert "`score`" in lines[0] and "already served" in lines[1] and "`why`" in lines[2]

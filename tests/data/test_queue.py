@@ -14,6 +14,7 @@ from sqlmodel import Session, col, select
 from data import queue
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.storage.engine import session_scope
+from schemas.core import stored_id
 from schemas.tables import (
     Annotation,
     Assignment,
@@ -679,6 +680,15 @@ def test_progress_counts_own_work_and_campaign_units(engine: Engine) -> None:
     assert progress == queue.AnnotatorProgress(
         my_submitted=1, my_skipped=1, units_total=4, units_complete=1, units_flagged=0
     )
+    answered = _lease(engine, campaign_id, alice)
+    _submit(engine, answered, alice)
+    with session_scope(engine) as session:
+        answer = session.exec(
+            select(Annotation).where(Annotation.assignment_id == answered.assignment_id)
+        ).one()
+        queue.reject_answer(session, stored_id(answer), comment="Not what the image shows.")
+        progress = queue.annotator_progress(session, campaign_id, alice)
+    assert (progress.my_submitted, progress.my_rejected) == (1, 1)  # out of the count, told
 
 
 def test_score_campaign_uses_its_own_continuous_scale(engine: Engine) -> None:
