@@ -150,12 +150,15 @@ def calibrate(
     overrides: dict[str, object] | None = None,
     data_sha256: str | None = None,
     progress: Callable[[int], None] | None = None,
+    unlabelled: pd.DataFrame | None = None,
 ) -> CalibrationReport:
     """Calibrate every judge of ``frame`` against the humans (METRICS.md).
 
     ``overrides``: adjudicated reference per unit key; ``data_sha256``: the hash of the input
     files to record (default: a hash of the frame); ``progress``: called with the number of
-    bootstrap resamples just done.
+    bootstrap resamples just done; ``unlabelled``: judge rows of units outside the labelled
+    random sample (a stratified campaign's routed units), which only the model estimates read,
+    as unlabelled units.
     """
     options.validate()
     data = _units(frame, options, overrides)
@@ -226,7 +229,12 @@ def calibrate(
     }
     if scale:
         summary["models"] = _models(data, judges, judge_blocks, scale)
-    estimates = _model_estimates(data, judges, scale, options)
+    if unlabelled is not None and not unlabelled.empty:
+        judged = unlabelled[unlabelled["kind"] == "model"]
+        estimates_data = _units(pd.concat([frame, judged], ignore_index=True), options, overrides)
+    else:
+        estimates_data = data
+    estimates = _model_estimates(estimates_data, judges, scale, options)
     if estimates.estimates:
         summary["model_estimates"] = estimates
     result = CalibrationResult.model_validate(_jsonable(summary))
