@@ -202,3 +202,26 @@ def test_the_json_holds_the_estimates_and_the_schema_admits_them() -> None:
     assert set(first["prediction_powered"]) == {"value", "variance", "low", "high"}
     assert first["reason"] is None and first["effective_labels"] > 0
     jsonschema.validate(written, result_schema())
+
+
+def test_the_model_scores_table_and_html_section_show_the_three_values() -> None:
+    from calibration.analysis import calibrate as run
+    from calibration.report_html import render_html
+    from calibration.tables import MODEL_SCORE_COLUMNS, model_score_table
+
+    frame = _pointwise_frame("score", (None,), 8, 40)
+    report = run(frame, CalibrationOptions(_score(), bootstrap=0))
+    assert report.result.model_estimates is not None
+    estimate = report.result.model_estimates.estimates[0]
+    table = model_score_table(report.result)
+    assert tuple(table.columns) == MODEL_SCORE_COLUMNS and len(table) == 2
+    row = table.iloc[0]
+    assert estimate.prediction_powered is not None and estimate.effective_labels is not None
+    half = (estimate.prediction_powered.high - estimate.prediction_powered.low) / 2
+    assert row["PPI++ ±"] == f"{estimate.prediction_powered.value:.3f} ± {half:.3f}"
+    assert row["worth N labels"] == f"8 labels worth {estimate.effective_labels:.0f}"
+    assert row["humans-only ±"].endswith("(n = 8)")
+    html = render_html(report)
+    assert "<h2>Model scores</h2>" in html and row["PPI++ ±"] in html
+    few = run(_pointwise_frame("score", (None,), 1, 10), CalibrationOptions(_score(), bootstrap=0))
+    assert "at least 2" in model_score_table(few.result).iloc[0]["worth N labels"]
