@@ -49,6 +49,15 @@ percent, a scale's mean)."""
 WIN_RATE = "win rate"
 """Pairwise: the model's win rate over the pairs it is in (tie = 0.5)."""
 
+_SAMPLES = {
+    "": "the units with a human reference, taken as a random sample of the units the judge scored",
+    "least-annotated": "the units with a human reference; least-annotated routing serves ties by "
+    "lowest unit id (import order), so a campaign stopped part-way is a random sample only if "
+    "its import order is",
+    "stratified": "the estimation sample (the random share); the routed units count as unlabelled",
+}
+"""What :attr:`ModelEstimates.sample` says per routing (``""``: not recorded, as for files)."""
+
 _PREFERENCE_VALUE = {"A": 1.0, "tie": 0.5, "B": 0.0}
 """A canonical preference as model A's win (1), tie (0.5) or loss (0)."""
 
@@ -112,11 +121,7 @@ def model_estimates(
         if routing in JUDGE_ROUTED
         else None
     )
-    sample = (
-        "none: " + blocked
-        if blocked
-        else "the units with a human reference (stratified routing: its random share only)"
-    )
+    sample = "none: " + blocked if blocked else _SAMPLES.get(routing or "", _SAMPLES[""])
     estimates: list[ModelEstimate] = []
     for judge, values in judges.items():
         if scale is None:
