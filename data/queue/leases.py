@@ -26,6 +26,7 @@ from data.queue.candidates import (
 )
 from data.queue.common import change_slots
 from data.queue.records import UnitView
+from data.queue.routing_lock import share_campaign_queue
 from data.queue.unit_view import LeaseFacts, view_of_unit
 from data.storage.campaign_lookup import campaign_row, get_campaign
 from schemas.core_tables import ASSIGNMENTS, DRAFTS, UNITS
@@ -72,6 +73,7 @@ def next_unit(
     must qualify first gets gold units only (:mod:`data.queue.gold`).
     """
     now = now or utcnow()
+    share_campaign_queue(session, campaign_id)  # first: a re-rank in progress ends before
     session.flush()  # what the ORM statements below used to autoflush (a no-op when clean)
     campaign = campaign_row(session, campaign_id)
     if campaign.status == "active":
@@ -113,6 +115,7 @@ def next_unit_of_campaign(
     if campaign.status != "active":
         return None
     campaign_id = campaign.id
+    share_campaign_queue(session, campaign_id)  # a no-op when the caller took it, as it should
     expire_leases(session, campaign_id, now)
     entry = gold.gate(session, campaign, annotator_id)
     if entry.mode == "qualifying":
@@ -188,6 +191,7 @@ _EXPIRE = (
 def expire_leases(session: Session, campaign_id: int, now: datetime | None = None) -> int:
     """Return expired leases of the campaign to the pool; the number returned."""
     now = now or utcnow()
+    share_campaign_queue(session, campaign_id)
     session.flush()  # as the ORM-enabled update did (a no-op when clean)
     expired = session.connection().execute(_EXPIRE, {"b_campaign": campaign_id, "b_now": now}).all()
     for (unit_id,) in expired:

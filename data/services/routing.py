@@ -32,6 +32,7 @@ from data.queue.priority import (
     serving_key,
     unit_signal,
 )
+from data.queue.routing_lock import hold_campaign_queue
 from data.storage.audit import record_event
 from data.storage.campaign_lookup import CampaignError, campaign_protocol, get_campaign
 from schemas.core import stored_id
@@ -115,6 +116,7 @@ def set_routing(
     """Change a campaign's routing and re-rank its units; the plan says what ordered them."""
     found = get_campaign(session, campaign)
     routing, names, share = check_routing(routing, judges, share)
+    hold_campaign_queue(session, stored_id(found))  # before the campaign or a unit is written
     before = {
         "routing": found.routing,
         "judges": found.routing_judges,
@@ -155,7 +157,12 @@ def routing_plan(session: Session, campaign: Campaign) -> RoutingPlan:
 
 
 def apply_routing(session: Session, campaign: Campaign) -> RoutingPlan:
-    """Rank the campaign's units under its routing setting and store the ranks."""
+    """Rank the campaign's units under its routing setting and store the ranks.
+
+    The campaign's queue is held first (:func:`data.queue.routing_lock.hold_campaign_queue`):
+    the ranks are written on every unit row, and no annotator's step may hold one of them
+    meanwhile (a deadlock), nor look for a unit among them (a false "no unit")."""
+    hold_campaign_queue(session, stored_id(campaign))
     plan = routing_plan(session, campaign)
     connection = session.connection()
     connection.execute(
@@ -183,7 +190,11 @@ def refresh_routing_for_judgements(session: Session, rows: Sequence[Judgement]) 
     judges = {row.judge for row in rows}
     responses = {row.response_pk for row in rows if row.response_pk is not None}
     pairs = {row.pair_pk for row in rows if row.pair_pk is not None}
-    routed = session.exec(select(Campaign).where(col(Campaign.routing) != "least-annotated"))
+    routed = session.exec(  # in id order: two imports hold the campaigns' queues in one order
+        select(Campaign)
+        .where(col(Campaign.routing) != "least-annotated")
+        .order_by(col(Campaign.id))
+    )
     for campaign in list(routed):
         if not judges & set(campaign.routing_judges or ()):
             continue
@@ -207,6 +218,7 @@ def refresh_routing_for_judgements(session: Session, rows: Sequence[Judgement]) 
 
 
 def _rekey(session: Session, campaign: Campaign, units: list[int], touched: set[int]) -> None:
+    hold_campaign_queue(session, stored_id(campaign))  # as apply_routing does
     judges = list(campaign.routing_judges or ())
     guide = routing_guide(campaign.routing, judges)
     judged = Judgement.pair_pk if campaign.protocol == "pairwise" else Judgement.response_pk
