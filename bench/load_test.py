@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import exists, func, insert, select
+from sqlalchemy import event, exists, func, insert, select
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
@@ -145,8 +145,12 @@ def seed_campaign(
 def _timed(log: WorkerLog, engine: Engine, operation: Callable[..., T], *args: Any, **kw: Any) -> T:
     """Run ``operation(session, *args, **kw)`` in its own transaction and record its latency."""
     start = time.perf_counter()
-    with session_scope(engine) as session:
-        result = operation(session, *args, **kw)
+    try:
+        with session_scope(engine) as session:
+            result = operation(session, *args, **kw)
+    except Exception as error:
+        error.add_note(operation.__name__)  # which call failed, for the log's error counts
+        raise
     log.latencies[operation.__name__].append(time.perf_counter() - start)
     return result
 
@@ -246,12 +250,23 @@ def annotate(
                 break
         except TransactionCancelled as error:  # "nothing was saved": the person tries again
             log.cancelled += 1
-            log.errors[f"{type(error).__name__}: {str(error)[:120]}"] += 1
+            log.errors[_error_key(error)] += 1
             view = None
         except Exception as error:  # noqa: BLE001 - counted and reported, the run goes on
-            log.errors[f"{type(error).__name__}: {str(error)[:120]}"] += 1
+            log.errors[_error_key(error)] += 1
             view = None
     log.finished = True
+
+
+def _error_key(error: Exception) -> str:
+    """The call that failed, the error's type and its text (the cause named at its end)."""
+    call = "; ".join(getattr(error, "__notes__", ())) or "?"
+    text = str(error)
+    return (
+        f"{call}: {type(error).__name__}: {text[:80]} … {text[-40:]}"
+        if len(text) > 120
+        else (f"{call}: {type(error).__name__}: {text}")
+    )
 
 
 def _work_left(engine: Engine, campaign_id: int, annotator_id: int) -> bool:
@@ -259,7 +274,9 @@ def _work_left(engine: Engine, campaign_id: int, annotator_id: int) -> bool:
     told "no unit": True makes that answer a false one). A person told "no unit" leaves, as the
     simulated one does."""
     with session_scope(engine) as session:
-        overlap = select(Campaign.overlap).where(col(Campaign.id) == campaign_id).scalar_subquery()
+        overlap = (
+            select(col(Campaign.overlap)).where(col(Campaign.id) == campaign_id).scalar_subquery()
+        )
         had = exists().where(
             col(Assignment.unit_id) == Unit.id, col(Assignment.annotator_id) == annotator_id
         )
@@ -501,6 +518,14 @@ def run_load(
             units_each=units_each, skip_rate=skip_rate,
             double_submit_rate=double_submit_rate,
         )  # fmt: skip
+        cancelled: Counter = Counter()
+
+        def note_cancellation(context: Any) -> None:
+            sqlstate = getattr(context.original_exception, "sqlstate", None)
+            if sqlstate in ("40P01", "40001", "55P03"):
+                cancelled[f"{sqlstate}: {' '.join((context.statement or '').split())[:100]}"] += 1
+
+        event.listen(engine, "handle_error", note_cancellation)  # this process's engine only
         with routing_churn(engine, campaign_id, routing_churn_every) as churn:
             if processes > 1:
                 logs, wall = run_processes(
@@ -530,6 +555,7 @@ def run_load(
         "seed_seconds": round(seed_seconds, 2),
         "integrity": asdict(integrity) | {"ok": integrity.ok},
         "load": summarize(logs, wall),
+        "cancelled_statements": dict(cancelled),
         "routing_churn": None
         if routing_churn_every is None
         else {

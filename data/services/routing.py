@@ -167,17 +167,18 @@ def apply_routing(session: Session, campaign: Campaign) -> RoutingPlan:
     hold_campaign_queue(session, stored_id(campaign))
     connection = session.connection()
     if connection.dialect.name == "postgresql":
-        ids, ranks = list(plan.priorities), list(plan.priorities.values())
-        connection.execute(_UNRANK_OTHERS, {"b_campaign": campaign.id, "b_ids": ids})
-        if ids:
-            connection.execute(_RANK_UNITS, {"b_ids": ids, "b_ranks": ranks})
+        ranked = list(plan.priorities)
+        connection.execute(_UNRANK_OTHERS, {"b_campaign": campaign.id, "b_ids": ranked})
+        if ranked:
+            ranks = list(plan.priorities.values())
+            connection.execute(_RANK_UNITS, {"b_ids": ranked, "b_ranks": ranks})
         return plan
     connection.execute(
         update(UNITS).where(UNITS.c.campaign_id == campaign.id).values(priority=None)
     )
     if plan.priorities:
-        ranks = [{"b_id": unit, "b_rank": rank} for unit, rank in plan.priorities.items()]
-        connection.execute(_SET_PRIORITY, ranks)
+        rows = [{"b_id": unit, "b_rank": rank} for unit, rank in plan.priorities.items()]
+        connection.execute(_SET_PRIORITY, rows)
     return plan
 
 
