@@ -8,7 +8,10 @@ slot bookkeeping is exercised under churn. With ``--processes P`` the annotators
 P OS processes, each with its own engine, as P ``critiquelab serve`` processes behind a reverse
 proxy would be. With ``--think LOW:HIGH`` every annotator works LOW to HIGH seconds on a unit
 (:class:`ThinkTime`: drafts saved meanwhile, arrivals spread); without it the calls follow each
-other at once (the stress run).
+other at once (the stress run). With ``--routing-churn SECONDS`` two judges' scores are stored and
+the campaign's routing alternates (judge-disagreement, least-annotated) every SECONDS while the
+annotators work; calls the database cancelled ("nothing was saved") and false "no unit" answers
+(given while a unit the annotator never had still had a free slot) are counted (issue 25).
 
 After the run the database is checked against what the annotators saw acknowledged: no answer
 lost, no duplicate, overlap K never exceeded, unit counters equal to the rows they count
