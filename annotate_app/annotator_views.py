@@ -21,7 +21,8 @@ from calibration.result import AnnotatorEstimate, AnnotatorRow, AnnotatorsSectio
 CAPTION = (
     "Without gold: each annotator against the consensus of the others (95% bootstrap interval "
     "over their units), the campaign's alpha without them, a latent-class competence "
-    "(Dawid–Skene for preferences, MACE for scores), the share choosing the response shown "
+    "(Dawid–Skene for preferences; ordinal MACE for scores, beside the evidence in nats that "
+    "they answered at random), the share choosing the response shown "
     "first beside the others' on the same pairs, and the longest run of one answer. Annotators "
     "left out of the reference are marked excluded, with why (listed, or held or retired in "
     "the campaign), and are not in the others' consensus. Click a column to sort; each flag says "
@@ -61,6 +62,11 @@ def annotators_table(
         table[f"{label} 95%"] = [_interval(getattr(row, name)) if row else "—" for row in found]
     table["Alpha without"] = [_number(row.alpha_without) if row else None for row in found]
     table["Competence"] = [_number(row.competence) if row else None for row in found]
+    if not pairwise:
+        table["Random-answer evidence"] = [
+            _number(row.random_evidence) if row and row.random_evidence is not None else None
+            for row in found
+        ]
     if pairwise:
         table["Shown first"] = [
             _figure(row.position.share_first) if row and row.position else None for row in found

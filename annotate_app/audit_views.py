@@ -6,9 +6,9 @@ a large campaign's rows never enter the app's process (:mod:`annotate_app.calibr
 
 from __future__ import annotations
 
-import json
 from functools import partial
 
+import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
@@ -19,9 +19,10 @@ from annotate_app.calibration_worker import (
 )
 from annotate_app.text import escape_markdown
 from calibration import CalibrationInputError
-from calibration.audits import JudgeAudit
+from calibration.audits import JudgeAudit, parse_families
 from calibration.consistency import ConsistencyReport
 from calibration.report_audits import (
+    PRICE_COLUMN,
     audit_caption,
     audit_section,
     bias_table,
@@ -35,6 +36,8 @@ from calibration.report_audits import (
 )
 from calibration.report_html import audit_report_html
 from data.io.campaign_input import campaign_version
+from data.io.importers.errors import InvalidRecord
+from data.io.importers.strict_json import loads
 from data.storage.campaign_lookup import campaign_protocol, list_campaigns
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
@@ -95,13 +98,20 @@ def _render_bias_and_cost(scope: CampaignScope, judges: list[str], bootstrap: in
     if not judges:
         st.info("Pick a judge above to see its cost, length and format preference.")
         return None
-    left, middle, right = st.columns([1, 1, 2])
+    left, middle, currency_column, right = st.columns([1, 1, 0.6, 1.6])
     price_in = left.number_input(
         "Price / M input tokens", min_value=0.0, value=None, key="audit-price-in"
     )
     price_out = middle.number_input(
         "Price / M output tokens", min_value=0.0, value=None, key="audit-price-out"
     )
+    currency = currency_column.text_input(
+        "Currency",
+        "USD",
+        max_chars=8,
+        help="The currency of the prices: the cost column names it.",
+        key="audit-currency",
+    ).strip()
     families_text = right.text_input(
         "Model families (JSON)",
         placeholder='{"my-judge": "gpt", "gpt-4o": "gpt"}',
@@ -112,7 +122,7 @@ def _render_bias_and_cost(scope: CampaignScope, judges: list[str], bootstrap: in
     prices = (price_in, price_out) if price_in is not None and price_out is not None else None
     audit = _audit(scope, tuple(judges), prices, tuple(sorted(families.items())), bootstrap)
     st.caption(cost_caption(audit))
-    st.dataframe(cost_table(audit))
+    st.dataframe(with_currency(cost_table(audit), currency))
     st.caption(audit_caption(audit))
     st.dataframe(bias_table(audit), hide_index=True)
     st.markdown("**Length-controlled agreement**: how much agreement survives without length")
@@ -120,18 +130,21 @@ def _render_bias_and_cost(scope: CampaignScope, judges: list[str], bootstrap: in
     return audit
 
 
+def with_currency(table: pd.DataFrame, currency: str) -> pd.DataFrame:
+    """The cost table with its price column naming the currency the prices were given in."""
+    if not currency:
+        return table
+    return table.rename(columns={PRICE_COLUMN: f"{PRICE_COLUMN} ({currency})"})
+
+
 def _families(text: str) -> dict[str, str]:
     if not text.strip():
         return {}
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as error:
-        st.error(f"Model families: not JSON ({escape_markdown(str(error))}).")
+    try:  # the import files' JSON rules: no NaN, no duplicate keys, bounded nesting
+        return parse_families(loads(text, "Model families", None), "Model families")
+    except (InvalidRecord, CalibrationInputError) as error:
+        st.error(escape_markdown(str(error)))
         return {}
-    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
-        st.error('Model families: give an object of names to families, e.g. {"a": "gpt"}.')
-        return {}
-    return {str(k): v for k, v in raw.items()}
 
 
 def _render_consistency(

@@ -8,7 +8,7 @@ The assembly runs these steps in order; a new part of the report is one more fie
 its JSON section and HTML section added in :func:`_files`:
 
 1. read the campaign in one snapshot (another protocol or scale when asked);
-2. compare two judges when asked: first, so that a misspelt judge is named before the long
+2. compare each pair of judges asked for: first, so that a misspelt judge is named before the long
    calibration;
 3. calibrate (:func:`annotate_app.campaign_calibration.calibrate_campaign`: the reference
    leaves held and retired annotators out, the listed disagreements get their rationales);
@@ -92,8 +92,8 @@ class CampaignReportRequest:
     by: tuple[str, ...] | None = None
     """Fields to group by (None: task and category where present; () none)."""
     aggregate: str = "mean"
-    compare: tuple[str, str] | None = None
-    """Judge A and judge B to compare (``human`` for the leave-one-out human)."""
+    compare: tuple[tuple[str, str], ...] = ()
+    """Pairs of judges to compare, A and B (``human`` for the leave-one-out human), each in turn."""
     consistency: tuple[str, str] | None = None
     """A pointwise and a pairwise campaign of one dataset whose consistency the report adds."""
     delta: float | None = None
@@ -153,13 +153,14 @@ def build_campaign_report(
     options = CalibrationOptions(protocol=source.protocol, **fields)  # type: ignore[arg-type]
     total = request.bootstrap or None
     comparisons: list[JudgeComparison] = []
-    if request.compare is not None:
-        with progress("paired resamples", total) as advance:
+    for first, second in request.compare:
+        with progress(f"{first} vs {second}", total) as advance:
             comparisons.append(
                 compare_judges(
                     source.frame,
                     options,
-                    *request.compare,
+                    first,
+                    second,
                     overrides=source.overrides,
                     progress=advance,
                 )

@@ -140,12 +140,15 @@ def agreement_scatter(
 
 
 def confusion_heatmap(confusion: pd.DataFrame, *, judge: str) -> alt.LayerChart:
-    """Reference (rows) × judge (columns) counts as shaded cells, labels in the table's order."""
+    """Reference (rows) × judge (columns) counts as shaded cells, labels in the table's order.
+
+    The counts are verdicts, not units: a pair judged in both orders (or sampled more than once)
+    gives one verdict per order and sample."""
     rows = [str(label) for label in confusion.index]
     columns = [str(label) for label in confusion.columns]
     long = pd.DataFrame(
         [
-            {"reference": rows[i], "judge": columns[j], "units": int(confusion.iat[i, j])}
+            {"reference": rows[i], "judge": columns[j], "verdicts": int(confusion.iat[i, j])}
             for i in range(len(rows))
             for j in range(len(columns))
         ]
@@ -155,9 +158,9 @@ def confusion_heatmap(confusion: pd.DataFrame, *, judge: str) -> alt.LayerChart:
     cells = (
         alt.Chart(long)
         .mark_rect()
-        .encode(x=x, y=y, color=alt.Color("units:Q", legend=None), tooltip=["units:Q"])
+        .encode(x=x, y=y, color=alt.Color("verdicts:Q", legend=None), tooltip=["verdicts:Q"])
     )
-    text = alt.Chart(long).mark_text().encode(x=x, y=y, text="units:Q")
+    text = alt.Chart(long).mark_text().encode(x=x, y=y, text="verdicts:Q")
     return alt.LayerChart(layer=[cells, text]).properties(height=260)
 
 

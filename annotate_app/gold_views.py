@@ -8,6 +8,7 @@ only show what they return.
 from __future__ import annotations
 
 import math
+import shlex
 
 import pandas as pd
 import streamlit as st
@@ -44,8 +45,12 @@ def render_gold_settings(engine: Engine, user_id: int, campaign: Campaign) -> No
     with st.form(f"gold_{campaign.id}"):
         st.markdown(
             f"**Gold units and qualification** (PROTOCOLS.md, *Gold units*): {gold_units} gold "
-            "units; add more with the gold file upload below or `critiquelab gold import FILE "
-            f"--campaign {escape_markdown(campaign.name)}`"
+            "units; add more with the gold file upload below or with"
+        )
+        # a code block shows the name as it is (markdown escapes would show as backslashes in a
+        # code span), quoted for the shell so that the line can be pasted
+        st.code(
+            f"critiquelab gold import FILE --campaign {shlex.quote(campaign.name)}", language="bash"
         )
         wanted = GoldSettings(
             gold_rate=float(

@@ -55,16 +55,39 @@ def image_count(content: Any) -> int:
     return sum(1 for segment in segments(content) if segment.kind == "image")
 
 
-def render_content(content: Any) -> None:
-    """Show CONTENT in order: text as safe Markdown, images inline (expandable to full screen)."""
-    for segment in segments(content):
-        if segment.kind == "text":
-            if segment.text.strip():
-                st.markdown(safe_markdown(segment.text))
-        elif segment.path is not None:
-            st.image(str(segment.path), width="content")
-        else:
-            st.warning(escape_markdown(f"Image {segment.image} cannot be shown: {segment.problem}"))
+def render_content(content: Any, *, side_by_side: bool = False) -> None:
+    """Show CONTENT in order: text as safe Markdown, images inline (expandable to full screen).
+
+    ``side_by_side``: a text followed by an image is shown as one row, the text beside its image
+    (an interleaved answer's steps then take about half the height; read row by row, the order
+    is the same)."""
+    pieces = segments(content)
+    index = 0
+    while index < len(pieces):
+        segment = pieces[index]
+        following = pieces[index + 1] if index + 1 < len(pieces) else None
+        beside = following is not None and following.kind == "image"
+        if side_by_side and segment.kind == "text" and segment.text.strip() and beside:
+            assert following is not None
+            text, image = st.columns([3, 2], gap="small")
+            with text:
+                _render_segment(segment)
+            with image:
+                _render_segment(following)
+            index += 2
+            continue
+        _render_segment(segment)
+        index += 1
+
+
+def _render_segment(segment: Segment) -> None:
+    if segment.kind == "text":
+        if segment.text.strip():
+            st.markdown(safe_markdown(segment.text))
+    elif segment.path is not None:
+        st.image(str(segment.path), width="content")
+    else:
+        st.warning(escape_markdown(f"Image {segment.image} cannot be shown: {segment.problem}"))
 
 
 def render_history(history: list[Any]) -> None:
@@ -91,15 +114,18 @@ def _image_segment(piece: dict[str, Any]) -> Segment:
 
 def render_unit(view: UnitView) -> None:
     """The question and earlier turns, the response(s), then the reference (if the campaign
-    shows it): the response comes right after the question so that it is on screen at once."""
+    shows it): the response comes right after the question so that it is on screen at once. A
+    single response (and the question) shows each text beside the image that follows it; two
+    responses stand side by side."""
     if view.history:
         st.markdown("**Earlier turns**")
         render_history(view.history)
-    st.markdown("**Question**")
-    render_content(view.question)
+    with st.container(key="cl-question", gap="small"):
+        st.markdown("**Question**")
+        render_content(view.question, side_by_side=True)
     if len(view.responses) == 1:
         st.markdown("**Response**")
-        _render_response(view, view.responses[0])
+        _render_response(view, view.responses[0], side_by_side=True)
     else:
         for column, response in zip(st.columns(len(view.responses)), view.responses, strict=True):
             with column, st.container(border=True):
@@ -116,15 +142,15 @@ def render_bands(protocol: Protocol) -> None:
     for band in protocol.bands:
         label = band.label()
         if protocol.percent:
-            low, high = protocol.percent_of(band.low), protocol.percent_of(band.high)
-            label += f" ({low:.0f}%)" if band.low == band.high else f" ({low:.0f}–{high:.0f}%)"
+            label += f" ({protocol.percent_label(band.low, band.high)})"
         lines.append(f"- **{label}**: {escape_markdown(band.description)}")
     st.markdown("\n".join(lines))
 
 
-def render_rubric(view: UnitView, *, bands: bool = True) -> None:
+def render_rubric(view: UnitView, *, bands: bool = True, instructions: bool = True) -> None:
     """The scale with each band's description (``bands=False``: the answer panel shows them),
-    what each pairwise choice means, the task guidance and the campaign's own notes."""
+    what each pairwise choice means, the task guidance and the campaign's own notes
+    (``instructions=False``: shown by the caller)."""
     protocol = view.protocol
     st.markdown(f"**{escape_markdown(protocol.title)}**")
     if protocol.bands and bands:
@@ -142,7 +168,7 @@ def render_rubric(view: UnitView, *, bands: bool = True) -> None:
     guidance = ALIGNMMBENCH_TASK_GUIDANCE.get(view.task or "")
     if guidance and view.benchmark == "alignmmbench":
         st.info(f"**{escape_markdown(view.task or '')}**: {escape_markdown(guidance)}")
-    if view.instructions.strip():
+    if instructions and view.instructions.strip():
         with st.expander("Campaign instructions", expanded=True):
             st.markdown(safe_markdown(view.instructions))
 
@@ -155,11 +181,11 @@ def _criteria(view: UnitView) -> tuple[str, ...]:
     return view.protocol.criteria
 
 
-def _render_response(view: UnitView, response: ResponseView) -> None:
+def _render_response(view: UnitView, response: ResponseView, *, side_by_side: bool = False) -> None:
     images = image_count(response.content)
     if view.benchmark == "mmie" and images > MMIE_JUDGE_MAX_IMAGES:
         st.caption(
             f"This answer has {images} images. The released MMIE judge sees only the first "
             f"{MMIE_JUDGE_MAX_IMAGES} (and the text before the cut); you see all of it."
         )
-    render_content(response.content)
+    render_content(response.content, side_by_side=side_by_side)

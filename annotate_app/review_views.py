@@ -74,17 +74,20 @@ def _act(engine: Engine, done: str, action: Callable[[Session], ReviewOutcome]) 
 
 
 def render_answer_review(
-    engine: Engine, user_id: int, campaign: Campaign, *, key: str = "monitor"
+    engine: Engine, user_id: int, campaign: Campaign, *, key: str = "monitor", heading: bool = True
 ) -> None:
     """The per-annotator answers (the Monitor's and the *Review answers* page's): pick an
     annotator, see each current answer with its review state (only the states chosen), and
-    reject (with a comment), accept or undo one. ``key`` keeps two pages' widgets apart.
+    reject (with a comment), accept or undo one. ``key`` keeps two pages' widgets apart;
+    ``heading``: a *Review answers* subheader (the Monitor's section; the page of that name has
+    it as its title).
 
     Every annotator who holds a current answer is offered, also one whose answers all left the
     adjudication queue: a unit with fewer than two counted answers after a rejection is not
     adjudicated, and its remaining answer is reviewed here (PROTOCOLS.md, *Review of answers*).
     """
-    st.subheader("Review answers")
+    if heading:
+        st.subheader("Review answers")
     st.caption(
         "A rejected answer leaves the reference, the SFT export and the judge metrics; its unit "
         "goes back to the queue for another annotator, and the annotator sees your comment in "
@@ -141,9 +144,9 @@ def render_answer_review(
     chosen = st.selectbox(
         "Answer to review",
         list(by_id),
-        format_func=lambda i: (
-            f"{i} · {by_id[i].unit_key} · {by_id[i].value} · {STATE_TEXT[by_id[i].state]}"
-        ),
+        # no review state in the label: the box would keep showing the state the answer had
+        # when it was chosen (the card below and the table say the state now)
+        format_func=lambda i: f"{i} · {by_id[i].unit_key} · {by_id[i].value}",
         key=f"{prefix}_answer",
     )
     row = by_id[chosen]

@@ -22,12 +22,18 @@ annotators.
 **Detection**, per annotator of the pool, from :func:`calibration.annotators.annotator_reliability`
 with the product's defaults (B = 1000, the campaign's seed, answers in the annotator's order):
 ``flags`` (any flag), ``competence`` (its ``low_competence`` flag: Dawid–Skene less than 0.10
-above chance, MACE θ < 0.5 and below half the others' median; the product's constants). With
-gold: 5% of the campaign's units (at least one) carry a known answer, the clean majority
-(scores: the clean median), graded as the queue grades gold (pairs: equal; scores: within one
-point); ``gold`` flags an annotator when the top of the Wilson 95% interval of their gold
-accuracy is below the median gold accuracy of the others (at least two others with a gold
-answer), the ``low_agreement`` rule read on gold; ``flags+gold`` is either. Precision and
+above chance; on scores, ordinal MACE's evidence of random answers ≥ 3 nats; the product's
+constants). With gold: 5% of the campaign's units (at least one) carry a known answer, the
+clean majority (scores: the clean median), graded as the queue grades gold (pairs: equal;
+scores: within one point); ``gold`` flags an annotator with at least GOLD_MIN_ANSWERS gold
+answers when the top of the Wilson 95% interval of their gold accuracy is below the median gold
+accuracy of the others (at least two others with a gold answer), the ``low_agreement`` rule read
+on gold; ``flags+gold`` is either.
+
+**Dev and test halves.** ``--split test`` (the default, what docs/ANNOTATOR_QUALITY.md reports)
+draws the units from one half of each data set, ``--split dev`` from the other (HANNA: by story
+prompt; PandaLM: by pair); ``--split dev --sweep`` prints the table on which RANDOM_EVIDENCE
+(calibration/annotators.py) and GOLD_MIN_ANSWERS were chosen. Precision and
 recall pool the seeds' counts; their 95% intervals are percentile bootstraps over the seeds.
 
 **Judges' error.** For each judge and headline metric (pairs: ``acc_with_tie``, unparsed counted
@@ -90,6 +96,13 @@ SHARES = (0.1, 0.2, 0.3)
 LABELS_PER_ANNOTATOR = (10, 20, 30, 50)
 CARELESS = ("uniform", "constant", "length")
 GOLD_RATE = 0.05
+GOLD_MIN_ANSWERS = 5
+"""Gold answers an annotator needs before the gold rule may flag them: on the dev split
+(``--sweep``), the smallest of 1–5 and 8 with at most 5% of honest annotators flagged by gold
+at every n (one wrong answer of two put the Wilson top, 0.91, below a median of 1.0)."""
+SWEEP_EVIDENCE = (1.0, 2.0, 3.0, 5.0)
+SWEEP_GOLD = (1, 2, 3, 4, 5, 8)
+SWEEP_LABELS = (20, 30, 50)
 HANNA_CRITERIA = ("RE", "CH", "EM", "SU", "EG", "CX")
 HANNA_LLMS = ("Beluga-13B", "Mistral-7B", "Llama-13B", "ChatGPT")
 SCALE = Scale(1.0, 5.0, 1.0)
@@ -113,6 +126,9 @@ class Campaign:
     """Pairs: codes 0 = A, 1 = B, 2 = tie, NaN unparsed; scores: the score, NaN unparsed."""
     longer: np.ndarray | None
     """Pairs: the code of the longer response (tie when equally long)."""
+    groups: np.ndarray
+    """Per unit, what the dev / test split keeps together (HANNA: the story's prompt; PandaLM:
+    the pair itself)."""
 
     @property
     def pairwise(self) -> bool:
@@ -134,11 +150,12 @@ def pandalm_campaign(folder: Path = FIXTURES / "pandalm") -> Campaign:
         "gpt-3.5-turbo": np.array([GPT_CODES[g["gpt_result"]] for g in gpt]),
         "pandalm-7b": np.array([PANDALM_CODES[int(p["pandalm_result"])] for p in panda]),
     }
-    return Campaign("pandalm", "pandalm", humans, judges, longer)
+    return Campaign("pandalm", "pandalm", humans, judges, longer, np.arange(len(items)))
 
 
 def hanna_campaigns(folder: Path = FIXTURES / "hanna") -> list[Campaign]:
     frame = pd.read_csv(folder / "hanna_human_and_llm_scores_long.csv")
+    prompts = frame["prompt_idx"].to_numpy(dtype=np.int64)
     out = []
     for criterion in HANNA_CRITERIA:
         humans = frame[[f"Human {k} {criterion}" for k in (1, 2, 3)]].to_numpy(float).T
@@ -147,8 +164,26 @@ def hanna_campaigns(folder: Path = FIXTURES / "hanna") -> list[Campaign]:
             for prompt in (1, 2, 3, 4):
                 values = frame[f"{llm} {criterion} {prompt}"].to_numpy(dtype=float)
                 judges[f"{llm} p{prompt}"] = np.where(values < 0, np.nan, values)
-        out.append(Campaign(f"hanna/{criterion}", "hanna", humans, judges, None))
+        out.append(Campaign(f"hanna/{criterion}", "hanna", humans, judges, None, prompts))
     return out
+
+
+def split(campaign: Campaign, part: str) -> Campaign:
+    """The campaign's ``dev`` half (odd groups), ``test`` half (even groups) or ``all`` of it.
+
+    The detection rules' constants were chosen on ``dev``; the reported tables are ``test``.
+    """
+    if part == "all":
+        return campaign
+    keep = np.flatnonzero(campaign.groups % 2 == (1 if part == "dev" else 0))
+    return Campaign(
+        campaign.name,
+        campaign.dataset,
+        campaign.humans[:, keep],
+        {judge: values[keep] for judge, values in campaign.judges.items()},
+        None if campaign.longer is None else campaign.longer[keep],
+        campaign.groups[keep],
+    )
 
 
 @dataclass(frozen=True)
@@ -168,17 +203,16 @@ class Pool:
 def make_pool(campaign: Campaign, n: int, seed: int) -> Pool:
     """10·n units at random; each real annotator's labels on them cut into 10 blocks of n."""
     rng = np.random.default_rng([seed, n, zlib.crc32(campaign.name.encode())])
-    m = POOL_PER_ANNOTATOR * n
+    m = min(POOL_PER_ANNOTATOR * n, campaign.humans.shape[1])  # PandaLM's dev half: 499 < 500
     units = np.sort(rng.choice(campaign.humans.shape[1], m, replace=False))
     real = campaign.humans[:, units]
     labels = np.full((POOL, m), np.nan)
     order = np.full((POOL, m), np.nan)
     for r in range(3):
         perm = rng.permutation(m)
-        for block in range(POOL_PER_ANNOTATOR):
-            mine = perm[block * n : (block + 1) * n]
+        for block, mine in enumerate(np.array_split(perm, POOL_PER_ANNOTATOR)):
             labels[r * POOL_PER_ANNOTATOR + block, mine] = real[r, mine]
-            order[r * POOL_PER_ANNOTATOR + block, mine] = np.arange(n)
+            order[r * POOL_PER_ANNOTATOR + block, mine] = np.arange(mine.size)
     gold = np.sort(rng.choice(m, max(1, round(GOLD_RATE * m)), replace=False))
     if campaign.pairwise:
         answer = consensus(real[:, gold], "majority", pairwise=True)
@@ -213,9 +247,13 @@ def contaminate(
     return labels, careless
 
 
-def gold_flags(labels: np.ndarray, pool: Pool, pairwise: bool) -> np.ndarray:
-    """Per annotator: the top of the Wilson interval of their gold accuracy is below the median
-    of the others' (at least MIN_PEERS others with a gold answer)."""
+def gold_flags(
+    labels: np.ndarray, pool: Pool, pairwise: bool, min_answers: int | None = None
+) -> np.ndarray:
+    """Per annotator with at least ``min_answers`` gold answers (default GOLD_MIN_ANSWERS):
+    the top of the Wilson interval of their gold accuracy is below the median of the others'
+    (at least MIN_PEERS others with a gold answer)."""
+    least = GOLD_MIN_ANSWERS if min_answers is None else min_answers
     answers = labels[:, pool.gold]
     given = ~np.isnan(answers)
     gap = np.abs(answers - pool.gold_answer[None, :])
@@ -227,7 +265,7 @@ def gold_flags(labels: np.ndarray, pool: Pool, pairwise: bool) -> np.ndarray:
     for v in range(labels.shape[0]):
         others = np.delete(accuracy, v)
         others = others[np.isfinite(others)]
-        if n[v] == 0 or others.size < MIN_PEERS:
+        if n[v] < max(least, 1) or others.size < MIN_PEERS:
             continue
         flagged[v] = wilson_interval(int(k[v]), int(n[v]))[1] < float(np.median(others))
     return flagged
@@ -331,6 +369,54 @@ def run_one(task: tuple[Campaign, int, int, Sequence[tuple[str, float]], int]) -
                     rows.append({**base, "table": "error", "judge": judge, "metric": metric,
                                  "rule": rule, "error": error})  # fmt: skip
     return rows
+
+
+def sweep_one(task: tuple[Campaign, int, int, Sequence[tuple[str, float]], int]) -> list[dict]:
+    """The dev split's candidates for the two chosen constants, on one campaign's pool: each
+    annotator's random-answer evidence (scores; RANDOM_EVIDENCE) and gold flags under each
+    minimum number of gold answers (GOLD_MIN_ANSWERS)."""
+    campaign, n, seed, conditions, _ = task
+    pool = make_pool(campaign, n, seed)
+    rows = []
+    for kind, share in conditions:
+        if share == 0:
+            labels, careless = pool.labels, np.zeros(POOL, dtype=bool)
+        else:
+            labels, careless = contaminate(campaign, pool, kind, share, seed, n)
+        base = {"case": campaign.dataset, "careless": kind, "n": n}
+        if not campaign.pairwise:
+            table = annotator_reliability(
+                labels, [f"v{v:02d}" for v in range(POOL)], scale=SCALE, bootstrap=0
+            )
+            evidence = np.array([row.random_evidence for row in table.rows])
+            for least in SWEEP_EVIDENCE:
+                rows.append({**base, "rule": f"evidence >= {least:g} nats",
+                             **_counts(evidence >= least, careless)})  # fmt: skip
+        for least in SWEEP_GOLD:
+            hit = gold_flags(labels, pool, campaign.pairwise, least)
+            rows.append({**base, "rule": f"gold, >= {least} answers", **_counts(hit, careless)})
+    return rows
+
+
+def _counts(hit: np.ndarray, careless: np.ndarray) -> dict[str, int]:
+    return {"fp": int((hit & ~careless).sum()), "honest": int((~careless).sum()),
+            "tp": int((hit & careless).sum()), "careless_n": int(careless.sum())}  # fmt: skip
+
+
+def sweep_table(rows: list[dict]) -> str:
+    """Markdown: per rule, case and n, the honest annotators flagged (all conditions pooled) and
+    the careless ones found, per kind."""
+    frame = pd.DataFrame(rows)
+    lines = [
+        "| rule | case | n | honest flagged | careless found (by kind) |",
+        "|---|---|---|---|---|",
+    ]
+    for (rule, case, n), group in frame.groupby(["rule", "case", "n"], sort=True):
+        honest = group["fp"].sum() / group["honest"].sum()
+        found = group[group["careless"] != "none"].groupby("careless")[["tp", "careless_n"]].sum()
+        kinds = ", ".join(f"{k} {r.tp / r.careless_n:.2f}" for k, r in found.iterrows())
+        lines.append(f"| {rule} | {case} | {n} | {honest:.3f} | {kinds} |")
+    return "\n".join(lines)
 
 
 def conditions_for(
@@ -479,6 +565,11 @@ def _arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         default=list(HANNA_CRITERIA))  # fmt: skip
     parser.add_argument("--bootstrap", type=int, default=1000,
                         help="the Annotators table bootstrap (product default)")  # fmt: skip
+    parser.add_argument("--split", choices=("test", "dev", "all"), default="test",
+                        help="half of the units: dev (rules chosen), test (reported)")  # fmt: skip
+    parser.add_argument("--sweep", action="store_true",
+                        help="print the dev split's table that chose RANDOM_EVIDENCE and "
+                        "GOLD_MIN_ANSWERS (use with --split dev)")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--tables", type=Path, help="print the markdown tables of a JSON run")
@@ -498,6 +589,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         campaigns.append(pandalm_campaign())
     if args.case in ("all", "hanna"):
         campaigns += [c for c in hanna_campaigns() if c.name.split("/")[1] in args.criteria]
+    campaigns = [split(c, args.split) for c in campaigns]
     tasks = [
         (c, n, seed, conditions_for(c, args.careless, args.shares), args.bootstrap)
         for c in campaigns
@@ -505,17 +597,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for seed in range(args.seeds)
     ]
     rows: list[dict] = []
+    work = sweep_one if args.sweep else run_one
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as workers:
-            for part in workers.map(run_one, tasks, chunksize=4):
+            for part in workers.map(work, tasks, chunksize=4):
                 rows += part
     else:
         for task in tasks:
-            rows += run_one(task)
+            rows += work(task)
+    if args.sweep:
+        print(sweep_table(rows))
+        print(f"\n{time.perf_counter() - started:.0f} s; load average {load_before} before, "
+              f"{os.getloadavg()} after")  # fmt: skip
+        return {"sweep": rows}
     summary = summarise(rows)
     report = {
         "command": " ".join([os.path.relpath(sys.executable), *sys.argv]),
         "settings": {
+            "split": args.split,
             "seeds": args.seeds,
             "labels_per_annotator": args.labels,
             "shares": args.shares,

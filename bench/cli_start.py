@@ -37,6 +37,7 @@ HELP_COMMANDS = (
     ("calibrate",),
     ("export", "annotations"),
     ("critic", "score"),
+    ("critic", "train"),
 )
 
 

@@ -51,7 +51,7 @@ DEFINITIONS: dict[str, str] = {
     "reference": "adjudicated label where one exists, else the consensus of the human judgements",
     "strict_acc": "fraction with round(J) == round(H), rounding half up on the scale's step; "
     "our definition, not AlignMMBench's unpublished code",
-    "fuzzy_acc": "fraction with |round(J) - round(H)| <= 1 step; our definition, not "
+    "fuzzy_acc": "fraction with |round(J) - round(H)| <= 1 scale step; our definition, not "
     "AlignMMBench's unpublished code",
     "alignment_score": "1 / mean over prompt-variant groups (>= 2 variants) of the population "
     "variance of a model's scores across variants: our reading of AlignMMBench; null when "

@@ -12,8 +12,10 @@ For each annotator (METRICS.md, "Annotators"):
   nominal for preferences; :mod:`calibration.alpha`);
 * **competence** from a latent-class model of everyone's labels: Dawid–Skene expected accuracy
   for preferences (:mod:`calibration.dawid_skene`, beside ``chance``: what answering with their
-  own answer shares would score), MACE's θ for scores on a scale with points
-  (:mod:`calibration.mace`); none on a continuous scale;
+  own answer shares would score); for scores on a scale with points, ordinal MACE's θ
+  (:func:`calibration.mace.ordinal_mace`, an attentive answer lands near the truth), beside the
+  evidence in nats that they answered at random rather than as the others do
+  (:func:`calibration.mace.random_answer_evidence`); none on a continuous scale;
 * **position preference** (preferences): the share of their answers that chose the response
   shown first to them (Wilson interval), beside the share of the others who chose that same
   response on the same pairs;
@@ -36,7 +38,7 @@ import numpy as np
 from calibration.alpha import AlphaData
 from calibration.bootstrap import chunk_size, percentile_interval
 from calibration.dawid_skene import dawid_skene
-from calibration.mace import mace
+from calibration.mace import ordinal_mace, random_answer_evidence
 from calibration.pointwise import PointwiseKernel
 from calibration.reference import ConsensusRule, NoMajorityRule, consensus, default_rule
 from calibration.scale import Scale
@@ -50,10 +52,11 @@ ALPHA_GAIN = 0.10
 """Flag when the campaign's alpha rises by at least this without the annotator."""
 DS_CHANCE_MARGIN = 0.10
 """Dawid–Skene: flag when the expected accuracy is less than this above chance."""
-MACE_MAX_THETA = 0.5
-MACE_PEER_RATIO = 0.5
-"""MACE: flag when θ < 0.5 (they answer at random more often than not) and below half the
-others' median θ (an honest annotator on a long scale can miss the exact point often)."""
+RANDOM_EVIDENCE = 3.0
+"""Ordinal scales: flag when the evidence that they answered at random rather than as the
+others' median annotator does is at least 3 nats (a likelihood ratio of 20). Chosen on the dev
+half of HANNA's stories (docs/ANNOTATOR_QUALITY.md): the smallest of 1, 2, 3 and 5 nats that
+flagged at most 5% of honest annotators at every n from 20 to 50 labels."""
 POSITION_MIN_PAIRS = 20
 POSITION_GAP = 0.25
 """Position: flag when, over at least 20 pairs, the share choosing the response shown first is
@@ -144,9 +147,12 @@ class AnnotatorReliability:
     alpha_without: float
     """The campaign's alpha without them (NaN when undefined)."""
     competence: float
-    """Dawid–Skene expected accuracy (preferences) or MACE θ (scores); NaN: no model."""
+    """Dawid–Skene expected accuracy (preferences) or ordinal MACE θ (scores); NaN: no model."""
     chance: float
     """Dawid–Skene only: expected accuracy of answering with their own shares at random."""
+    random_evidence: float
+    """Ordinal MACE only: nats of evidence that they answered at random rather than as the
+    others' median annotator does (:func:`calibration.mace.random_answer_evidence`)."""
     position: PositionPreference | None
     run: AnswerRun
     flags: tuple[AnnotatorFlag, ...]
@@ -156,7 +162,7 @@ class AnnotatorReliability:
 class AnnotatorTable:
     """The Annotators table of a campaign (METRICS.md, "Annotators")."""
 
-    model: Literal["dawid-skene", "mace"] | None
+    model: Literal["dawid-skene", "ordinal-mace"] | None
     """The latent-class model behind ``competence``."""
     loo_rule: ConsensusRule
     alpha_level: Literal["interval", "nominal"]
@@ -196,7 +202,7 @@ def annotator_reliability(
     keep = np.array([name not in excluded for name in names], dtype=bool)
     level: Literal["interval", "nominal"] = "nominal" if pairwise else "interval"
     alpha = _alpha(data, level)
-    model, competence, chance = _latent(data, scale)
+    model, competence, chance, evidence = _latent(data, scale)
     others = [
         _others(data, keep, r, rule, no_majority, pairwise=pairwise) for r in range(len(names))
     ]
@@ -218,6 +224,7 @@ def annotator_reliability(
                 alpha_without=_alpha(np.delete(data, r, axis=0), level),
                 competence=float(competence[r]),
                 chance=float(chance[r]),
+                random_evidence=float(evidence[r]),
                 position=_position(data, r, swapped) if pairwise else None,
                 run=_run(
                     own,
@@ -251,17 +258,19 @@ def _alpha(data: np.ndarray, level: Literal["interval", "nominal"]) -> float:
 
 def _latent(
     data: np.ndarray, scale: Scale | None
-) -> tuple[Literal["dawid-skene", "mace"] | None, np.ndarray, np.ndarray]:
+) -> tuple[Literal["dawid-skene", "ordinal-mace"] | None, np.ndarray, np.ndarray, np.ndarray]:
+    """(model, competence, chance, random-answer evidence) per rater."""
     nan = np.full(data.shape[0], np.nan)
     if not (~np.isnan(data)).any():
-        return None, nan, nan
+        return None, nan, nan, nan
     if scale is None:
         fit = dawid_skene(data, 3)
-        return "dawid-skene", fit.competence, fit.chance
+        return "dawid-skene", fit.competence, fit.chance, nan
     if not scale.is_discrete:
-        return None, nan, nan
+        return None, nan, nan, nan
     codes = np.where(np.isnan(data), np.nan, scale.point_index(np.nan_to_num(data)))
-    return "mace", mace(codes, scale.n_points).competence, nan
+    ordinal = ordinal_mace(codes, scale.n_points)
+    return "ordinal-mace", ordinal.competence, nan, random_answer_evidence(codes, ordinal)
 
 
 def _others(data, keep, r, rule, no_majority, *, pairwise) -> np.ndarray:
@@ -446,18 +455,14 @@ def _flags(
                 )
             )
         peers = _median_of_others(rows, name, "competence")
-        if (
-            model == "mace"
-            and competence < MACE_MAX_THETA
-            and math.isfinite(peers)
-            and competence < MACE_PEER_RATIO * peers
-        ):
+        evidence = row.random_evidence
+        if model == "ordinal-mace" and math.isfinite(evidence) and evidence >= RANDOM_EVIDENCE:
             flags.append(
                 AnnotatorFlag(
                     "low_competence",
-                    f"MACE estimates that they answered at random on {_pct(1 - competence)} of "
-                    f"their units (θ = {competence:.2f}; the other annotators' median θ is "
-                    f"{peers:.2f})",
+                    f"their {row.n} answers are {_ratio(evidence)} times likelier as answers "
+                    f"at random than as the other annotators answer (ordinal MACE θ = "
+                    f"{competence:.2f}; the others' median θ is {peers:.2f})",
                 )
             )
     position = row.position
@@ -490,6 +495,14 @@ def _flags(
             )
         )
     return tuple(flags)
+
+
+def _ratio(nats: float) -> str:
+    """A likelihood ratio e^nats in words: "20", "1,100", "over a million"."""
+    if nats >= math.log(1e6):
+        return "over a million"
+    ratio = math.exp(nats)
+    return f"{float(f'{ratio:.2g}'):,.0f}" if ratio >= 10 else f"{ratio:.2g}"
 
 
 def _pct(value: float) -> str:

@@ -35,6 +35,7 @@ from calibration.bootstrap import (
     percentile_interval,
 )
 from calibration.cost import JudgeCost, Prices, judge_costs
+from calibration.errors import CalibrationInputError
 from calibration.reference import ConsensusRule, NoMajorityRule
 from calibration.units import UnitData, prepare_units
 from schemas.audit_records import JudgementUsage, ResponseFacts
@@ -99,6 +100,17 @@ class JudgeAudit(BaseModel):
     length_gap: int
     costs: list[JudgeCost]
     biases: list[JudgeBias]
+
+
+def parse_families(raw: object, where: str) -> dict[str, str]:
+    """A families file's parsed JSON: an object mapping judge and model names to a family name
+    (non-empty text), as the self-preference rows read it."""
+    if not isinstance(raw, dict) or not all(isinstance(v, str) and v for v in raw.values()):
+        raise CalibrationInputError(
+            f"{where}: expected an object mapping judge and model names to a family, "
+            'e.g. {"gpt-4o-judge": "gpt", "gpt-4o": "gpt"}'
+        )
+    return {str(k): v for k, v in raw.items()}
 
 
 def audit_judges(

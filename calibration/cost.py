@@ -14,7 +14,7 @@ read out of, on its own units: one call per unit, two for a pair judged in both 
 
 from __future__ import annotations
 
-import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
@@ -33,8 +33,18 @@ class Prices(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    input: float = Field(ge=0, description="price per million input (prompt) tokens")
-    output: float = Field(ge=0, description="price per million output (completion) tokens")
+    input: float = Field(
+        ge=0,
+        allow_inf_nan=False,
+        strict=True,
+        description="price per million input (prompt) tokens",
+    )
+    output: float = Field(
+        ge=0,
+        allow_inf_nan=False,
+        strict=True,
+        description="price per million output (completion) tokens",
+    )
 
 
 class JudgeCost(BaseModel):
@@ -162,23 +172,41 @@ def _cost(
     )
 
 
-def parse_prices(text: str, where: str) -> dict[str, Prices]:
-    """A price file: a JSON object judge → ``{"input": ..., "output": ...}`` per million tokens."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise CalibrationInputError(f"{where}: not JSON ({error})") from error
+def parse_prices(raw: object, where: str) -> dict[str, Prices]:
+    """A price file's parsed JSON: an object judge → ``{"input": N, "output": N}``, prices per
+    million tokens, each a finite number ≥ 0 (``true`` and ``"7"`` are not numbers here)."""
     if not isinstance(raw, dict):
         raise CalibrationInputError(
             f'{where}: expected an object judge → {{"input": N, "output": N}}'
         )
+    fix = 'give {"input": N, "output": N}, prices per million tokens ≥ 0'
     result = {}
     for judge, value in raw.items():
-        try:
-            result[str(judge)] = Prices.model_validate(value)
-        except ValueError as error:
-            raise CalibrationInputError(
-                f'{where}: judge {judge!r}: give {{"input": N, "output": N}}, prices per million '
-                f"tokens ≥ 0 ({str(error).splitlines()[-1].strip()})"
-            ) from error
+        if not isinstance(value, dict) or set(value) != {"input", "output"}:
+            keys = ", ".join(map(str, value)) if isinstance(value, dict) else type(value).__name__
+            raise CalibrationInputError(f"{where}: judge {judge!r}: {fix} (found {keys})")
+        for side in ("input", "output"):
+            problem = price_problem(value[side])
+            if problem is not None:
+                raise CalibrationInputError(
+                    f"{where}: judge {judge!r}: `{side}` is {problem}; {fix}"
+                )
+        result[str(judge)] = Prices(input=value["input"], output=value["output"])
     return result
+
+
+def price_problem(value: object) -> str | None:
+    """What makes ``value`` no price (None for a finite number ≥ 0), as ``is …`` continues it."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if not isinstance(value, int | float):
+        return f"{value!r} (a {_json_type(value)})"
+    if not math.isfinite(value) or value < 0:
+        return f"{value!r}"
+    return None
+
+
+def _json_type(value: object) -> str:
+    return {str: "string", list: "list", dict: "object", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )

@@ -71,6 +71,11 @@ def _frame_row(record: JudgementRecord, protocol: Protocol) -> dict[str, object]
             raise CalibrationInputError("`response_id` is missing: pointwise judgements name one")
         unit = response_unit_key(record.response_id)
         value: object = None if record.score is None else _on_scale(protocol, record.score)
+        if record.expected_score is not None:
+            try:
+                protocol.validate_expected_score(record.expected_score)
+            except InvalidJudgement as error:
+                raise CalibrationInputError(f"{error}: fix the line") from None
         shown_order = "AB"
     else:
         if record.pair is None:

@@ -18,6 +18,7 @@ from calibration.reference import (
     per_unit_rule,
 )
 from calibration.scale import Scale
+from schemas.bounds import BOOTSTRAP
 from schemas.option_text import OptionText
 from schemas.protocols import Protocol
 
@@ -73,10 +74,8 @@ class CalibrationOptions:
         check_consensus(self.reference_rule, self.no_majority, pairwise=pairwise, discrete=discrete)
         check_unparsed_rule(self.unparsed)
         check_aggregate(self.aggregate)
-        if self.bootstrap < 0:
-            raise CalibrationInputError(
-                OptionText("{bootstrap} {value} must be 0 or more", value=self.bootstrap)
-            )
+        if (problem := BOOTSTRAP.problem(self.bootstrap)) is not None:
+            raise CalibrationInputError(problem)
         disagreement_threshold(self.protocol, self.disagreement_threshold)
         if self.max_disagreements < 0:
             raise CalibrationInputError(

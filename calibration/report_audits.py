@@ -56,6 +56,10 @@ def consistency_caption(report: ConsistencyReport) -> str:
     return text
 
 
+PRICE_COLUMN = "price / 1k units"
+"""The cost table's price column (prices are in the currency the user stated them in)."""
+
+
 def cost_table(audit: JudgeAudit) -> pd.DataFrame:
     """Tokens, price and seconds per 1,000 units per judge; with a column "calls of" naming the
     judge whose calls a read-out (``-probs``, ``-debiased``) is charged, when there is one."""
@@ -68,7 +72,7 @@ def cost_table(audit: JudgeAudit) -> pd.DataFrame:
             "cached": c.n_cached,
             "input tokens / 1k units": _count(c.input_tokens_per_1000),
             "output tokens / 1k units": _count(c.output_tokens_per_1000),
-            "price / 1k units": "—" if c.cost_per_1000 is None else f"{c.cost_per_1000:,.2f}",
+            PRICE_COLUMN: "—" if c.cost_per_1000 is None else f"{c.cost_per_1000:,.2f}",
             "seconds / 1k units": _count(c.seconds_per_1000),
         }
         for c in audit.costs

@@ -215,9 +215,10 @@ def _annotators(result: CalibrationResult) -> str:
         return ""
     pairwise = result.pairwise
     agreement = ["accuracy"] if pairwise else ["mae", "qwk"]
-    competence = {"dawid-skene": "Dawid–Skene expected accuracy (chance)", "mace": "MACE θ"}.get(
-        section.model or "", "competence"
-    )
+    competence = {
+        "dawid-skene": "Dawid–Skene expected accuracy (chance)",
+        "ordinal-mace": "ordinal MACE θ",
+    }.get(section.model or "", "competence")
     left_out = result.reference.exclusion_reasons
     header = ["annotator", "units", "weight", "LOO units", *agreement]
     header += [f"alpha without ({_fmt(section.alpha)} with all)", competence]

@@ -301,6 +301,9 @@ class AnnotatorRow(_Section):
     alpha_without: float | None
     competence: float | None
     chance: float | None
+    random_evidence: float | None = None
+    """Scores with points: nats of evidence that they answered at random rather than as the
+    others' median annotator does (ordinal MACE); null otherwise."""
     position: AnnotatorPosition | None
     run: AnnotatorRun
     flags: list[AnnotatorFlagResult]
@@ -310,7 +313,7 @@ class AnnotatorsSection(_Section):
     """Per-annotator reliability without gold (``calibration.annotators``)."""
 
     model: str | None
-    """The latent-class model behind ``competence``: dawid-skene, mace or null."""
+    """The latent-class model behind ``competence``: dawid-skene, ordinal-mace or null."""
     loo_rule: str
     alpha_level: str
     alpha: float | None

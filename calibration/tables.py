@@ -12,6 +12,48 @@ import pandas as pd
 
 from calibration.result import CalibrationResult, Interval
 
+METRIC_NAMES: dict[str, str] = {
+    "n": "Units",
+    "coverage": "Parsed share",
+    "mae": "Mean abs. error",
+    "mse": "Mean squared error",
+    "rmse": "Root mean sq. error",
+    "pearson": "Pearson r",
+    "spearman": "Spearman ρ",
+    "kendall": "Kendall τ",
+    "cosine": "Cosine",
+    "strict_acc": "Exact agreement",
+    "fuzzy_acc": "Within one step",
+    "qwk": "Quadratic κ",
+    "alpha_interval": "α (interval)",
+    "alpha_ordinal": "α (ordinal)",
+    "bias": "Bias (judge − ref.)",
+    "smd": "Std. mean difference",
+    "percent_mae": "Mean abs. error (% of max)",
+    "acc_with_tie": "Accuracy with ties",
+    "acc_without_tie": "Accuracy without ties",
+    "precision_macro": "Macro precision",
+    "recall_macro": "Macro recall",
+    "f1_macro": "Macro F1",
+    "kappa": "Cohen's κ",
+    "consistency": "Same verdict both orders",
+    "agreement_both_orders": "Right in both orders",
+    "prefer_first": "Prefers the first shown",
+    "tie_rate": "Tie rate",
+}
+"""A header in words for each metric key of the result (METRICS.md defines each key; the JSON
+and ``calibrate`` keep the keys). A key without a name here shows as itself."""
+
+
+def metric_name(key: str) -> str:
+    """The metric's header in words (:data:`METRIC_NAMES`), else the key."""
+    return METRIC_NAMES.get(key, key)
+
+
+def with_metric_names(table: pd.DataFrame, *, axis: str = "columns") -> pd.DataFrame:
+    """``table`` with its metric keys, on ``axis`` ("columns" or "index"), as words."""
+    return table.rename(**{axis: metric_name})
+
 
 def select_units(frame: pd.DataFrame, field: str, values: Iterable[object]) -> pd.DataFrame:
     """Rows of the units whose ``field`` (task, model...) is one of ``values`` (all raters kept).

@@ -148,6 +148,13 @@ def fine_tune(
     if not train_records:
         raise TrainingSetupError(f"{config.data} has no records with meta.split == 'train'")
     _check_output_dir(config)
+    if config.max_prompt_tokens is not None:
+        raise TrainingSetupError(
+            OptionText(
+                "{max_prompt_tokens} applies to {objective} head; the generative objective cuts a "
+                "longer prompt on the left to {max_length}"
+            )
+        )
     set_seed(config.seed)
     on_cuda = torch.cuda.is_available()
     use_bf16 = config.bf16 and (torch.cuda.is_bf16_supported() if on_cuda else cpu_has_bf16())

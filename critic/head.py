@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -56,16 +56,17 @@ from critic.classifier_head import (
     save_head,
     swap_sides,
 )
-from critic.head_features import HeadSetupError, prompt_features
-from critic.modeling import CRITIC_INFO_FILE, inference_dtype, load_base_model
+from critic.head_features import HeadSetupError, prompt_features, prompt_lengths
+from critic.modeling import CRITIC_INFO_FILE, FINAL_FOLDER, inference_dtype, load_base_model
 from critic.sft import SftRecord, read_sft
 from critic.train_config import TrainConfig
-from critic.train_result import FINAL_FOLDER, TrainingSetupError, TrainResult
+from critic.train_result import TrainingSetupError, TrainResult
 from schemas.option_text import OptionText
 from schemas.protocols import to_shown
 
 CV_FILE = "head_cv.json"
-DEFAULT_L2_GRID: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
+DEFAULT_L2_GRID: tuple[float, ...] = TrainConfig.head_l2
+"""The L2 strengths the cross-validation chooses among unless told (``TrainConfig.head_l2``)."""
 _PAIRWISE_ONLY = OptionText(
     "{head_targets} annotators applies to pairwise files: a score's consensus is a mean, not one "
     "of the head's classes; fit a score head on the consensus"
@@ -124,13 +125,15 @@ def fit_head(
     seed: int = 0,
     kind: HeadKind = "prompt",
     distributions: np.ndarray | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> HeadFit:
     """Choose the layer and ``l2`` by grouped K-fold cross-validation (lowest mean out-of-fold
     log-loss of ``targets``; the stronger ``l2`` on a tie), then fit on every record.
     ``features``: one array, or layer → array (from :func:`prompt_features`); ``kind`` as
     :attr:`ClassifierHead.kind`; ``distributions``: (n, classes) label distributions to fit
     instead of ``targets`` (:func:`record_distribution`), scored against ``targets`` all the
-    same."""
+    same. ``progress`` is called with the settings (layer, ``l2``) cross-validated so far and
+    their number."""
     by_layer = features if isinstance(features, dict) else {0: features}
     y = np.array([classes.index(t) for t in targets])
     fitted = np.eye(len(classes))[y] if distributions is None else np.asarray(distributions)
@@ -155,6 +158,8 @@ def fit_head(
                 }
             )
             oof_by[layer, l2] = oof
+            if progress is not None:
+                progress(len(cv), len(by_layer) * len(l2_grid))
     best = min(cv, key=lambda row: (row["log_loss"], -row["l2"]))
     layer, l2 = int(best["layer"]), best["l2"]
     head, losses = _fit(by_layer[layer], fitted, classes, l2, kind)
@@ -164,46 +169,98 @@ def fit_head(
 
 def train_head(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | None) -> TrainResult:
     """``critic train --objective head``: prompt features of the frozen base model, a head by
-    grouped cross-validation, saved with ``critic.json`` and the out-of-fold predictions."""
+    grouped cross-validation, saved with ``critic.json`` and the out-of-fold predictions.
+
+    ``on_log`` receives the progress of the feature pass (:class:`FeatureMeter`'s entries,
+    every ``logging_steps`` batches and at the end), of the cross-validation (``settings`` done of
+    all) and the final fit's losses."""
     records = read_sft(config.data)
     train_records = [record for record in records if record.split == "train"]
     if not train_records:
         raise TrainingSetupError(f"{config.data} has no records with meta.split == 'train'")
+    if not config.head_l2 or not all(math.isfinite(v) and v >= 0 for v in config.head_l2):
+        raise TrainingSetupError(
+            OptionText("{head_l2} is {value}; give L2 strengths, finite and >= 0",
+                       value=config.head_l2)
+        )  # fmt: skip
+    if config.max_prompt_tokens is not None and config.max_prompt_tokens < 1:
+        raise TrainingSetupError(
+            OptionText("{max_prompt_tokens} is {value}; give a positive number of tokens",
+                       value=config.max_prompt_tokens)
+        )  # fmt: skip
     final_dir = config.output_dir / FINAL_FOLDER
     if (final_dir / CRITIC_INFO_FILE).exists():
         raise TrainingSetupError(f"{final_dir} already holds a critic; choose another -o folder")
-    started = time.perf_counter()
     dtype = inference_dtype()
     loaded = load_base_model(config.base_model, dtype=dtype)
-    targets = [record_class(record) for record in train_records]
+    started = time.perf_counter()
     pairwise = train_records[0].meta.get("protocol") == "pairwise"
     if config.head_targets == "annotators" and not pairwise:
         raise HeadSetupError(_PAIRWISE_ONLY)
+    lengths = prompt_lengths(loaded, [record.messages[:-1] for record in train_records])
+    too_long = 0
+    if config.max_prompt_tokens is not None:
+        kept = [n <= config.max_prompt_tokens for n in lengths]
+        too_long = kept.count(False)
+        train_records = [record for record, keep in zip(train_records, kept, strict=True) if keep]
+        lengths = [n for n, keep in zip(lengths, kept, strict=True) if keep]
+        if not train_records:
+            raise TrainingSetupError(
+                OptionText("every training prompt is longer than {max_prompt_tokens} ({value}); "
+                           "raise it", value=config.max_prompt_tokens)
+            )  # fmt: skip
+    targets = [record_class(record) for record in train_records]
     classes = list(PAIRWISE_CLASSES) if pairwise else sorted(set(targets), key=float)
     kind: HeadKind = "pair-difference" if pairwise else "prompt"
+    meter = FeatureMeter(len(lengths), sum(lengths), config.logging_steps, on_log)
     features = prompt_features(
         loaded,
         [record.messages[:-1] for record in train_records],
         config.eval_batch_size,
         layers=config.head_layers,
         answer_spans=[_answer_spans(record) for record in train_records] if pairwise else None,
+        progress=meter,
     )
     groups = [str(record.meta.get("item_id")) for record in train_records]
+    distributions = None
+    notes: list[OptionText] = []
+    targets_fitted = config.head_targets
+    if config.head_targets == "annotators":
+        distributions = np.array([record_distribution(r, classes) for r in train_records])
+        consensus = np.eye(len(classes))[[classes.index(t) for t in targets]]
+        if np.allclose(distributions, consensus):
+            # one verdict per record (a single annotator, or unanimous ones): the same fit
+            targets_fitted, distributions = "consensus", None
+            notes.append(
+                OptionText(
+                    "{head_targets} annotators: every training record has one verdict (a single "
+                    "annotator, or unanimous ones), so the annotators' shares are the consensus "
+                    "labels: the consensus was fitted, and critic.json records it as the targets"
+                )
+            )
+
+    def cv_progress(done: int, total: int) -> None:
+        if on_log is not None:
+            on_log({"stage": "cross-validation", "settings": f"{done}/{total}"})
+
     fit = fit_head(
         features,
         targets,
         groups,
         classes=classes,
+        l2_grid=config.head_l2,
         folds=config.head_folds,
         seed=config.seed,
         kind=kind,
-        distributions=np.array([record_distribution(r, classes) for r in train_records])
-        if config.head_targets == "annotators"
-        else None,
+        distributions=distributions,
+        progress=cv_progress,
     )
     for step, loss in fit.losses:
         if on_log is not None and (step % config.logging_steps == 0 or step == len(fit.losses) - 1):
             on_log({"step": step, "loss": loss})
+    depth = len(loaded.model.get_decoder().layers)
+    edges = grid_edges(fit.head, config.head_l2, config.head_layers, depth)
+    notes += edges.notes()
     final_dir.mkdir(parents=True, exist_ok=True)
     save_head(fit.head, final_dir)
     meta = train_records[0].meta
@@ -216,12 +273,16 @@ def train_head(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | N
         "scale": meta.get("scale"),
         "classes": classes,
         "head_kind": kind,
-        "targets": config.head_targets,
+        "targets": targets_fitted,
+        "targets_asked": config.head_targets,
         "dtype": str(dtype).removeprefix("torch."),
         "l2": fit.head.l2,
         "layer": fit.head.layer,
         "cv": fit.cv,
+        "grid_edges": asdict(edges),
         "train_records": len(train_records),
+        "too_long": too_long,
+        "notes": [str(note) for note in notes],
         "train_config": {
             key: str(value) if isinstance(value, Path) else value
             for key, value in asdict(config).items()
@@ -244,11 +305,108 @@ def train_head(config: TrainConfig, on_log: Callable[[dict[str, Any]], None] | N
         final_dir=final_dir,
         steps=len(fit.losses),
         losses=fit.losses,
-        train_tokens=0,
+        train_tokens=meter.tokens,
         seconds=seconds,
-        tokens_per_second=float("nan"),
+        tokens_per_second=meter.tokens / seconds if seconds > 0 else float("nan"),
         truncated=0,
+        too_long=too_long,
+        notes=tuple(notes),
     )
+
+
+class FeatureMeter:
+    """Counts the feature pass's prompts and tokens and reports its progress to ``on_log`` every
+    ``every`` batches and at the end: ``rows`` done of all, ``tokens``, ``rows_per_s``,
+    ``tokens_per_s`` and ``seconds_left`` (the tokens left at the rate so far)."""
+
+    def __init__(
+        self,
+        rows: int,
+        tokens: int,
+        every: int,
+        on_log: Callable[[dict[str, Any]], None] | None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.total_rows, self.total_tokens = rows, tokens
+        self.every, self.on_log, self.clock = max(every, 1), on_log, clock
+        self.rows = self.tokens = self.batches = 0
+        self.started = clock()
+
+    def __call__(self, rows: int, tokens: int) -> None:
+        self.rows += rows
+        self.tokens += tokens
+        self.batches += 1
+        if self.on_log is None or (self.batches % self.every and self.rows < self.total_rows):
+            return
+        seconds = self.clock() - self.started
+        tokens_per_s = self.tokens / seconds if seconds > 0 else float("nan")
+        self.on_log(
+            {
+                "stage": "features",
+                "rows": f"{self.rows}/{self.total_rows}",
+                "tokens": self.tokens,
+                "rows_per_s": self.rows / seconds if seconds > 0 else float("nan"),
+                "tokens_per_s": tokens_per_s,
+                "seconds_left": (self.total_tokens - self.tokens) / tokens_per_s
+                if self.tokens
+                else float("nan"),
+            }
+        )
+
+
+@dataclass(frozen=True)
+class GridEdges:
+    """Whether the chosen L2 and layer lie at an edge of the grid searched, beyond which the
+    cross-validation might have found a better one: ``"smallest"`` / ``"largest"``, or None
+    (inside the grid, a grid of one value, or a layer at the model's first or last)."""
+
+    l2: Literal["smallest", "largest"] | None
+    layer: Literal["shallowest", "deepest"] | None
+    l2_grid: tuple[float, ...]
+    layers: tuple[int, ...]
+    """The layers searched, 1-based (0 = the last resolved to its number)."""
+
+    def notes(self) -> list[OptionText]:
+        """A sentence for each edge."""
+        notes = []
+        if self.l2 is not None:
+            notes.append(
+                OptionText(
+                    "head: the chosen L2 is the {edge} of the grid searched ({grid}); the best "
+                    "may lie beyond it: widen {head_l2}",
+                    edge=self.l2,
+                    grid=", ".join(f"{v:g}" for v in self.l2_grid),
+                )
+            )
+        if self.layer is not None:
+            notes.append(
+                OptionText(
+                    "head: the chosen layer is the {edge} of those searched ({layers}); a layer "
+                    "beyond it may be better: add some to {head_layers}",
+                    edge=self.layer,
+                    layers=", ".join(map(str, self.layers)),
+                )
+            )
+        return notes
+
+
+def grid_edges(
+    head: ClassifierHead, l2_grid: tuple[float, ...], layers: tuple[int, ...], depth: int
+) -> GridEdges:
+    """:class:`GridEdges` of ``head``'s L2 and layer in a model of ``depth`` decoder layers."""
+    searched = sorted({layer or depth for layer in layers})
+    chosen = head.layer or depth
+    layer_edge: Literal["shallowest", "deepest"] | None = None
+    if len(searched) > 1 and chosen == searched[0] and chosen > 1:
+        layer_edge = "shallowest"
+    elif len(searched) > 1 and chosen == searched[-1] and chosen < depth:
+        layer_edge = "deepest"
+    l2_edge: Literal["smallest", "largest"] | None = None
+    if len(set(l2_grid)) > 1 and head.l2 == min(l2_grid):
+        l2_edge = "smallest"
+    elif len(set(l2_grid)) > 1 and head.l2 == max(l2_grid):
+        l2_edge = "largest"
+    return GridEdges(l2_edge, layer_edge, tuple(sorted(l2_grid)), tuple(searched))
 
 
 def _fit(

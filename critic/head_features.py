@@ -6,6 +6,7 @@ responses' character spans in the prompt. The model runs only up to the deepest 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,12 +27,15 @@ def prompt_features(
     batch_size: int = 8,
     layers: tuple[int, ...] = (0,),
     answer_spans: list[tuple[tuple[int, int], ...]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[int, np.ndarray]:
     """Layer → (n, 2·hidden) features of judge prompts (system + user messages; module doc): the
     last token's and the mean hidden state, or with ``answer_spans`` (character spans of the
     responses in each prompt's user message) the mean hidden state over each of two responses.
 
     Layers are 1-based, 0 = the last. The model runs only up to the deepest layer asked for.
+    ``progress`` is called after each batch with its prompts and their tokens (padding not
+    counted).
     """
     if loaded.processor is not None:
         raise HeadSetupError(
@@ -82,6 +86,8 @@ def prompt_features(
                     mean = (hidden * mask[..., None]).sum(1) / mask.sum(-1, keepdim=True)
                     for row, index in enumerate(chunk):
                         result[layer][index] = torch.cat([last[row], mean[row]]).cpu().numpy()
+            if progress is not None:
+                progress(len(chunk), sum(len(encoded[i]) for i in chunk))
     finally:
         decoder.layers = blocks
         for hook in hooks:
@@ -90,6 +96,19 @@ def prompt_features(
         layer: np.stack([rows[i] for i in range(len(encoded))]) for layer, rows in result.items()
     }
     return {layer: features[layer or len(blocks)] for layer in layers}
+
+
+def prompt_lengths(loaded: LoadedModel, conversations: list[list[dict[str, Any]]]) -> list[int]:
+    """Tokens of each judge prompt as :func:`prompt_features` reads it (generation prompt
+    included)."""
+    return [
+        len(
+            loaded.tokenizer(render_prompt(loaded.tokenizer, messages), add_special_tokens=False)[
+                "input_ids"
+            ]
+        )
+        for messages in conversations
+    ]
 
 
 def _encode_sides(

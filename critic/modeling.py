@@ -23,11 +23,15 @@ from transformers import (
 )
 
 from critic.classifier_head import HEAD_FILE, ClassifierHead, load_head
+from data.io.importers.errors import InvalidRecord
+from data.io.importers.sources import read_text
 from schemas.option_text import OptionError, OptionText
 
 ModelKind = Literal["causal", "vision"]
 CRITIC_INFO_FILE = "critic.json"
 """Written beside a trained critic's weights: base model, kind, protocol, template, training."""
+FINAL_FOLDER = "final"
+"""Where ``critic train`` saves the trained critic inside its output folder."""
 
 
 class ModelFolderError(OptionError):
@@ -117,14 +121,15 @@ def load_critic(path: Path | str, *, dtype: torch.dtype | None = None) -> Loaded
     """Load a trained critic: full weights, a LoRA adapter on top of its base model, or a
     preference/score head on top of its frozen base model (``critic train --objective head``).
 
-    A plain base model folder works too (an untrained critic, e.g. for a baseline). ``dtype``:
-    None = :func:`preferred_dtype`.
+    A plain base model folder works too (an untrained critic, e.g. for a baseline), and so does
+    the output folder of ``critic train`` (its ``final`` folder is loaded). ``dtype``: None =
+    :func:`preferred_dtype`.
     """
     from peft import PeftModel
 
-    folder = _folder(path)
+    folder = _critic_folder(path)
     info_file = folder / CRITIC_INFO_FILE
-    info = json.loads(info_file.read_text()) if info_file.exists() else {}
+    info = _small_json(info_file) if info_file.exists() else {}
     adapter_config = folder / "adapter_config.json"
     if info.get("objective") == "head":
         loaded = load_base_model(_base_folder(folder, info.get("base_model")), dtype=dtype)
@@ -134,7 +139,7 @@ def load_critic(path: Path | str, *, dtype: torch.dtype | None = None) -> Loaded
         loaded = load_base_model(folder, dtype=dtype)
         loaded.info = info
         return loaded
-    base = json.loads(adapter_config.read_text()).get("base_model_name_or_path")
+    base = _small_json(adapter_config).get("base_model_name_or_path")
     loaded = load_base_model(_base_folder(folder, base), dtype=dtype)
     loaded.model = PeftModel.from_pretrained(loaded.model, folder)
     loaded.path, loaded.info = folder, info
@@ -173,13 +178,36 @@ def _base_folder(folder: Path, base: str | None) -> Path:
     return Path(base)
 
 
+def _critic_folder(path: Path | str) -> Path:
+    """``path``, or the ``final`` folder of a training output folder given instead."""
+    folder = Path(path).expanduser().resolve()
+    if not _is_model_folder(folder) and _is_model_folder(folder / FINAL_FOLDER):
+        return folder / FINAL_FOLDER
+    return _folder(folder)
+
+
+def _is_model_folder(folder: Path) -> bool:
+    markers = ("config.json", "adapter_config.json", HEAD_FILE)
+    return any((folder / marker).exists() for marker in markers)
+
+
+def _small_json(path: Path) -> dict[str, Any]:
+    """A model folder's small JSON file (``critic.json``, ``adapter_config.json``): a regular
+    file of at most a few MiB, as the one reader reads every file (Python's JSON: ``critic.json``
+    may record a NaN cross-validation figure)."""
+    value = json.loads(read_text(path))
+    if not isinstance(value, dict):
+        raise InvalidRecord(str(path), None, None, "not a JSON object: rewrite the model folder")
+    return value
+
+
 def _folder(path: Path | str) -> Path:
     folder = Path(path).expanduser().resolve()
-    markers = ("config.json", "adapter_config.json", HEAD_FILE)
-    if not any((folder / marker).exists() for marker in markers):
+    if not _is_model_folder(folder):
         raise ModelFolderError(
             f"{folder} is not a model folder (no config.json). Give a local folder saved with "
-            "save_pretrained; for SmolLM2 run critiquelab critic convert-gguf first. Nothing is "
-            "downloaded from a hub."
+            "save_pretrained (a critic trained by critiquelab critic train is in the final "
+            "folder of its output folder); for SmolLM2 run critiquelab critic convert-gguf "
+            "first. Nothing is downloaded from a hub."
         )
     return folder

@@ -23,6 +23,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from data.io.importers.errors import InvalidRecord
+from data.io.importers.sources import read_text
 from schemas.protocols import Protocol
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
@@ -92,9 +94,9 @@ def load_template(path: Path | str) -> PromptTemplate:
     """Read a template file; :class:`TemplateError` names the missing or bad field."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TemplateError(f"template file {path} does not exist") from None
+        raw = tomllib.loads(read_text(path))  # the one reader: a regular file, bounded size
+    except InvalidRecord as error:
+        raise TemplateError(f"template file {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise TemplateError(f"{path}: not valid TOML ({error})") from None
     missing = [key for key in _REQUIRED_KEYS if key not in raw]

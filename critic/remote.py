@@ -43,8 +43,9 @@ from data.io.critic_io import (
 )
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope, session_scope
+from schemas.bounds import CONCURRENCY, MAX_RETRIES, MAX_TOKENS, first_problem
 from schemas.core import stored_id
-from schemas.option_text import OptionError, OptionText
+from schemas.option_text import OptionError
 
 Usage = dict[str, int]
 """Token counts as the endpoint reports them (``prompt_tokens``, ``completion_tokens``...)."""
@@ -136,10 +137,13 @@ def judge_campaign_remote(
 ) -> RemoteSummary:
     """Judge every unit of ``campaign`` not yet judged by ``options.judge_name`` (see module)."""
     started = time.perf_counter()
-    if options.concurrency < 1:
-        raise OptionError(
-            OptionText("{concurrency} is {value}; give 1 or more", value=options.concurrency)
-        )
+    problem = first_problem(
+        (CONCURRENCY, options.concurrency),
+        (MAX_RETRIES, options.max_retries),
+        (MAX_TOKENS, options.max_tokens),
+    )
+    if problem is not None:
+        raise OptionError(problem)
     with read_scope(engine) as session:
         found = get_campaign(session, campaign)
         protocol, show_reference = campaign_protocol(found), found.show_reference

@@ -32,6 +32,7 @@ from sqlalchemy.engine import Engine
 from critic.judging import Answered, JudgeJob, judgement_row, plan_jobs, run_jobs
 from critic.local import (
     GenerationOptions,
+    encode_prompt,
     expected_scores,
     generate_measured,
     verdict_probabilities,
@@ -55,6 +56,7 @@ from data.io.critic_io import (
 )
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope, session_scope
+from schemas.bounds import BATCH_SIZE, LIMIT, MAX_NEW_TOKENS, SAMPLES, first_problem
 from schemas.core import stored_id
 from schemas.option_text import OptionError, OptionText
 from schemas.protocols import Protocol
@@ -88,6 +90,9 @@ class ScoreOptions:
     in ``meta.probs`` (canonical order) and as the judge ``<judge_name>-probs``."""
     unit_keys: frozenset[str] | None = None
     """Judge only these units (e.g. one split of an SFT file); None judges every unit."""
+    max_prompt_tokens: int | None = None
+    """Leave out (not stored, counted in :attr:`ScoreSummary.too_long`) every call whose prompt is
+    longer than this many tokens; a later run with a higher limit judges them. None: no limit."""
     generation: GenerationOptions = field(default_factory=GenerationOptions)
 
 
@@ -108,6 +113,21 @@ class ScoreSummary:
     """The template the critic was trained with (from critic.json), when known."""
     derived: dict[str, int] = field(default_factory=dict)
     """``<judge>-probs`` / ``<judge>-debiased`` → judgements stored by this run."""
+    too_long: int = 0
+    """Calls left out because their prompt is longer than ``max_prompt_tokens`` (not stored)."""
+
+
+def check_score_bounds(options: ScoreOptions) -> None:
+    """Refuse a whole-number option out of its range (:mod:`schemas.bounds`); cheap, so a
+    front end calls it before loading the model too."""
+    problem = first_problem(
+        (SAMPLES, options.samples),
+        (BATCH_SIZE, options.generation.batch_size),
+        (MAX_NEW_TOKENS, options.generation.max_new_tokens),
+        *([(LIMIT, options.limit)] if options.limit is not None else []),
+    )
+    if problem is not None:
+        raise OptionError(problem)
 
 
 def score_campaign(
@@ -119,10 +139,16 @@ def score_campaign(
 ) -> ScoreSummary:
     """Judge every unit of ``campaign`` not yet judged by ``options.judge_name``."""
     started = time.perf_counter()
+    check_score_bounds(options)
     if options.samples > 1 and not options.generation.do_sample:
         raise OptionError(
             OptionText("{samples} above 1 needs sampling: add {sample} (greedy gives one answer)")
         )
+    if options.max_prompt_tokens is not None and options.max_prompt_tokens < 1:
+        raise OptionError(
+            OptionText("{max_prompt_tokens} is {value}; give a positive number of tokens",
+                       value=options.max_prompt_tokens)
+        )  # fmt: skip
     vision = critic.kind == "vision" if options.vision is None else options.vision
     if vision and critic.kind != "vision":
         raise OptionError(
@@ -158,6 +184,11 @@ def score_campaign(
     )
     planned = len(units) * (2 if options.both_orders and not protocol.is_pointwise else 1)
     already_judged = planned * options.samples - len(jobs)
+    too_long = 0
+    if options.max_prompt_tokens is not None:
+        fits = [_fits(critic, job, options.max_prompt_tokens) for job in jobs]
+        too_long = fits.count(False)
+        jobs = [job for job, fit in zip(jobs, fits, strict=True) if fit]
     if options.limit is not None:
         keep = set(list(dict.fromkeys(job.unit.unit_key for job in jobs))[: options.limit])
         jobs = [job for job in jobs if job.unit.unit_key in keep]
@@ -186,6 +217,7 @@ def score_campaign(
         seconds=time.perf_counter() - started,
         trained_prompt_id=critic.info.get("prompt_id"),
         derived={name: count for name, count in tally.derived.items() if count},
+        too_long=too_long,
     )
 
 
@@ -335,6 +367,14 @@ def split_unit_keys(path: Path, split: str) -> frozenset[str]:
     if not keys:
         raise ValueError(f"{path} has no {split} records with meta.unit_key")
     return keys
+
+
+def _fits(critic: LoadedModel, job: JudgeJob, max_tokens: int) -> bool:
+    """Whether the job's prompt, as the critic reads it, has at most ``max_tokens`` tokens (a
+    unit the judge does not see is stored as skipped all the same)."""
+    if job.prompt.skipped:
+        return True
+    return len(encode_prompt(critic, job.prompt).input_ids) <= max_tokens
 
 
 def _prompt_size(job: JudgeJob) -> int:

@@ -38,6 +38,8 @@ from data.io.critic_io import (
     annotated_units,
     image_resolver,
 )
+from data.io.importers.errors import InvalidRecord
+from data.io.importers.sources import read_json_lines
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope
 from schemas.core import stored_id
@@ -322,32 +324,32 @@ def read_sft(path: Path) -> list[SftRecord]:
     Relative image paths are resolved against the file's folder.
     """
     records = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise SftFileError(f"{where}: not valid JSON ({error.msg})") from None
-            messages = raw.get("messages") if isinstance(raw, dict) else None
-            if not isinstance(messages, list) or len(messages) < 2:
-                raise SftFileError(f"{where}: `messages` must be a list of at least two turns")
-            if not isinstance(messages[-1], dict) or messages[-1].get("role") != "assistant":
-                raise SftFileError(f"{where}: the last message must be the assistant's answer")
-            if any(
-                not isinstance(m, dict) or "role" not in m or "content" not in m for m in messages
-            ):
-                raise SftFileError(f"{where}: every message needs `role` and `content`")
-            images = raw.get("images") or []
-            if not isinstance(images, list):
-                raise SftFileError(f"{where}: `images` must be a list of file paths")
-            images = [str((Path(path).parent / image).resolve()) for image in images]
-            records.append(SftRecord(messages, images, dict(raw.get("meta") or {})))
+    for number, raw in _json_lines(Path(path)):
+        where = f"{path}:{number}"
+        messages = raw.get("messages") if isinstance(raw, dict) else None
+        if not isinstance(messages, list) or len(messages) < 2:
+            raise SftFileError(f"{where}: `messages` must be a list of at least two turns")
+        if not isinstance(messages[-1], dict) or messages[-1].get("role") != "assistant":
+            raise SftFileError(f"{where}: the last message must be the assistant's answer")
+        if any(not isinstance(m, dict) or "role" not in m or "content" not in m for m in messages):
+            raise SftFileError(f"{where}: every message needs `role` and `content`")
+        images = raw.get("images") or []
+        if not isinstance(images, list):
+            raise SftFileError(f"{where}: `images` must be a list of file paths")
+        images = [str((Path(path).parent / image).resolve()) for image in images]
+        records.append(SftRecord(messages, images, dict(raw.get("meta") or {})))
     if not records:
         raise SftFileError(f"{path}: no records; export some with critiquelab export sft")
     return records
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """The file's lines by the one reader of JSON Lines (a regular file, bounded lines, strict
+    JSON), its first problem raised as :class:`SftFileError`."""
+    try:
+        yield from read_json_lines(path)
+    except InvalidRecord as error:
+        raise SftFileError(str(error)) from None
 
 
 def _record(

@@ -1,75 +1,161 @@
 """What shapes a training run (:class:`TrainConfig`): ``critiquelab critic train``'s options, stored
 in the trained critic's ``critic.json``. Read by both objectives (:mod:`critic.fine_tune`,
 :mod:`critic.head`) and by :func:`critic.training.train_critic`, which picks between them.
+
+Each field carries its documentation as ``metadata["help"]``, the way transformers'
+``TrainingArguments`` does: ``critiquelab critic train`` builds one option per field from its
+name, type, default and help (:mod:`annotate_app.cli.config_options`), so the command line cannot
+restate a default differently. Importing this module loads no torch, which keeps ``critiquelab
+--help`` fast.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Everything that shapes a training run; stored in ``critic.json``."""
+    """Everything that shapes a training run; stored in ``critic.json``. Each field's
+    ``metadata["help"]`` says what it does."""
 
-    data: Path
-    """SFT file (``critiquelab export sft``); records with ``meta.split == "eval"`` are held out."""
-    base_model: Path
-    """Local folder of the base model (causal LM or vision-language model)."""
-    output_dir: Path
-    """Checkpoints go to ``checkpoint-N``, the trained critic to ``final``."""
-    lora: bool = False
-    """Train a LoRA adapter (peft) instead of every weight."""
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    lora_target: str = "all-linear"
-    """peft ``target_modules``: ``all-linear`` or a comma-separated list of module names."""
-    lora_last_layers: int | None = None
-    """Adapt only the last N transformer layers (peft ``layers_to_transform``): the backward pass
-    then stops there, several times faster on a CPU. None adapts every layer."""
-    merge: bool = False
-    """LoRA: save the adapter merged into full weights (a standalone critic)."""
-    epochs: float = 1.0
-    max_steps: int = -1
-    """Stop after this many optimiser steps (-1: run ``epochs``)."""
-    batch_size: int = 4
-    grad_accum: int = 1
-    learning_rate: float | None = None
-    """Default 2e-4 with LoRA, 2e-5 for full fine-tuning."""
-    warmup_steps: int = 0
-    max_length: int = 2048
-    seed: int = 0
-    save_steps: int = 200
-    save_total_limit: int = 2
-    logging_steps: int = 10
-    bf16: bool = True
-    """bf16 mixed precision where the device supports it: a CUDA device with bf16, or a CPU with
-    bf16 instructions (:func:`critic.modeling.cpu_has_bf16`; weights stay float32 there)."""
-    answer_logits_only: bool = True
-    """Compute the vocabulary logits only at the positions the loss reads
-    (:class:`critic.fine_tune.AnswerLogitsTrainer`: the same loss and gradients, much less work
-    for a large vocabulary). False: transformers' default causal-LM loss over every position."""
-    gradient_checkpointing: bool = True
-    """On CUDA only: trade compute for memory."""
-    resume: bool = False
-    """Continue from the newest checkpoint in ``output_dir``."""
-    evaluate: bool = True
-    """Judge the eval split at the end and write ``calibration.json``."""
-    eval_max_new_tokens: int = 256
-    eval_batch_size: int = 8
-    eval_limit: int | None = None
-    """Judge at most this many eval units (the first ones in file order); None judges all."""
-    objective: Literal["generate", "head"] = "generate"
-    """``generate``: fine-tune the model to write the verdict and its reasons (the default).
-    ``head``: keep the base model frozen and fit a classifier head on its prompt features
-    (:mod:`critic.head`); no generation, no LoRA, no Trainer."""
-    head_folds: int = 5
-    """``head``: folds of the cross-validation (grouped by item) that chooses the L2 strength."""
-    head_layers: tuple[int, ...] = (0,)
-    """``head``: decoder layers (1-based, 0 = last) the cross-validation chooses among."""
-    head_targets: Literal["consensus", "annotators"] = "consensus"
-    """``head``: fit the consensus label, or (pairwise) the share of the annotators who gave each
-    verdict (:func:`critic.head.record_distribution`)."""
+    data: Path = field(
+        metadata={
+            "help": "SFT file (critiquelab export sft); records with meta.split == 'eval' are "
+            "held out."
+        }
+    )
+    base_model: Path = field(
+        metadata={"help": "Local folder of the base model (causal LM or vision-language model)."}
+    )
+    output_dir: Path = field(
+        metadata={"help": "Folder for checkpoints (checkpoint-N) and the trained critic (final)."}
+    )
+    lora: bool = field(
+        default=False, metadata={"help": "Train a LoRA adapter (peft) instead of every weight."}
+    )
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scaling of the adapter)."})
+    lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout."})
+    lora_target: str = field(
+        default="all-linear",
+        metadata={
+            "help": "LoRA: peft target_modules, all-linear or a comma-separated list of module "
+            "names."
+        },
+    )
+    lora_last_layers: int | None = field(
+        default=None,
+        metadata={
+            "help": "LoRA on the last N transformer layers only (peft layers_to_transform): the "
+            "backward pass stops there, several times faster on a CPU. Unset: every layer."
+        },
+    )
+    merge: bool = field(
+        default=False,
+        metadata={"help": "LoRA: save the adapter merged into full weights (a standalone critic)."},
+    )
+    epochs: float = field(default=1.0, metadata={"help": "Passes over the training split."})
+    max_steps: int = field(
+        default=-1, metadata={"help": "Stop after this many optimiser steps (-1: run epochs)."}
+    )
+    batch_size: int = field(default=4, metadata={"help": "Conversations per device and step."})
+    grad_accum: int = field(default=1, metadata={"help": "Gradient accumulation steps."})
+    learning_rate: float | None = field(
+        default=None,
+        metadata={"help": "Peak learning rate. Unset: 2e-4 with LoRA, 2e-5 for full fine-tuning."},
+    )
+    warmup_steps: int = field(default=0, metadata={"help": "Linear warm-up steps."})
+    max_length: int = field(
+        default=2048,
+        metadata={"help": "Longest conversation in tokens; a longer prompt is cut on the left."},
+    )
+    seed: int = field(
+        default=0, metadata={"help": "Seed of the initialisation and the data order."}
+    )
+    save_steps: int = field(default=200, metadata={"help": "Save a checkpoint every N steps."})
+    save_total_limit: int = field(
+        default=2, metadata={"help": "Checkpoints kept (the oldest are deleted)."}
+    )
+    logging_steps: int = field(default=10, metadata={"help": "Log the loss every N steps."})
+    bf16: bool = field(
+        default=True,
+        metadata={
+            "help": "bf16 mixed precision where the device supports it: a CUDA device with bf16 or "
+            "a CPU with bf16 instructions (weights stay float32 there)."
+        },
+    )
+    answer_logits_only: bool = field(
+        default=True,
+        metadata={
+            "help": "Compute the vocabulary logits only at the positions the loss reads (the same "
+            "loss and gradients, much less work for a large vocabulary); off: transformers' "
+            "default causal-LM loss over every position."
+        },
+    )
+    gradient_checkpointing: bool = field(
+        default=True, metadata={"help": "On CUDA only: trade compute for memory."}
+    )
+    resume: bool = field(
+        default=False,
+        metadata={"help": "Continue from the newest checkpoint in the output folder."},
+    )
+    evaluate: bool = field(
+        default=True,
+        metadata={"help": "Judge the eval split at the end and write calibration.json."},
+    )
+    eval_max_new_tokens: int = field(
+        default=256, metadata={"help": "Eval: longest answer in tokens."}
+    )
+    eval_batch_size: int = field(
+        default=8, metadata={"help": "Eval: conversations judged per batch."}
+    )
+    eval_limit: int | None = field(
+        default=None,
+        metadata={"help": "Eval: judge at most N units (the first in file order). Unset: all."},
+    )
+    objective: Literal["generate", "head"] = field(
+        default="generate",
+        metadata={
+            "help": "generate: fine-tune the model to write the verdict and its reasons; head: "
+            "keep the base model frozen and fit a classifier head on its prompt features "
+            "(critic.head; no generation, no LoRA, no Trainer)."
+        },
+    )
+    head_folds: int = field(
+        default=5,
+        metadata={
+            "help": "head: folds of the cross-validation (grouped by item) that chooses the L2 "
+            "strength."
+        },
+    )
+    head_layers: tuple[int, ...] = field(
+        default=(0,),
+        metadata={
+            "help": "head: decoder layers (1-based, 0 = last) the cross-validation chooses among."
+        },
+    )
+    head_targets: Literal["consensus", "annotators"] = field(
+        default="consensus",
+        metadata={
+            "help": "head: fit the consensus label, or (pairwise) the share of the annotators who "
+            "gave each verdict (critic.head.record_distribution)."
+        },
+    )
+    head_l2: tuple[float, ...] = field(
+        default=(1e-3, 1e-2, 1e-1, 1.0, 10.0),
+        metadata={
+            "help": "head: L2 strengths the cross-validation chooses among; a choice at either end "
+            "is said in a note (the best may lie beyond it)."
+        },
+    )
+    max_prompt_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "head: leave out training records whose prompt is longer than this many "
+            "tokens, counted in the summary (too_long); the generative objective cuts a longer "
+            "prompt to max-length instead. Unset: no limit."
+        },
+    )

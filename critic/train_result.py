@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from critic.evaluation import EvalSummary
-from schemas.option_text import OptionError
+from critic.modeling import FINAL_FOLDER
+from schemas.option_text import OptionError, OptionText
 
-FINAL_FOLDER = "final"
-"""The trained critic's folder inside the run's output folder."""
+__all__ = ["CALIBRATION_FILE", "FINAL_FOLDER", "TrainResult", "TrainingSetupError"]
 CALIBRATION_FILE = "calibration.json"
 """The eval split's calibration report, beside the trained critic's weights."""
 
@@ -37,3 +37,8 @@ class TrainResult:
     """Training conversations whose prompt was cut on the left to fit ``max_length``."""
     eval: EvalSummary | None = None
     calibration_file: Path | None = None
+    too_long: int = 0
+    """Training records left out because their prompt is longer than ``max_prompt_tokens``."""
+    notes: tuple[OptionText, ...] = ()
+    """What the user should know about the fit (a choice at the edge of its grid, targets that
+    equal another's)."""

@@ -1,12 +1,18 @@
-"""Typed access to what SQLModel leaves untyped: a table model's Core table, a stored row's id."""
+"""Typed access to what SQLModel leaves untyped: a table model's Core table, a stored row's id;
+and a row id as a user types it (a URL's ``?unit=``), read or refused."""
 
 from __future__ import annotations
 
+import re
 from typing import Protocol
 
 from sqlalchemy import Table
 from sqlalchemy.orm import class_mapper
 from sqlmodel import SQLModel
+
+MAX_ROW_ID = 2**63 - 1
+"""The largest primary key either backend stores (a signed 64-bit integer)."""
+_ASCII_DIGITS = re.compile(r"[0-9]{1,19}")
 
 
 class _Row(Protocol):
@@ -35,3 +41,13 @@ def stored_id(row: _Row) -> int:
     if row.id is None:
         raise ValueError(f"{type(row).__name__} row has no primary key: it was never flushed")
     return row.id
+
+
+def parse_row_id(text: str | None) -> int | None:
+    """The row id ``text`` names, or None when it names none: absent, not ASCII digits (``²`` is
+    a digit to :meth:`str.isdigit` but not to :func:`int`), 0, or beyond :data:`MAX_ROW_ID`
+    (a database cannot hold it; SQLite's driver raises OverflowError on it)."""
+    if text is None or not _ASCII_DIGITS.fullmatch(text):
+        return None
+    value = int(text)
+    return value if 0 < value <= MAX_ROW_ID else None

@@ -13,6 +13,7 @@ from schemas.tables import (
     Annotation,
     AnnotatorStanding,
     Assignment,
+    AuditEvent,
     Campaign,
     Draft,
     GoldAnswer,
@@ -27,6 +28,7 @@ from schemas.tables import (
 )
 
 ANNOTATIONS: Table = core_table(Annotation)
+AUDIT_EVENTS: Table = core_table(AuditEvent)
 ASSIGNMENTS: Table = core_table(Assignment)
 GOLD_ANSWERS: Table = core_table(GoldAnswer)
 STANDINGS: Table = core_table(AnnotatorStanding)

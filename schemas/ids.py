@@ -25,6 +25,12 @@ PAIR_SEPARATOR = "|"
 HUMAN_PREFIX = "annotator:"
 """A human rater's name among judges and in the campaign frame: ``annotator:<account name>``."""
 
+
+def account_name(rater: str) -> str:
+    """A human rater's account name, as pages show it (``annotator:ann1`` → ``ann1``)."""
+    return rater.removeprefix(HUMAN_PREFIX)
+
+
 # Unicode bidirectional formatting characters (UAX #9): embeddings, overrides, isolates, marks.
 _BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"

@@ -147,11 +147,43 @@ class Protocol:
         """Score as percent of the scale maximum (MMIE reports points / 6 × 100)."""
         return float(score) / self.bounds[1] * 100.0
 
+    def percent_label(self, low: float, high: float | None = None) -> str:
+        """A score (or a band ``low``–``high``) as whole percent of the scale maximum, the one
+        rule every page and report shows it by: ``50%``, ``17–33%`` (rounded half to even)."""
+        shown = f"{self.percent_of(low):.0f}"
+        if high is not None and high != low:
+            shown += f"–{self.percent_of(high):.0f}"
+        return shown + "%"
+
+    def score_label(self, score: float) -> str:
+        """A score as an annotator reads it: ``7``; on a percent scale with its percent, ``3
+        (50%)`` (MMIE)."""
+        shown = _fmt(score)
+        return f"{shown} ({self.percent_label(score)})" if self.percent else shown
+
+    def answer_label(self, score: float | None, preference: str | None) -> str:
+        """An answer as shown: the preference label as given, else :meth:`score_label`."""
+        if preference is not None:
+            return preference
+        return "—" if score is None else self.score_label(score)
+
     def band_for(self, score: float) -> Band | None:
         for band in self.bands:
             if band.low - self.tolerance <= score <= band.high + self.tolerance:
                 return band
         return None
+
+    def validate_expected_score(self, value: float) -> float:
+        """Return ``value`` (an expected score Σ p(s)·s) when it lies within the scale's range,
+        or raise :class:`InvalidJudgement`: an average of scale points is never outside it."""
+        self._require_pointwise()
+        low, high = self.bounds
+        if not low - self.tolerance <= value <= high + self.tolerance:  # NaN fails too
+            raise InvalidJudgement(
+                f"`expected_score` is {_fmt(value)}, but an expected score (Σ p(s)·s) of "
+                f"{self.name} lies from {_fmt(low)} to {_fmt(high)}"
+            )
+        return value
 
     def describe_scale(self) -> str:
         """Human-readable scale, e.g. ``integers 1–10`` or ``0–1 in steps of 0.1``."""

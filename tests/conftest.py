@@ -13,6 +13,7 @@ import socket
 import subprocess
 import tempfile
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -220,7 +221,12 @@ SLOW_FIXTURES = frozenset(
 )
 
 
+# A rough cost of one slow test by what it starts, to hand out the costliest files first.
+_COST = {"browser": 8, "app_server": 4, "sample_app_server": 4, "pg_server": 2, "tiny_llama": 2}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    cost_per_file: Counter[str] = Counter()
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
@@ -228,3 +234,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         marked = any(item.get_closest_marker(name) for name in ("e2e", "postgres"))
         if uses & SLOW_FIXTURES or on_postgres or marked:
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("slow"):
+            cost = max([_COST.get(name, 1) for name in uses] + [2 if on_postgres else 1])
+            cost_per_file[item.nodeid.partition("::")[0]] += cost
+    # The costliest files first (each file's tests in their own order): `--dist loadfile` hands
+    # files to the workers in this order, and a long file handed out last keeps one core busy
+    # while the other waits (longest first is the classic cure for that tail).
+    position = {id(item): n for n, item in enumerate(items)}
+    items.sort(
+        key=lambda item: (-cost_per_file[item.nodeid.partition("::")[0]], position[id(item)])
+    )

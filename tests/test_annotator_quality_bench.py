@@ -13,9 +13,11 @@ import pytest
 from bench.annotator_quality import (
     POOL,
     contaminate,
+    hanna_campaigns,
     main,
     make_pool,
     pandalm_campaign,
+    split,
 )
 
 
@@ -57,3 +59,25 @@ def test_a_tiny_run_finds_always_a_annotators_and_the_clean_pool_moves_nothing(
     # the clean pool holds every unit's three real labels: its majority is the real one
     assert all(row["plain"] == 0.0 for row in clean)
     assert flags[("none", "flags")]["tp"] == 0
+
+
+def test_the_dev_and_test_halves_split_hannas_prompts_and_pandalms_pairs() -> None:
+    for campaign in (pandalm_campaign(), hanna_campaigns()[0]):
+        dev, test = split(campaign, "dev"), split(campaign, "test")
+        assert not set(dev.groups) & set(test.groups)  # no story prompt (pair) in both
+        assert dev.humans.shape[1] + test.humans.shape[1] == campaign.humans.shape[1]
+        for judge, values in test.judges.items():
+            assert values.size == test.humans.shape[1]
+            assert np.array_equal(values, campaign.judges[judge][campaign.groups % 2 == 0],
+                                  equal_nan=True)  # fmt: skip
+    assert split(pandalm_campaign(), "dev").humans.shape[1] == 499  # n = 50 takes all 499
+
+
+def test_the_sweep_that_chose_the_constants_runs_on_the_dev_half(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    main(["--case", "hanna", "--criteria", "RE", "--split", "dev", "--sweep", "--seeds", "1",
+          "--labels", "20", "--shares", "0.2", "--careless", "constant"])  # fmt: skip
+    table = capsys.readouterr().out
+    assert "| evidence >= 3 nats | hanna | 20 |" in table
+    assert "| gold, >= 5 answers | hanna | 20 |" in table

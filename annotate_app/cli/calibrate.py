@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperCommand, TyperOption
 
 from annotate_app.cli.context import CliState, state
 
@@ -20,7 +21,19 @@ if TYPE_CHECKING:
 
 def register(app: typer.Typer) -> None:
     """Add the ``calibrate`` command to the root app."""
-    app.command("calibrate")(calibrate_command)
+    app.command("calibrate", cls=_PairsCommand)(calibrate_command)
+
+
+class _PairsCommand(TyperCommand):
+    """``calibrate`` with ``--compare A B`` repeatable: Typer cannot declare an option that takes
+    two values each time it is given (a list of pairs); its Click option can (``nargs=2`` on a
+    ``multiple`` option, each use's two values handed to ``parser=tuple`` as one tuple)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if isinstance(param, TyperOption) and param.name == "compare":
+                param.nargs = 2
 
 
 def calibrate_command(
@@ -67,16 +80,20 @@ def calibrate_command(
         help="Leave this annotator out of the reference and the human ceiling (repeatable).",
     ),
     no_majority: str = typer.Option("tie", "--no-majority", help="tie | drop."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Resamples for intervals; 0 = none."),
+    bootstrap: int = typer.Option(
+        1000, "--bootstrap", help="Resamples for intervals, 0–1,000,000; 0 = none."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and of the map split."),
     json_out: Path = typer.Option(None, "--json", help="Write the metrics JSON here."),
     html_out: Path = typer.Option(None, "--html", help="Write the HTML audit report here."),
-    compare: tuple[str, str] | None = typer.Option(
+    compare: list[Any] = typer.Option(
         None,
         "--compare",
         metavar="A B",
+        parser=tuple,  # each use gives a pair (_PairsCommand)
         help="Is judge A better than judge B? Δ = A − B per metric on the units both judged, "
-        "with a paired bootstrap interval; 'human' as A or B is the leave-one-out human.",
+        "with a paired bootstrap interval; 'human' as A or B is the leave-one-out human. "
+        "Repeatable: one comparison per pair.",
     ),
     consistency: tuple[str, str] | None = typer.Option(
         None,
@@ -98,7 +115,9 @@ def calibrate_command(
         None, "--price-out", help="Price per million output tokens, every judge."
     ),
     prices: Path = typer.Option(
-        None, "--prices", help='JSON file: {"judge": {"input": N, "output": N}} per million tokens.'
+        None,
+        "--prices",
+        help='JSON file: {"judge": {"input": N, "output": N}}, prices ≥ 0 per million tokens.',
     ),
     families: Path = typer.Option(
         None,
@@ -116,8 +135,11 @@ def calibrate_command(
     )
     from calibration import CalibrationInputError
     from calibration.reference import no_majority_rule
+    from schemas.bounds import BOOTSTRAP
     from schemas.protocols import parse_scale
 
+    if (problem := BOOTSTRAP.problem(bootstrap)) is not None:  # before any audit or file read
+        raise CalibrationInputError(problem)
     cli = state(ctx)
     audit_inputs = read_audit_inputs(
         consistency, delta, price_in, price_out, prices, families, file_mode=bool(judgments)
@@ -153,8 +175,9 @@ def calibrate_command(
         "judges": tuple(judge) if judge else None,
     }
     scale_bounds = parse_scale(scale) if scale else None
+    pairs = tuple(dict.fromkeys((str(a), str(b)) for a, b in compare or ()))  # each pair once
     if campaign is None:
-        _calibrate_files(cli, judgments, dataset, protocol, scale_bounds, compare, shared,
+        _calibrate_files(cli, judgments, dataset, protocol, scale_bounds, pairs, shared,
                          json_out, html_out)  # fmt: skip
         return
     from annotate_app.campaign_report import CampaignReportRequest, build_campaign_report
@@ -167,7 +190,7 @@ def calibrate_command(
         campaign=campaign,
         protocol=protocol,
         scale=scale_bounds,
-        compare=compare,
+        compare=pairs,
         consistency=audit_inputs.consistency,
         delta=audit_inputs.delta,
         prices=audit_inputs.prices,
@@ -192,7 +215,7 @@ def _calibrate_files(
     dataset: Path | None,
     protocol: str | None,
     scale_bounds: tuple[float, float, float | None] | None,
-    compare: tuple[str, str] | None,
+    compare: tuple[tuple[str, str], ...],
     shared: dict,
     json_out: Path | None,
     html_out: Path | None,
@@ -219,9 +242,9 @@ def _calibrate_files(
     options = CalibrationOptions(protocol=chosen, **fields)
     total = options.bootstrap or None
     comparisons = []  # first, so that a misspelt judge is named before the long calibration
-    if compare is not None:
-        with cli.progress("paired resamples", total=total) as advance:
-            comparisons.append(compare_judges(frame, options, *compare, progress=advance))
+    for first, second in compare:
+        with cli.progress(f"{first} vs {second}", total=total) as advance:
+            comparisons.append(compare_judges(frame, options, first, second, progress=advance))
     with cli.progress("bootstrap resamples", total=total) as advance:
         report = calibrate(frame, options, data_sha256=data_sha256, progress=advance)
     result = report.result.with_extras(comparisons=comparisons or None)

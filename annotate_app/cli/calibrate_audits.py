@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,9 +17,9 @@ from annotate_app.campaign_calibration import (
     check_one_dataset,
 )
 from annotate_app.cli.context import CliState
-from calibration.audits import JudgeAudit
+from calibration.audits import JudgeAudit, parse_families
 from calibration.consistency import ConsistencyReport
-from calibration.cost import Prices, parse_prices
+from calibration.cost import Prices, parse_prices, price_problem
 from calibration.errors import CalibrationInputError
 from calibration.reference import NoMajorityRule
 from calibration.report_audits import (
@@ -29,6 +28,8 @@ from calibration.report_audits import (
     consistency_section,
     consistency_text,
 )
+from data.io.importers.errors import InvalidRecord
+from data.io.importers.sources import MAX_SMALL_FILE_BYTES, read_json_document
 from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import session_scope
 
@@ -108,14 +109,17 @@ def read_audit_inputs(
             "give either --price-in/--price-out (every judge) or --prices FILE, not both"
         )
     if price_in is not None and price_out is not None:
-        if price_in < 0 or price_out < 0:
-            raise CalibrationInputError("--price-in and --price-out must be ≥ 0")
+        for flag, price in (("--price-in", price_in), ("--price-out", price_out)):
+            if price_problem(price) is not None:
+                raise CalibrationInputError(f"{flag} is {price}; give a finite price ≥ 0")
         prices = Prices(input=price_in, output=price_out)
     if prices_file is not None:
-        prices = parse_prices(_read(prices_file, "--prices"), f"--prices {prices_file}")
+        prices = parse_prices(_read_json(prices_file, "--prices"), f"--prices {prices_file}")
     families = {}
     if families_file is not None:
-        families = _families(_read(families_file, "--families"), families_file)
+        families = parse_families(
+            _read_json(families_file, "--families"), f"--families {families_file}"
+        )
     if delta is not None and not delta >= 0:
         raise CalibrationInputError(f"--delta must be ≥ 0 (scale points), got {delta}")
     return AuditInputs(consistency, delta, prices, families)
@@ -170,22 +174,10 @@ def _check_order(first: str, first_protocol: str, second: str, second_protocol: 
         raise CalibrationInputError(f"{usage}: {first} is pairwise too; name one with scores")
 
 
-def _read(path: Path, option: str) -> str:
+def _read_json(path: Path, option: str) -> object:
+    """A small JSON file given to ``option``, read by the one reader's rules (a regular file of
+    at most :data:`~data.io.importers.sources.MAX_SMALL_FILE_BYTES`, strict JSON)."""
     try:
-        return Path(path).read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise CalibrationInputError(f"{option} {path}: cannot read it ({error})") from error
-
-
-def _families(text: str, path: Path) -> dict[str, str]:
-    """``--families FILE``: a JSON object mapping judge and model names to a family name."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise CalibrationInputError(f"--families {path}: not JSON ({error})") from error
-    if not isinstance(raw, dict) or not all(isinstance(v, str) and v for v in raw.values()):
-        raise CalibrationInputError(
-            f"--families {path}: expected an object mapping judge and model names to a family, "
-            'e.g. {"gpt-4o-judge": "gpt", "gpt-4o": "gpt"}'
-        )
-    return {str(k): v for k, v in raw.items()}
+        return read_json_document(path, MAX_SMALL_FILE_BYTES)
+    except InvalidRecord as error:
+        raise CalibrationInputError(f"{option} {error}") from None

@@ -34,9 +34,13 @@ def create(
     dataset: str = typer.Option(..., "--dataset", help="Name of an imported dataset."),
     protocol: str = typer.Option(..., "--protocol", help="alignmmbench | mmie | pairwise | score."),
     scale: str = typer.Option(None, "--scale", help="score protocol: MIN:MAX[:STEP], e.g. 1:5."),
-    overlap: int = typer.Option(3, "--overlap", help="Annotators per unit (K)."),
-    rationale_min: int = typer.Option(20, "--rationale-min", help="Minimum rationale length."),
-    lease_seconds: int = typer.Option(900, "--lease-seconds", help="How long a unit is held."),
+    overlap: int = typer.Option(3, "--overlap", help="Annotators per unit (K), 1–1,000."),
+    rationale_min: int = typer.Option(
+        20, "--rationale-min", help="Minimum rationale length in characters, 0–10,000."
+    ),
+    lease_seconds: int = typer.Option(
+        900, "--lease-seconds", help="Seconds a unit is held, 1–604,800 (a week)."
+    ),
     show_reference: bool = typer.Option(
         True, "--show-reference/--hide-reference", help="Show the reference answer."
     ),
@@ -48,7 +52,7 @@ def create(
         "--instructions",
         exists=True,
         dir_okay=False,
-        help="Markdown file shown beside the rubric.",
+        help="Markdown file shown beside the rubric (a regular file, at most 4 MiB).",
     ),
     models: list[str] = typer.Option(
         None, "--model", help="Only responses of this model (repeatable; default all)."
@@ -110,7 +114,7 @@ def create(
         lease_seconds=lease_seconds,
         show_reference=show_reference,
         show_others_after_submit=show_others_after_submit,
-        instructions=instructions.read_text(encoding="utf-8") if instructions else "",
+        instructions=_instructions(instructions),
         models=tuple(models) if models else None,
         pairs=pair_mode,
         pairs_per_item=pairs_per_item,
@@ -200,6 +204,21 @@ def set_routing_command(
     )
 
 
+def _instructions(path: Path | None) -> str:
+    """``--instructions FILE``: read by the one reader's rules (a regular file, at most
+    :data:`~data.io.importers.sources.MAX_SMALL_FILE_BYTES`, UTF-8)."""
+    if path is None:
+        return ""
+    from data.io.importers.errors import InvalidRecord
+    from data.io.importers.sources import read_text
+    from data.services.campaigns import CampaignError
+
+    try:
+        return read_text(path)
+    except InvalidRecord as error:
+        raise CampaignError(f"--instructions {error}") from None
+
+
 def _judges(text: str | None) -> tuple[str, ...] | None:
     return tuple(name.strip() for name in text.split(",")) if text else None
 
@@ -224,10 +243,10 @@ def status(
         f"{progress.units_complete}/{progress.units} units complete "
         f"with {progress.overlap} annotators each; {progress.annotations} annotations; "
         f"median {_seconds(progress.median_seconds_per_unit)} per unit",
-        "annotator\tsubmitted\tleased\tskipped\tmedian time\ttotal time",
+        "annotator\tsubmitted\trejected\tleased\tskipped\tmedian time\ttotal time",
     ]
     lines += [
-        f"{a.annotator}\t{a.submitted}\t{a.leased}\t{a.skipped}\t"
+        f"{a.annotator}\t{a.submitted}\t{a.rejected}\t{a.leased}\t{a.skipped}\t"
         f"{_seconds(a.median_seconds)}\t{_seconds(a.total_seconds)}"
         for a in progress.by_annotator
     ]

@@ -82,6 +82,11 @@ def export_sft(
     summary = export_campaign_sft(
         cli.engine(), campaign, output, options, language=language, template=template_file(template)
     )
+    from data.services.admin_audit import record_export
+
+    record_export(
+        cli.engine(), None, "sft", source=campaign, export_format="jsonl", rows=summary.records
+    )
     cli.emit(
         summary,
         text=f"wrote {summary.records} records ({summary.train} train, {summary.eval} eval) from "
@@ -100,7 +105,11 @@ def _left_out(excluded: dict[str, str]) -> str:
 @critic_app.command("score")
 def score(
     ctx: typer.Context,
-    model: Path = typer.Option(..., "--model", help="Trained critic folder (or a base model)."),
+    model: Path = typer.Option(
+        ...,
+        "--model",
+        help="Trained critic (the -o folder of critic train, or its final/) or a base model.",
+    ),
     campaign: str = typer.Option(..., "--campaign", help="Campaign to judge."),
     judge_name: str = JUDGE_NAME,
     both_orders: bool = BOTH_ORDERS,
@@ -134,6 +143,12 @@ def score(
     vision: bool = typer.Option(
         None, "--vision/--text-only", help="Show images (default: when the critic is a VLM)."
     ),
+    max_prompt_tokens: int = typer.Option(
+        None,
+        "--max-prompt-tokens",
+        help="Leave out units whose prompt is longer (not stored, counted in the summary; a "
+        "later run with a higher limit judges them).",
+    ),
     language: str = LANGUAGE,
     template: Path = TEMPLATE,
 ) -> None:
@@ -142,7 +157,7 @@ def score(
 
     from critic.local import GenerationOptions
     from critic.modeling import inference_dtype, load_critic
-    from critic.score import ScoreOptions, score_campaign, split_unit_keys
+    from critic.score import ScoreOptions, check_score_bounds, score_campaign, split_unit_keys
 
     cli = state(ctx)
     split = choice(split, _SPLITS, "--split")
@@ -159,6 +174,7 @@ def score(
         limit=limit,
         preference_probs=preference_probs,
         unit_keys=split_unit_keys(split_of, split) if split_of else None,
+        max_prompt_tokens=max_prompt_tokens,
         generation=GenerationOptions(
             max_new_tokens=max_new_tokens,
             do_sample=sample,
@@ -166,6 +182,7 @@ def score(
             batch_size=batch_size,
         ),
     )
+    check_score_bounds(options)  # before the model loads
     critic = load_critic(model, dtype=torch_dtype)
     with cli.progress(f"judging {campaign}") as advance:
         summary = score_campaign(cli.engine(), campaign, critic, options, progress=advance)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from annotate_app.cli.context import state
+from annotate_app.cli.context import CliState, state
 
 export_app = typer.Typer(help="Export annotations and judgements to files.")
 
@@ -33,7 +33,9 @@ def export_annotations(  # not ``annotations``: the name the __future__ import b
     cli = state(ctx)
     with read_scope(cli.engine()) as session:
         records = annotation_records(session, campaign, all_revisions=all_revisions)
-    written = write_judgement_records(records, output, export_format or _format_of(output))
+    export_format = export_format or _format_of(output)
+    written = write_judgement_records(records, output, export_format)
+    _audit(cli, "annotations", campaign, export_format, written)
     cli.emit({"written": written, "output": str(output)}, text=f"wrote {written} to {output}")
 
 
@@ -52,7 +54,10 @@ def judgments(
     cli = state(ctx)
     with read_scope(cli.engine()) as session:
         records = model_judgement_records(session, judges=judges or (), campaign_name=campaign)
-    written = write_judgement_records(records, output, export_format or _format_of(output))
+    export_format = export_format or _format_of(output)
+    written = write_judgement_records(records, output, export_format)
+    source = campaign or "every campaign"
+    _audit(cli, "judgments", source, export_format, written)
     cli.emit({"written": written, "output": str(output)}, text=f"wrote {written} to {output}")
 
 
@@ -76,6 +81,7 @@ def disagreement_tags(
         written = export_disagreement_tags(
             session, campaign, output, export_format, all_tags=all_tags
         )
+    _audit(cli, "disagreement-tags", campaign, export_format, written)
     cli.emit({"written": written, "output": str(output)}, text=f"wrote {written} to {output}")
 
 
@@ -92,11 +98,19 @@ def dataset(
     cli = state(ctx)
     with read_scope(cli.engine()) as session:
         result = export_dataset(session, name, output)
+    _audit(cli, "dataset", name, "jsonl", result.items)
     cli.emit(
         result,
         text=f"wrote {result.items} items, {result.responses} responses and "
         f"{result.images} images to {output}",
     )
+
+
+def _audit(cli: CliState, kind: str, source: str, export_format: str, rows: int) -> None:
+    """The export's event in the audit trail (by the command line: no actor)."""
+    from data.services.admin_audit import record_export
+
+    record_export(cli.engine(), None, kind, source=source, export_format=export_format, rows=rows)
 
 
 def _format_of(path: Path) -> str:

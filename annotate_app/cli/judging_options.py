@@ -61,7 +61,9 @@ def judging_line(summary: Any) -> str:
     derived = "".join(
         f"; {name}: {count}" for name, count in sorted(getattr(summary, "derived", {}).items())
     )
+    too_long = getattr(summary, "too_long", 0)
     return (
         f"{summary.judge} [{summary.prompt_id}]: stored {summary.stored} judgements"
         f" ({statuses or 'none new'}); {summary.already_judged} already judged{derived}"
+        + (f"; {too_long} left out, prompt over --max-prompt-tokens" if too_long else "")
     )

@@ -6,7 +6,12 @@ current folder or the home folder, so the app always runs with:
 * the address given (default ``127.0.0.1``: reachable from this machine only);
 * XSRF protection on and CORS protection on (no cross-origin access: Streamlit's
   ``server.enableCORS=true`` means "protect", the browser-level CORS headers stay off);
-* on a loopback address, only ``localhost`` / ``127.0.0.1`` accepted as Host (no DNS rebinding);
+* only the served host names accepted as ``Host`` on every request (no DNS rebinding,
+  :mod:`annotate_app.host_guard`): the bound address and the loopback names, plus
+  ``--allowed-host`` names (for ``0.0.0.0`` also this machine's host name);
+* ``X-Forwarded-For`` / ``X-Forwarded-Proto`` believed only from a ``--trusted-proxy`` address
+  (uvicorn's ``FORWARDED_ALLOW_IPS``; none by default, so a local client cannot pose as another
+  address to the per-address login limit);
 * uploads capped at :data:`MAX_UPLOAD_MB`; headless, no usage statistics, minimal toolbar, no
   file watcher.
 
@@ -22,10 +27,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 from typing import NoReturn
@@ -33,16 +40,32 @@ from typing import NoReturn
 import typer
 
 from annotate_app.cli.context import state
+from annotate_app.host_guard import ALLOWED_HOSTS_ENV, LOOPBACK_NAMES
 
 APP_SCRIPT = Path(__file__).resolve().parents[1] / "asgi.py"
 MAX_UPLOAD_MB = 200
-LOOPBACK_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
+ANY_ADDRESS: tuple[str, ...] = ("0.0.0.0", "::", "")
+"""Bind addresses that mean every interface: the names users type are this machine's."""
 STOP_TIMEOUT_S = 4.0
 """How long the server process has to exit after SIGTERM before it is killed."""
 _STOP_SIGNALLED = threading.Event()  # this process was asked to stop (SIGINT or SIGTERM)
 
 
-def server_flags(host: str = "127.0.0.1", port: int = 8501) -> dict[str, str | list[str]]:
+def served_hosts(host: str = "127.0.0.1", extra: Sequence[str] = ()) -> list[str]:
+    """The host names the app answers to when bound to ``host``: the loopback names, ``host``
+    itself (or, on every interface, this machine's names), then ``extra``."""
+    names = list(LOOPBACK_NAMES)
+    if host in ANY_ADDRESS:
+        names += [socket.gethostname(), socket.getfqdn()]
+    else:
+        names.append(host)
+    names += extra
+    return list(dict.fromkeys(name.strip().lower() for name in names if name.strip()))
+
+
+def server_flags(
+    host: str = "127.0.0.1", port: int = 8501, allowed_hosts: Sequence[str] = ()
+) -> dict[str, str | list[str]]:
     """Streamlit config options for serving on ``host:port`` (option name → value or values)."""
     flags: dict[str, str | list[str]] = {
         "server.address": host,
@@ -58,26 +81,37 @@ def server_flags(host: str = "127.0.0.1", port: int = 8501) -> dict[str, str | l
         # An unexpected error shows a plain notice; its traceback goes to the server log only.
         "client.showErrorDetails": "none",
         "global.developmentMode": "false",
+        # Streamlit checks the websocket's Host; annotate_app.host_guard checks every request
+        "server.allowedHosts": served_hosts(host, allowed_hosts),
     }
-    if host in LOOPBACK_HOSTS:
-        flags["server.allowedHosts"] = ["localhost", "127.0.0.1"]
     return flags
 
 
-def streamlit_command(host: str = "127.0.0.1", port: int = 8501) -> list[str]:
+def streamlit_command(
+    host: str = "127.0.0.1", port: int = 8501, allowed_hosts: Sequence[str] = ()
+) -> list[str]:
     """The ``streamlit run`` command line that serves the app on ``host:port``."""
     command = [sys.executable, "-m", "annotate_app.launch", "run", str(APP_SCRIPT)]
-    for option, value in server_flags(host, port).items():
+    for option, value in server_flags(host, port, allowed_hosts).items():
         for one in [value] if isinstance(value, str) else value:
             command.append(f"--{option}={one}")
     return command
 
 
-def serve_app(db_url: str, host: str = "127.0.0.1", port: int = 8501) -> int:
+def serve_app(
+    db_url: str,
+    host: str = "127.0.0.1",
+    port: int = 8501,
+    *,
+    allowed_hosts: Sequence[str] = (),
+    trusted_proxies: Sequence[str] = (),
+) -> int:
     """Upgrade the database schema, then serve the app on it until stopped; the exit status.
 
-    The app process finds the database in ``$CRITIQUELAB_DB``; ``$CRITIQUELAB_DATA_DIR`` passes
-    through unchanged.
+    The app process finds the database in ``$CRITIQUELAB_DB``, the served host names in
+    ``$CRITIQUELAB_ALLOWED_HOSTS`` and the proxies whose ``X-Forwarded-*`` headers it believes in
+    uvicorn's ``$FORWARDED_ALLOW_IPS`` (empty: none); ``$CRITIQUELAB_DATA_DIR`` passes through
+    unchanged.
     """
     from data.storage.engine import make_engine, upgrade_database
 
@@ -86,8 +120,13 @@ def serve_app(db_url: str, host: str = "127.0.0.1", port: int = 8501) -> int:
         upgrade_database(engine)
     finally:
         engine.dispose()
-    environment = {**os.environ, "CRITIQUELAB_DB": db_url}
-    process = subprocess.Popen(streamlit_command(host, port), env=environment)
+    environment = {
+        **os.environ,
+        "CRITIQUELAB_DB": db_url,
+        ALLOWED_HOSTS_ENV: ",".join(served_hosts(host, allowed_hosts)),
+        "FORWARDED_ALLOW_IPS": ",".join(trusted_proxies),
+    }
+    process = subprocess.Popen(streamlit_command(host, port, allowed_hosts), env=environment)
     return wait_for_server(process)
 
 
@@ -130,9 +169,32 @@ def register(app: typer.Typer) -> None:
             "127.0.0.1", "--host", help="Address to listen on (0.0.0.0 for every interface)."
         ),
         port: int = typer.Option(8501, "--port", help="Port to listen on."),
+        allowed_host: list[str] = typer.Option(
+            None,
+            "--allowed-host",
+            help="Also answer requests naming this host (repeatable; e.g. the name users type, "
+            "annotate.example.org, or *.example.org). Served by default: the bound address, "
+            "localhost, 127.0.0.1, ::1 (on 0.0.0.0 also this machine's name); other Host "
+            "headers are refused (DNS rebinding).",
+        ),
+        trusted_proxy: list[str] = typer.Option(
+            None,
+            "--trusted-proxy",
+            help="Address (or network, 10.0.0.0/8) of a reverse proxy whose X-Forwarded-For and "
+            "X-Forwarded-Proto headers are believed (repeatable). Default: none, so the "
+            "per-address login limit counts the connecting address.",
+        ),
     ) -> None:
         """Serve the annotation app on the database (open the printed URL in a browser)."""
-        exit_after_serving(serve_app(state(ctx).db_url, host=host, port=port))
+        exit_after_serving(
+            serve_app(
+                state(ctx).db_url,
+                host=host,
+                port=port,
+                allowed_hosts=allowed_host or (),
+                trusted_proxies=trusted_proxy or (),
+            )
+        )
 
 
 def exit_after_serving(status: int) -> NoReturn:

@@ -5,8 +5,8 @@
 //
 // Keys (data.choices[].key, from the protocol) choose while focus is not in a text field; Escape
 // leaves the rationale box; Ctrl+Enter (Cmd+Enter) submits from anywhere; "?" shows every
-// shortcut. After a choice, focus returns to the rationale box. After a submit the panel is
-// disabled until the page replaces it with the next unit's panel (or reports a refusal).
+// shortcut. After a choice, focus returns to the rationale box. After a submit the panel shows
+// only "Saving…" until the page replaces it with the next unit's panel (or reports a refusal).
 
 const DRAFT_DELAY_MS = 500;
 const IDLE_LIMIT_MS = 120000;
@@ -16,7 +16,17 @@ const STORE_MAX_AGE_MS = 14 * 24 * 3600 * 1000;
 // Units submitted from this page and not yet replaced, with the refusal count at the time. Kept
 // by the module, not the panel: while a submit's rerun runs, Streamlit may keep the old panel
 // and mount it afresh, and a fresh mount must stay "Saving…" too.
+// Keyed by the panel's own id (its Streamlit key, data.panel): Annotate numbers units by
+// assignment and My work by answer, and the module outlives a switch of page.
 const SUBMITTED = new Map();
+// Every panel state this page has mounted and not yet torn down: when another panel arrives (the
+// next unit's, once a submit is acknowledged), one that Streamlit still shows while its run ends
+// is hidden, so no stale copy of the previous panel can be seen, typed into or clicked.
+const LIVE = new Set();
+
+function panelId(data) {
+  return data.panel || "unit-" + data.unit;
+}
 
 function el(tag, attrs, text) {
   const node = document.createElement(tag);
@@ -212,7 +222,10 @@ function build(root, data, state) {
     table.append(row);
   }
   sheet.append(table, el("div", { class: "cl-help" }, "Esc or ? closes this list."));
-  box.append(choices, guide, chosen, area, message, actions, help, sheet);
+  // While a submit runs, the answer sent is not shown any more (it cannot be changed): only this.
+  const saving = el("div", { class: "cl-saving", role: "status", "data-testid": "cl-saving" },
+    "Saving your answer… the next unit follows.");
+  box.append(saving, choices, guide, chosen, area, message, actions, help, sheet);
   root.append(box);
   return { box, choices, guide, chosen, area, counter, message, submit, sheet };
 }
@@ -280,6 +293,7 @@ function mount(parentElement, data) {
   const start = reconcile(data, offset);
   const state = {
     unit: data.unit,
+    panel: panelId(data),
     data,
     offset,
     choice: start.choice,
@@ -289,12 +303,16 @@ function mount(parentElement, data) {
     lastActivity: Date.now(),
     lastTick: Date.now(),
     lastSentSeconds: start.seconds,
-    sending: SUBMITTED.get(data.unit) === data.attempt,  // remounted while its submit runs
+    sending: SUBMITTED.get(panelId(data)) === data.attempt,  // remounted while its submit runs
     attempt: data.attempt,
     timer: null,
   };
   parentElement.__clAnswer = state;
   state.nodes = build(parentElement, data, state);
+  for (const other of LIVE) {  // the previous panel, if Streamlit still shows it: a page has one
+    if (other.panel !== panelId(data)) other.nodes.box.hidden = true;
+  }
+  LIVE.add(state);
   state.change = (choice, rationale) => {  // every change: the browser copy first, at once
     state.choice = choice;
     state.rationale = rationale;
@@ -323,14 +341,23 @@ function mount(parentElement, data) {
 
 export default function (component) {
   const { data, parentElement, setStateValue, setTriggerValue } = component;
+  // Streamlit calls this function again on every rerun (each draft saved is one) with new data,
+  // and runs only the cleanup returned by the last call, when the panel goes: the listeners the
+  // previous call added are removed here, so that one keydown listener is ever live per panel
+  // (with one per call, "?" toggled the sheet as many times as the page had rerun).
+  if (parentElement.__clDetach) parentElement.__clDetach();
   let state = parentElement.__clAnswer;
-  if (!state || state.unit !== data.unit) state = mount(parentElement, data);
+  if (!state || state.panel !== panelId(data)) {
+    if (state) LIVE.delete(state);
+    state = mount(parentElement, data);
+  }
   state.data = data;
-  if (data.attempt !== state.attempt || (SUBMITTED.has(data.unit) && !state.sending)) {
+  if (data.attempt !== state.attempt || (SUBMITTED.has(state.panel) && !state.sending)) {
     // the server refused the last submit: say why, and take input again
     state.attempt = data.attempt;
     state.sending = false;
-    SUBMITTED.delete(data.unit);
+    SUBMITTED.delete(state.panel);
+    state.nodes.box.hidden = false;
     state.nodes.message.textContent = data.error || "";
   }
   const payload = () => (accumulate(state), {
@@ -365,7 +392,7 @@ export default function (component) {
       return;
     }
     state.sending = true;
-    SUBMITTED.set(data.unit, data.attempt);
+    SUBMITTED.set(state.panel, data.attempt);
     state.nodes.message.textContent = "";
     render(state);
     clearTimeout(state.timer);
@@ -430,11 +457,17 @@ export default function (component) {
   window.addEventListener("pagehide", onLeave);
   document.addEventListener("visibilitychange", onVisibility);
   for (const name of activityEvents) document.addEventListener(name, onActivity, true);
-  return () => {
+  const detach = () => {
     clearInterval(tick);
     window.removeEventListener("pagehide", onLeave);
     document.removeEventListener("visibilitychange", onVisibility);
     document.removeEventListener("keydown", onKey, true);
     for (const name of activityEvents) document.removeEventListener(name, onActivity, true);
+    if (parentElement.__clDetach === detach) parentElement.__clDetach = null;
+  };
+  parentElement.__clDetach = detach;
+  return () => {  // the panel goes: its listeners, and its place among the live panels
+    detach();
+    LIVE.delete(state);
   };
 }

@@ -11,7 +11,9 @@ page visible and focused, idle time beyond 2 minutes not counted.
 With a ``store`` key, every change is also written at once to the browser's ``localStorage``
 under that key, so a refresh or a crash loses no keystroke; on load the browser copy and the
 server draft are compared by when each was typed (server clock) and the newer one wins. After a
-submit the panel is disabled ("Saving…") until the page replaces it with the next unit's.
+submit the panel shows only "Saving…" (the answer sent is neither shown nor clickable) until the
+page replaces it with the next unit's; a panel still on screen when the next unit's arrives is
+hidden. Each rerun calls the browser side again: it keeps one set of listeners per panel.
 """
 
 from __future__ import annotations
@@ -74,8 +76,7 @@ def choices_for(protocol: Protocol) -> list[dict[str, Any]]:
     choices = []
     for value in protocol.choices():
         band = protocol.band_for(float(value))
-        percent = f" ({protocol.percent_of(float(value)):.0f}%)" if protocol.percent else ""
-        label = _number(float(value)) + percent
+        label = protocol.score_label(float(value))
         describe = f"Score {label}" + (f" — {band.description}" if band else "")
         choices.append(
             {
@@ -102,8 +103,7 @@ def guide_for(protocol: Protocol) -> list[dict[str, Any]]:
     for band in protocol.bands:
         label = band.label()
         if protocol.percent:
-            low, high = protocol.percent_of(band.low), protocol.percent_of(band.high)
-            label += f" ({low:.0f}%)" if band.low == band.high else f" ({low:.0f}–{high:.0f}%)"
+            label += f" ({protocol.percent_label(band.low, band.high)})"
         values = [v for v in protocol.choices() if protocol.band_for(float(v)) == band]
         rows.append({"label": label, "text": band.description, "values": values})
     return rows
@@ -188,7 +188,7 @@ def answer_box(
     """Mount the panel (``settings`` as for :func:`panel_data`); the callbacks run on reports."""
     _component(
         key=key,
-        data=panel_data(**settings),
+        data={**panel_data(**settings), "panel": key},  # the browser side's id of this panel
         on_draft_change=on_draft,
         on_submit_change=on_submit,
         height="content",
@@ -233,10 +233,6 @@ def _epoch_ms(moment: datetime) -> int:
 def _finite(value: object) -> float:
     number = float(value) if isinstance(value, int | float) else 0.0
     return number if math.isfinite(number) and number >= 0 else 0.0
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _help_text(protocol: Protocol) -> str:

@@ -18,6 +18,7 @@ from data.services.admin_audit import (
     audit_csv,
     audit_jsonl,
     audit_rows,
+    record_export,
 )
 from data.storage.engine import session_scope
 
@@ -42,10 +43,17 @@ with session_scope(engine) as session:
     total = audit_count(session, **filters)
 
 
-def _export(write: Callable[[list[AuditRow]], bytes], filters: dict[str, str | None]) -> bytes:
-    """Every matching event as a file, built only when a download is clicked."""
+def _export(
+    write: Callable[[list[AuditRow]], bytes], export_format: str, filters: dict[str, str | None]
+) -> bytes:
+    """Every matching event as a file, built only when a download is clicked (and audited)."""
     with session_scope(engine) as session:
-        return write(audit_rows(session, limit=None, **filters))
+        rows = audit_rows(session, limit=None, **filters)
+    shown = ", ".join(f"{name} {value}" for name, value in filters.items() if value) or "all"
+    record_export(
+        engine, user.id, "audit", source=shown, export_format=export_format, rows=len(rows)
+    )
+    return write(rows)
 
 
 st.dataframe(
@@ -65,7 +73,7 @@ st.caption(f"{len(rows)} of {total} matching events shown; the downloads hold al
 csv_column, jsonl_column = st.columns(2)
 csv_column.download_button(
     "Download CSV",
-    partial(_export, audit_csv, filters),
+    partial(_export, audit_csv, "csv", filters),
     "audit.csv",
     "text/csv",
     key="audit_csv",
@@ -73,7 +81,7 @@ csv_column.download_button(
 )
 jsonl_column.download_button(
     "Download JSONL",
-    partial(_export, audit_jsonl, filters),
+    partial(_export, audit_jsonl, "jsonl", filters),
     "audit.jsonl",
     "application/jsonl",
     key="audit_jsonl",

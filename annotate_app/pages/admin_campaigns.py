@@ -33,6 +33,7 @@ from data.services.admin import (
     set_routing_as,
     update_campaign_settings,
 )
+from data.services.admin_audit import record_export
 from data.services.campaigns import CampaignSpec, PairSampling
 from data.services.roles import PermissionDenied
 from data.storage.campaign_lookup import list_campaigns
@@ -56,7 +57,11 @@ def _annotations_file(campaign_name: str, export_format: str) -> bytes:
     """``critiquelab export annotations``'s file, written by the calibration worker from a
     read-only snapshot (a large campaign's answers are read outside the annotators' process,
     and no writer waits for it)."""
-    return campaign_annotations_file(WORKER_URL, campaign_name, export_format)
+    made = campaign_annotations_file(WORKER_URL, campaign_name, export_format)
+    record_export(
+        engine, stored_id(user), "annotations", source=campaign_name, export_format=export_format
+    )
+    return made
 
 
 def _sft_file(campaign_name: str) -> BuiltFile:
@@ -69,18 +74,24 @@ def _sft_file(campaign_name: str) -> BuiltFile:
     except BaseException:
         built.remove()
         raise
+    record_export(engine, stored_id(user), "sft", source=campaign_name, export_format="jsonl")
     return built
 
 
 def _calibration_report(campaign: Campaign) -> CampaignReportFiles:
     """The files of ``critiquelab calibrate --campaign``, computed by the calibration worker: a
     large campaign's rows are read and calibrated outside the process that serves annotators."""
-    return campaign_report(WORKER_URL, stored_id(campaign))
+    files = campaign_report(WORKER_URL, stored_id(campaign))
+    record_export(
+        engine, stored_id(user), "calibration", source=campaign.name, export_format="html+json"
+    )
+    return files
 
 
 st.title("Campaigns")
 listing = st.container()
-outcome = st.empty()
+# Each action's message is drawn under its own button or form, where the eyes are: a message at
+# the top of this long page was drawn far above the viewport ("Routing applied", 672 px).
 
 with session_scope(engine) as session:
     datasets = dataset_overview(session)
@@ -138,9 +149,9 @@ with st.expander("Create a campaign", expanded=False):
                 with session_scope(engine) as session:
                     create_campaign_as(session, user.id, spec)
             except ERRORS as error:
-                outcome.error(escape_markdown(str(error)))
+                st.error(escape_markdown(str(error)))
             else:
-                outcome.success(escape_markdown(f"Campaign {spec.name} created."))
+                st.success(escape_markdown(f"Campaign {spec.name} created."))
 
 with session_scope(engine) as session:
     campaigns = list_campaigns(session)
@@ -178,7 +189,7 @@ for column, action in ((pause, "pause"), (resume, "resume"), (close, "close")):
             with session_scope(engine) as session:
                 change_campaign_status(session, user.id, stored_id(campaign), action)
         except ERRORS as error:
-            outcome.error(escape_markdown(str(error)))
+            st.error(escape_markdown(str(error)))
         else:
             st.rerun()
 
@@ -214,9 +225,9 @@ if save:
         with session_scope(engine) as session:
             changes = update_campaign_settings(session, user.id, stored_id(campaign), settings)
     except ERRORS as error:
-        outcome.error(escape_markdown(str(error)))
+        st.error(escape_markdown(str(error)))
     else:
-        outcome.success("Saved: " + ", ".join(changes) if changes else "Nothing changed.")
+        st.success("Saved: " + ", ".join(changes) if changes else "Nothing changed.")
         current = settings
 
 with st.form(f"routing_{campaign.id}"):
@@ -253,9 +264,9 @@ if apply_routing:
                 float(share) if routing == "stratified" else None,
             )
     except ERRORS as error:
-        outcome.error(escape_markdown(str(error)))
+        st.error(escape_markdown(str(error)))
     else:
-        outcome.success(escape_markdown(f"Routing {plan.routing}: {plan.note}"))
+        st.success(escape_markdown(f"Routing {plan.routing}: {plan.note}"))
 
 render_review_settings(engine, user.id, campaign)
 render_gold_settings(engine, stored_id(user), campaign)
@@ -279,12 +290,12 @@ if sft_column.button("Build critic training data (SFT)", key="build_sft"):
     try:
         st.session_state[SFT_KEY] = (campaign.id, _sft_file(campaign.name))
     except ValueError as error:
-        outcome.error(escape_markdown(str(error)))
+        sft_column.error(escape_markdown(str(error)))
 if report_column.button("Build calibration report", key="build_report"):
     try:
         st.session_state[REPORT_KEY] = (campaign.id, _calibration_report(campaign))
     except ValueError as error:
-        outcome.error(escape_markdown(str(error)))
+        report_column.error(escape_markdown(str(error)))
 built_sft = st.session_state.get(SFT_KEY)
 if built_sft and built_sft[0] == campaign.id:
     sft_column.download_button(

@@ -20,7 +20,7 @@ from annotate_app.pickers import pick_campaign
 from annotate_app.review_views import render_answer_review
 from calibration.analysis import annotators_section
 from data.services.campaign_progress import campaign_progress
-from data.services.effort import ABS_MIN_SECONDS, SECONDS_PER_1000_CHARS
+from data.services.effort import ABS_MIN_SECONDS, EFFORT_REASON_NAMES, SECONDS_PER_1000_CHARS
 from data.services.monitor import low_effort_report, unit_issues
 from data.storage.campaign_lookup import campaign_protocol
 from data.storage.engine import session_scope
@@ -93,10 +93,10 @@ render_answer_review(engine, stored_id(user), campaign)
 
 st.subheader("Possible low-effort answers")
 st.caption(
-    f"too_fast: less time than skimming the unit's text at 700 words a minute takes "
+    f"Too fast: less time than skimming the unit's text at 700 words a minute takes "
     f"({SECONDS_PER_1000_CHARS:g} s per 1,000 characters, plus a little per image; never under "
-    f"{ABS_MIN_SECONDS:g} s); duplicate_rationale: nearly the same rationale as on another unit "
-    "with different responses (short stock phrases are not compared); copied_rationale: mostly "
+    f"{ABS_MIN_SECONDS:g} s); duplicate rationale: nearly the same rationale as on another unit "
+    "with different responses (short stock phrases are not compared); copied rationale: mostly "
     "text of the response itself. Per annotator: a flag when a fifth of their answers carry one, "
     "or more than half their rationales are stock phrases; answering position and runs of one "
     "answer are the Annotators table's flags above, repeated here. Thresholds in METRICS.md."
@@ -128,7 +128,7 @@ st.dataframe(
         {
             "Annotator": [f.annotator for f in effort],
             "Unit": [f.unit_key for f in effort],
-            "Signal": [f.reason for f in effort],
+            "Signal": [EFFORT_REASON_NAMES[f.reason] for f in effort],
             "Detail": [f.detail for f in effort],
         }
     ),

@@ -1,4 +1,4 @@
-"""People: create accounts, change roles, disable or enable them, reset passwords (admins)."""
+"""Users: create accounts, change roles, disable or enable them, reset passwords (admins)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,12 @@ from schemas.tables import ROLES
 user = require_role("admin")
 engine = get_engine()
 
-st.title("People")
+st.title("Users")
 listing = st.container()
-outcome = st.empty()
 
 
 def _run(action: Callable[[Session], object], done: str) -> None:
-    """Run ``action(session)`` in one transaction; say what happened."""
+    """Run ``action(session)`` in one transaction; say what happened under the buttons."""
     try:
         with session_scope(engine) as session:
             action(session)
@@ -62,7 +61,7 @@ with st.expander("Add an account", expanded=False), st.form("add_account"):
     st.form_submit_button("Add account", type="primary", on_click=_add_account)
 if _ADDED in st.session_state:
     added, message = st.session_state.pop(_ADDED)
-    (outcome.success if added else outcome.error)(escape_markdown(message))
+    (st.success if added else st.error)(escape_markdown(message))
 
 with session_scope(engine) as session:
     names = [record.name for record in list_users(session)]
@@ -70,6 +69,7 @@ with session_scope(engine) as session:
 st.subheader("Change an account")
 chosen = st.selectbox("Account", names, key="chosen_user")
 role_column, active_column, password_column = st.columns(3)
+outcome = st.empty()  # under the buttons, where the eyes are (not under the title)
 with role_column:
     role = st.selectbox("New role", ROLES, key="chosen_role")
     if st.button("Change role", key="change_role"):

@@ -13,11 +13,19 @@ keeps the last text it sent, and the panel gets it back even if the browser moun
 The URL names the unit shown (``?unit=``, an assignment id checked against the user and the
 campaign), so a reload of the tab comes back to it, and the panel's browser copy (kept per tab)
 brings back its text.
+
+Before the first unit of a campaign its guidelines (instructions) stand above the unit until the
+annotator closes them; the header's *Guidelines* brings them back. *Previous* (and *Undo*, for
+:data:`UNDO_WINDOW` after a submit) opens an earlier answer in the panel: a change is saved as
+its next revision (:func:`data.queue.revise`, audited, the earlier revision kept, as in My work),
+and the page goes back to the unit the annotator was on.
 """
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from functools import partial
 
 import streamlit as st
@@ -30,15 +38,18 @@ from annotate_app.db import get_engine
 from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
+from data.storage.campaign_lookup import campaign_protocol
 from data.storage.engine import DatabaseProblem, session_scope
-from schemas.core import stored_id
+from schemas.core import parse_row_id, stored_id
 
 user = require_role("annotator", "reviewer", "admin")
 engine = get_engine()
 state = st.session_state
 
 # Page-only layout for a 1280×720 screen: less space above the title, the answer column follows
-# the scroll, images no taller than about a third of the screen (they open full size on click).
+# the scroll; images small enough that the question and the start of the response(s) share the
+# first screen (about a fifth of its height in the question, a quarter in a response; each opens
+# full size on click), so a pairwise unit needs no scroll to reach both responses.
 _LAYOUT = """<style>
 [data-testid="stMainBlockContainer"] { padding-top: 2.75rem; padding-bottom: 2rem; }
 .st-key-cl-head h4 { padding: 0; margin: 0; }
@@ -46,8 +57,14 @@ _LAYOUT = """<style>
 [data-testid="stColumn"]:has(.st-key-cl-answer-column) {
   position: sticky; top: 3.75rem; align-self: flex-start;
 }
-.st-key-cl-unit [data-testid="stImage"] img { max-height: 15rem; width: auto; }
+.st-key-cl-unit [data-testid="stImage"] img { max-height: 11rem; width: auto; }
+.st-key-cl-unit .st-key-cl-question [data-testid="stImage"] img { max-height: 8.5rem; }
+.st-key-cl-unit [data-testid="stMarkdownContainer"] p { margin-bottom: 0.35rem; }
+.cl-saved { color: #15803d; margin: 0; }
 </style>"""
+# How long after a submit its confirmation offers "Undo": the answer opens again, and a change is
+# saved as a revision (the first answer is kept, as in My work). "Previous unit" has no limit.
+UNDO_WINDOW = timedelta(minutes=2)
 
 
 @dataclass(frozen=True)
@@ -57,6 +74,7 @@ class _Saved:
     campaign_id: int
     annotation_id: int
     what: str
+    at: datetime  # when the page stored it (server clock), for the undo window
 
 
 def _which(view: queue.UnitView, progress: queue.UnitProgress) -> str:
@@ -66,15 +84,88 @@ def _which(view: queue.UnitView, progress: queue.UnitProgress) -> str:
 
 
 def _saved_line(where: DeltaGenerator, saved: _Saved) -> None:
-    """The line 'Saved: response k of n for item X' and the way back to that answer in My work."""
-    confirm, back = where.columns([3, 2], vertical_alignment="center")
-    confirm.markdown(f":green[:material/check_circle: **Saved**: {escape_markdown(saved.what)}.]")
+    """The line 'Saved: response k of n for item X', "Undo" for a short while, and the way back
+    to that answer in My work. The line is HTML-escaped text, not Markdown: the word joiners that
+    keep Markdown plugins off an item key (:func:`annotate_app.text.escape_markdown`) would be
+    copied with it."""
+    confirm, undo, back = where.columns([5, 2, 3], vertical_alignment="center")
+    confirm.html(f'<p class="cl-saved">✓ <b>Saved</b>: {html.escape(saved.what)}.</p>')
+    if datetime.now(UTC) - saved.at <= UNDO_WINDOW:
+        undo.button(
+            "Undo",
+            icon=":material/undo:",
+            key=f"undo-{saved.annotation_id}",
+            on_click=_undo,
+            args=(saved,),
+            help="Open the answer just saved again: a change is saved as a revision, and the "
+            "answer as first sent is kept (My work lists both).",
+        )
     back.page_link(
         "pages/my_work.py",
         label="Revise the answer just saved",
         icon=":material/edit:",
         query_params={"annotation": str(saved.annotation_id)},
     )
+
+
+def _undo(saved: _Saved) -> None:
+    if datetime.now(UTC) - saved.at > UNDO_WINDOW:
+        state["annotate_notice"] = (
+            f"Undo is offered for {UNDO_WINDOW.seconds // 60} minutes after a submit: use "
+            "Previous unit, or My work, to change an older answer."
+        )
+        return
+    state["annotate_back"] = (saved.campaign_id, saved.annotation_id)
+
+
+def _go_back(campaign_id: int, before: int | None) -> None:
+    """Open the annotator's answer on the unit given before ``before`` (the newest one when
+    None) for a change, saved as a revision."""
+    with session_scope(engine) as session:
+        earlier = queue.previous_answer(session, campaign_id, user.id, before)
+    if earlier is None:
+        state["annotate_notice"] = "There is no earlier answer of yours in this campaign."
+        return
+    state["annotate_back"] = (campaign_id, earlier)
+
+
+def _leave_back() -> None:
+    state.pop("annotate_back", None)
+    state.pop("annotate_back_refused", None)
+
+
+def _save_back(key: str, annotation_id: int, campaign_id: int, what: str) -> None:
+    """Save the change to an earlier answer as its next revision (audited, the old one kept)."""
+    payload = read_payload(key, "submit")
+    if payload is None or payload.unit != annotation_id:
+        return
+    try:
+        with session_scope(engine) as session:
+            new = queue.revise(
+                session,
+                annotation_id,
+                user.id,
+                score=payload.score,
+                preference=payload.preference,
+                rationale=payload.rationale,
+                extra_seconds=payload.seconds,
+            )
+            revision, new_id = new.revision, stored_id(new)
+    except (queue.QueueError, DatabaseProblem) as error:
+        attempt, _ = state.get("annotate_back_refused", (0, ""))
+        state["annotate_back_refused"] = (attempt + 1, str(error))
+        return
+    _leave_back()
+    state["annotate_saved"] = _Saved(
+        campaign_id, new_id, f"revision {revision} of {what}", datetime.now(UTC)
+    )
+
+
+def _guidelines(view: queue.UnitView) -> None:
+    """The campaign's guidelines (its instructions), the scale and what each choice means."""
+    if view.instructions.strip():
+        st.markdown(safe_markdown(view.instructions))
+    render_rubric(view, instructions=False)
 
 
 def _answered_line(where: DeltaGenerator, revision: int) -> None:
@@ -146,8 +237,7 @@ def _keep_in_url(name: str, value: str) -> None:
 
 def _unit_in_url() -> int | None:
     """The unit (assignment id) the URL names: the one this tab showed before it was reloaded."""
-    value = st.query_params.get("unit")
-    return int(value) if value is not None and value.isdigit() else None
+    return parse_row_id(st.query_params.get("unit"))  # any other text names no such unit
 
 
 def _submit(key: str, assignment_id: int) -> None:
@@ -181,7 +271,7 @@ def _submit(key: str, assignment_id: int) -> None:
         )
     shown, which = state.get("annotate_which", (None, "this unit"))
     what = which if shown == assignment_id else "your answer"
-    state["annotate_saved"] = _Saved(step.campaign_id, step.annotation_id, what)
+    state["annotate_saved"] = _Saved(step.campaign_id, step.annotation_id, what, datetime.now(UTC))
     state["annotate_next"] = (step.campaign_id, step.next_unit)  # leased in the same commit
     state["annotate_others"] = (step.campaign_id, others)  # shown until the next submit
     state["annotate_feedback"] = (step.campaign_id, step.feedback)  # gold, feedback on: else None
@@ -218,7 +308,7 @@ def _feedback_panel(campaign_id: int) -> None:
     fed_campaign, told = state.get("annotate_feedback", (None, None))
     if told is None or fed_campaign != campaign_id:
         return
-    expected = told.expected_preference_shown or f"{told.expected_score:g}"
+    expected = protocol.answer_label(told.expected_score, told.expected_preference_shown)
     verdict = "Your answer matches it." if told.agrees else "Your answer differs from it."
     with st.container(border=True, key="cl-feedback"):
         st.markdown(
@@ -267,12 +357,81 @@ with st.sidebar:
     chosen = st.selectbox("Campaign", names, index=names.index(served))
 campaign = campaigns[names.index(chosen)]
 campaign_id = stored_id(campaign)
+protocol = campaign_protocol(campaign)
 state["annotate_served"] = campaign.name
 _keep_in_url("campaign", campaign.name)
 
 notice = state.pop("annotate_notice", None)
 if notice:
     st.toast(escape_markdown(notice))
+
+
+def _revise_earlier(annotation_id: int) -> None:
+    """The page when the annotator went back (Undo, or Previous unit): their answer to an earlier
+    unit in the panel; a change is saved as its next revision, then the page goes on to the unit
+    they were on (still leased to them)."""
+    try:
+        with session_scope(engine) as session:
+            view, own = queue.my_annotation_view(session, annotation_id, user.id)
+    except queue.QueueError as problem:  # e.g. revised meanwhile in My work (a newer revision)
+        _leave_back()
+        st.toast(escape_markdown(f"That answer cannot be opened here: {problem}"))
+        return
+    what = f"{own.unit_label} for item {own.item_id}"
+    st.html(_LAYOUT)
+    with st.container(key="cl-head", gap="small"):
+        title, earlier, onward = st.columns([4, 2, 2], vertical_alignment="bottom")
+        title.markdown(f"#### {escape_markdown(campaign.name)}")
+        title.caption(
+            escape_markdown(
+                f"Changing your answer to {what} (revision {own.revision}). It stays saved as "
+                f"it is unless you save a change, which becomes revision {own.revision + 1}; "
+                "My work keeps every revision."
+            )
+        )
+        earlier.button(
+            "Previous unit",
+            icon=":material/arrow_back:",
+            key=f"previous-{own.annotation_id}",
+            on_click=_go_back,
+            args=(campaign_id, view.assignment_id),
+        )
+        onward.button(
+            "Back to my next unit",
+            icon=":material/arrow_forward:",
+            key="leave-back",
+            on_click=_leave_back,
+            type="primary",
+        )
+    st.container(key="cl-notes")  # as on a unit's page: the columns keep their place
+    unit_column, answer_column = st.columns([3, 2], gap="medium")
+    with answer_column, st.container(key="cl-answer-column"):
+        key = f"revise-{own.annotation_id}"
+        attempt, refusal = state.get("annotate_back_refused", (0, None))
+        if refusal:
+            st.error(escape_markdown(refusal))
+        answer_box(
+            key=key,
+            unit=own.annotation_id,
+            protocol=view.protocol,
+            rationale_min=view.rationale_min,
+            draft=queue.DraftView(own.score, own.preference_shown, own.rationale, 0.0),
+            on_draft=lambda: None,  # the saved answer stands until a change is saved
+            on_submit=partial(_save_back, key, own.annotation_id, campaign_id, what),
+            attempt=attempt,
+            error=refusal,
+            submit_label="Save revision",
+        )
+        with st.expander("Rubric and guidance"):
+            render_rubric(view, bands=False)
+    with unit_column, st.container(key="cl-unit"):
+        render_unit(view)
+    st.stop()
+
+
+back = state.get("annotate_back")
+if back is not None and back[0] == campaign_id:
+    _revise_earlier(back[1])
 
 prepared = state.pop("annotate_next", None)
 cached = state.get("annotate_progress")
@@ -320,18 +479,22 @@ if saved is not None and saved.campaign_id != campaign_id:
 
 st.html(_LAYOUT)
 head = st.container(key="cl-head", gap="small")
-lost = state.pop("annotate_lost", None)
-if lost:
-    message, rationale = lost
-    st.warning(f"{escape_markdown(message[0].upper() + message[1:])}. What you wrote:")
-    st.code(rationale, language=None, wrap_lines=True)
-
-_feedback_panel(campaign_id)
-if others:
-    with st.expander("How others rated the unit you just submitted"):
-        for other in others:
-            value = other.preference_shown or f"{other.score:g}"
-            st.markdown(f"**{value}** —\n\n{safe_markdown(other.rationale)}")
+# Always drawn, right under the header, whatever it holds this run: the columns below then keep
+# their place on the page from one run to the next, so Streamlit replaces the previous unit's
+# panel in place instead of keeping a stale copy of it elsewhere until the run ends.
+notes = st.container(key="cl-notes", gap="small")
+with notes:
+    lost = state.pop("annotate_lost", None)
+    if lost:
+        message, rationale = lost
+        st.warning(f"{escape_markdown(message[0].upper() + message[1:])}. What you wrote:")
+        st.code(rationale, language=None, wrap_lines=True)
+    _feedback_panel(campaign_id)
+    if others:
+        with st.expander("How others rated the unit you just submitted"):
+            for other in others:
+                value = protocol.answer_label(other.score, other.preference_shown)
+                st.markdown(f"**{escape_markdown(value)}** —\n\n{safe_markdown(other.rationale)}")
 
 if view is None:
     head.markdown(f"#### {escape_markdown(campaign.name)}")
@@ -341,6 +504,14 @@ if view is None:
         st.info("This campaign is paused: no new units for now. Your answers are saved.")
     else:
         st.success(f"Nothing left for you in this campaign. You answered {done} units. Thank you!")
+    if done:
+        st.button(
+            "Previous unit",
+            icon=":material/arrow_back:",
+            key="previous-done",
+            on_click=_go_back,
+            args=(campaign_id, None),
+        )
     st.page_link("pages/my_work.py", label="Review my answers", icon=":material/history:")
     st.query_params.pop("unit", None)
     st.stop()
@@ -350,13 +521,28 @@ which = _which(view, progress)
 state["annotate_which"] = (view.assignment_id, which)
 state["annotate_shown"] = (campaign_id, view.assignment_id)
 _keep_in_url("unit", str(view.assignment_id))  # a reload of this tab comes back to it
+read = state.setdefault("annotate_read", set())  # campaigns whose guidelines were closed
+first_unit = progress.my_submitted == 0 and campaign_id not in read
 with head:
-    title, bar = st.columns([3, 2], vertical_alignment="bottom")
+    title, tools, bar = st.columns([4, 4, 4], vertical_alignment="bottom")
     title.markdown(f"#### {escape_markdown(campaign.name)}")
     where = " · ".join(part for part in (view.category, view.task) if part)
     title.caption(
         escape_markdown(f"{which[0].upper()}{which[1:]}" + (f" · {where}" if where else ""))
     )
+    with tools.container(horizontal=True, gap="small"):
+        if progress.my_submitted:
+            st.button(
+                "Previous",
+                icon=":material/arrow_back:",
+                key="previous",
+                on_click=_go_back,
+                args=(campaign_id, None),
+                help="Open your answer to the unit before this one: a change is saved as a "
+                "revision, and then you come back here.",
+            )
+        with st.popover("Guidelines", icon=":material/menu_book:", key="guidelines"):
+            _guidelines(view)
     total = max(progress.units_total, 1)
     bar.progress(
         min(progress.my_submitted / total, 1.0),
@@ -368,10 +554,23 @@ with head:
         _saved_line(st.container(), saved)
     if view.answered_revision is not None:
         _answered_line(st.container(), view.answered_revision)
+if first_unit and view.instructions.strip():
+    # Before the first unit of a campaign: its guidelines, open until the annotator closes them
+    # (the Guidelines button above brings them back).
+    with notes, st.container(border=True, key="cl-guidelines"):
+        st.markdown("**Guidelines for this campaign** — please read them before your first unit.")
+        _guidelines(view)
+        st.button(
+            "I have read them",
+            key="guidelines-read",
+            on_click=read.add,
+            args=(campaign_id,),
+            type="primary",
+        )
 
 unit_column, answer_column = st.columns([3, 2], gap="medium")
-with unit_column, st.container(key="cl-unit"):
-    render_unit(view)
+# The panel first: after a submit, the next unit's panel replaces the old one before the unit
+# column (images and all) is drawn.
 with answer_column, st.container(key="cl-answer-column"):
     key = f"answer-{view.assignment_id}"
     attempt, error = state.get("annotate_refused", {}).get(view.assignment_id, (0, None))
@@ -415,5 +614,8 @@ with answer_column, st.container(key="cl-answer-column"):
                 args=("flag", view.assignment_id, reason_key),
                 help="The item is broken (missing image, garbled text): reviewers will look at it.",
             )
-    with st.expander("Rubric and guidance", expanded=True):
+    # Closed: the panel shows what each choice means, and Guidelines (above) holds all of it.
+    with st.expander("Rubric and guidance"):
         render_rubric(view, bands=False)
+with unit_column, st.container(key="cl-unit"):
+    render_unit(view)

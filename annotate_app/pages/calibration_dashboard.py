@@ -11,6 +11,7 @@ only receives the results, and a million-unit campaign's rows never enter it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
@@ -51,15 +52,26 @@ from calibration.headline import (
 )
 from calibration.pairwise import UnparsedRule
 from calibration.reference import reference_choices
-from calibration.tables import ceiling_table, group_table, judge_table, model_table
+from calibration.tables import (
+    ceiling_table,
+    group_table,
+    judge_table,
+    model_table,
+    with_metric_names,
+)
 from data.io.campaign_input import campaign_version
 from data.io.frames import unit_content
+from data.services.admin_audit import record_export
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
-from schemas.ids import HUMAN_PREFIX
+from schemas.ids import account_name
 from schemas.protocols import Protocol
 
 GROUPINGS = ("(none)", "task", "category", "model", "group")
+# Less blank space above the title: the headline chart starts in the first 1280×720 screen.
+_LAYOUT = """<style>
+[data-testid="stMainBlockContainer"] { padding-top: 2.75rem; }
+</style>"""
 
 
 @st.cache_data(show_spinner="Reading the campaign…", max_entries=16)
@@ -126,7 +138,9 @@ def _headline(report: CalibrationReport, protocol: Protocol, grouping: str | Non
         "Each judge against the reference: dot area = units; on the dashed diagonal the judge "
         "agrees with the humans."
         if protocol.is_pointwise
-        else "Each judge against the reference: units per (reference, verdict)."
+        else "Each judge against the reference: verdicts per (reference, verdict). A pair "
+        "judged in both orders gives two verdicts (one per order), so a cell counts verdicts, "
+        "not units."
     )
     if grouping:
         rows = group_rows(result, grouping)
@@ -135,14 +149,28 @@ def _headline(report: CalibrationReport, protocol: Protocol, grouping: str | Non
             st.altair_chart(group_bars(rows, title=title, field=grouping), width="stretch")
 
 
+def _audited(
+    make: Callable[[], str | bytes], user_id: int, campaign: str, export_format: str = "html"
+) -> str | bytes:
+    """A download's file, with its ``export.calibration`` event in the audit trail."""
+    made = make()
+    record_export(
+        get_engine(), user_id, "calibration", source=campaign, export_format=export_format
+    )
+    return made
+
+
 def _dashboard() -> None:
     """The page: require a reviewer or admin, then pick, compute and show."""
-    require_role("admin", "reviewer")
+    user = require_role("admin", "reviewer")
     engine = get_engine()
+    st.html(_LAYOUT)
     st.title("Calibration")
+    picker_row = st.columns([2, 3, 1.2])
     campaign = pick_campaign(
         engine,
         key="cal_campaign",
+        where=picker_row[0],
         describe=lambda c: f"{c.name} ({c.protocol})",
         none_yet="There is no campaign yet. Create one on the Campaigns page.",
     )
@@ -157,47 +185,42 @@ def _dashboard() -> None:
         st.stop()
 
     tasks, models = overview.tasks, overview.models
-    left, middle, right = st.columns(3)
-    judges = left.multiselect("Judges", available, default=available)
+    # The judges and the grouping stay in view; the rarer choices fold into one expander, so
+    # that the headline chart starts in the first screen (it started at y = 536 of 720).
+    judges_column, group_column = picker_row[1], picker_row[2]
+    judges = judges_column.multiselect("Judges", available, default=available)
     # by task unless there are no tasks: the per-task bars under the headline chart need it
-    grouping = middle.selectbox(
+    grouping = group_column.selectbox(
         "Group by", GROUPINGS, index=GROUPINGS.index("task") if tasks else 0
     )
-    unparsed: UnparsedRule = right.selectbox(
-        "Unparsed judge outputs",
-        ("wrong", "tie", "drop"),
-        disabled=protocol.is_pointwise,
-        help="Pairwise only: count an unparsed verdict as wrong, as a tie, or leave it out.",
-    )
-    left, middle, right = st.columns(3)
-    chosen_tasks = left.multiselect("Tasks", tasks, default=tasks)
-    chosen_models = middle.multiselect("Models", models, default=models)
-    bootstrap = right.number_input("Bootstrap resamples", 0, 5000, 1000, step=100)
     references = reference_choices(protocol)
-    reference_rule = st.selectbox(
-        "Human reference",
-        references,
-        help="How the humans' labels of a unit become its reference (adjudications win): "
-        "the plain rule, or a latent-class model that weighs each annotator by competence "
-        "(dawid-skene for preferences, mace for scores on a scale with points; METRICS.md).",
-    )
     automatic = overview.standing_exclusions
-    listed = st.multiselect(
-        "Leave out of the reference",
-        [name for name in overview.annotators if name not in automatic],
-        format_func=lambda name: name.removeprefix(HUMAN_PREFIX),
-        key="cal_exclude",
-        help="As calibrate --exclude-annotator: these annotators leave the reference and the "
-        "human ceiling, and keep their row in the Annotators table, marked excluded.",
-    )
-    if automatic:
-        st.caption(
-            "Left out of the reference by themselves (their standing in the campaign): "
-            + ", ".join(
-                f"{escape_markdown(name.removeprefix(HUMAN_PREFIX))} ({why})"
-                for name, why in automatic.items()
-            )
-            + "."
+    with st.expander("Filters, reference and bootstrap"):
+        left, middle, right = st.columns(3)
+        chosen_tasks = left.multiselect("Tasks", tasks, default=tasks)
+        chosen_models = middle.multiselect("Models", models, default=models)
+        bootstrap = right.number_input("Bootstrap resamples", 0, 5000, 1000, step=100)
+        left, middle, right = st.columns(3)
+        reference_rule = left.selectbox(
+            "Human reference",
+            references,
+            help="How the humans' labels of a unit become its reference (adjudications win): "
+            "the plain rule, or a latent-class model that weighs each annotator by competence "
+            "(dawid-skene for preferences, mace for scores on a scale with points; METRICS.md).",
+        )
+        listed = middle.multiselect(
+            "Leave out of the reference",
+            [name for name in overview.annotators if name not in automatic],
+            format_func=account_name,
+            key="cal_exclude",
+            help="As calibrate --exclude-annotator: these annotators leave the reference and the "
+            "human ceiling, and keep their row in the Annotators table, marked excluded.",
+        )
+        unparsed: UnparsedRule = right.selectbox(
+            "Unparsed judge outputs",
+            ("wrong", "tie", "drop"),
+            disabled=protocol.is_pointwise,
+            help="Pairwise only: count an unparsed verdict as wrong, as a tie, or leave it out.",
         )
     scope = replace(
         scope,
@@ -213,6 +236,17 @@ def _dashboard() -> None:
         st.stop()
     result = report.result
     reference = result.reference
+    if judges:
+        _headline(report, protocol, grouping if by else None)
+
+    if automatic:  # outside the folded options: the reference is not what was picked alone
+        st.caption(
+            "Left out of the reference by themselves (their standing in the campaign): "
+            + ", ".join(
+                f"{escape_markdown(account_name(name))} ({why})" for name, why in automatic.items()
+            )
+            + "."
+        )
     st.caption(
         f"Reference: {reference.consensus} of the humans, adjudicated label where one exists "
         f"({reference.n_adjudicated}); {reference.n_units} units with a reference, "
@@ -232,25 +266,25 @@ def _dashboard() -> None:
     download_html, download_json = st.columns(2)
     download_html.download_button(
         "Download the HTML report",
-        partial(report_html, report, engine, campaign_id),  # rendered only when clicked
+        partial(  # rendered only when clicked, and audited then
+            _audited, partial(report_html, report, engine, campaign_id), user.id, campaign.name
+        ),
         file_name=f"calibration-{campaign.name}.html",
         mime="text/html",
         on_click="ignore",
     )
     download_json.download_button(
         "Download the JSON",
-        result.to_json,  # the JSON of critiquelab calibrate --json, made only when clicked
+        # the JSON of critiquelab calibrate --json, made only when clicked, and audited then
+        partial(_audited, result.to_json, user.id, campaign.name, "json"),
         file_name=f"calibration-{campaign.name}.json",
         mime="application/json",
         on_click="ignore",
     )
 
-    if judges:
-        _headline(report, protocol, grouping if by else None)
-
     st.subheader("Judges against the reference")
     if judges:
-        st.dataframe(judge_table(result))
+        st.dataframe(with_metric_names(judge_table(result)))
     else:
         st.info("No judge selected (or none has scored this campaign): only the humans are shown.")
 
@@ -269,7 +303,7 @@ def _dashboard() -> None:
             st.markdown(
                 f"**{escape_markdown(judge)}** against one more human (degradation = judge − human)"
             )
-            st.dataframe(table)
+            st.dataframe(with_metric_names(table, axis="index"))
 
     render_annotators(
         result.annotators,
@@ -281,7 +315,7 @@ def _dashboard() -> None:
         st.subheader(f"By {grouping}")
         for judge in judges:
             st.markdown(f"**{escape_markdown(judge)}**")
-            st.dataframe(group_table(result, judge, grouping))
+            st.dataframe(with_metric_names(group_table(result, judge, grouping)))
 
     if result.models:
         st.subheader("Models")

@@ -14,7 +14,7 @@ from data.storage.engine import session_scope
 
 user = require_role("annotator", "reviewer", "admin")
 
-st.title("Campaigns")
+st.title("Home")
 with session_scope(get_engine()) as session:
     campaigns = campaigns_for_user(session, user)
 

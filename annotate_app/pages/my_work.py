@@ -1,7 +1,10 @@
 """My work: progress in a campaign, one's own past answers, and editing one (a new revision).
 
 Only the logged-in annotator's own answers are listed or opened; ``?annotation=ID`` of someone
-else's answer is refused like one that does not exist.
+else's answer is refused like one that does not exist. The list holds each answer's live
+revision; the answer being edited shows its whole history (every revision is kept). Answers are
+shown as the panel offers them: ``3 (50%)`` on MMIE
+(:meth:`schemas.protocols.Protocol.score_label`).
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from annotate_app.db import get_engine
 from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
+from data.storage.campaign_lookup import campaign_protocol
 from data.storage.engine import DatabaseProblem, session_scope
-from schemas.core import stored_id
+from schemas.core import parse_row_id, stored_id
+from schemas.protocols import Protocol
 
 PAGE_SIZE = 50
 REVIEW_TEXT = {
@@ -59,8 +64,9 @@ def _save_revision(key: str, annotation_id: int) -> None:
 
 def _asked_annotation() -> int | None:
     """The answer named by ``?annotation=ID`` (a link from Annotate, or the last saved revision)."""
-    asked = st.query_params.get("annotation")
-    return int(asked) if asked and asked.isdigit() else None
+    return parse_row_id(
+        st.query_params.get("annotation")
+    )  # any other text names no such annotation
 
 
 def _campaign_changed() -> None:
@@ -83,6 +89,26 @@ def _entry_label(mine: queue.MyAnnotation) -> str:
     return (
         f"{mine.item_id} · {mine.unit_label} · {mine.campaign} · "
         f"{mine.created_at:%Y-%m-%d %H:%M} UTC{revision}"
+    )
+
+
+def _history_table(history: list[queue.MyAnnotation], shown: Protocol) -> None:
+    """Every revision of the answer being edited, newest first: nothing a revision replaced is
+    lost, and this is where the annotator sees it."""
+    st.markdown(f"**History of this answer** ({len(history)} revision{'s' * (len(history) > 1)})")
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "Revision": [m.revision for m in history],
+                "Answer": [shown.answer_label(m.score, m.preference_shown) for m in history],
+                "Rationale": [m.rationale for m in history],
+                "When (UTC)": [m.created_at.strftime("%Y-%m-%d %H:%M:%S") for m in history],
+                "Current": ["yes" if n == 0 else "" for n in range(len(history))],
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+        key="my_work_history",
     )
 
 
@@ -116,6 +142,7 @@ elif "my_work_campaign" not in state or state["my_work_campaign"] not in names:
     )
 chosen = st.selectbox("Campaign", names, key="my_work_campaign", on_change=_campaign_changed)
 campaign = campaigns[names.index(chosen)]
+protocol = campaign_protocol(campaign)
 st.query_params["campaign"] = campaign.name
 
 notice = state.pop("my_work_notice", None)
@@ -129,8 +156,14 @@ with session_scope(engine) as session:
 fraction = progress.units_complete / progress.units_total if progress.units_total else 0.0
 complete = f"Campaign: {progress.units_complete} of {progress.units_total} units complete"
 st.progress(fraction, text=complete)
-left, middle, right = st.columns(3)
-left.metric("My answers", progress.my_submitted)
+left, rejected, middle, right = st.columns(4)
+left.metric("My answers", progress.my_submitted, help="Answers that count.")
+rejected.metric(
+    "Rejected",
+    progress.my_rejected,
+    help="Answers a reviewer rejected: they do not count. Open one below to read the comment "
+    "and revise it; the revision goes back to a reviewer.",
+)
 middle.metric("Skipped", progress.my_skipped)
 right.metric("Flagged units", progress.units_flagged)
 
@@ -158,7 +191,7 @@ with list_area:
                 "Item": [m.item_id for m in mine],
                 "Unit": [m.unit_label for m in mine],
                 "Task": [m.task or "" for m in mine],
-                "Answer": [m.preference_shown or f"{m.score:g}" for m in mine],
+                "Answer": [protocol.answer_label(m.score, m.preference_shown) for m in mine],
                 "Rationale": [m.rationale[:120] for m in mine],
                 "Revision": [m.revision for m in mine],
                 "Review": [REVIEW_TEXT[reviews[m.annotation_id].state] for m in mine],
@@ -193,6 +226,7 @@ with edit_area:
             with session_scope(engine) as session:
                 view, own = queue.my_annotation_view(session, edit_id, user.id)
                 others = queue.others_answers(session, own.unit_id, user.id)
+                history = queue.answer_history(session, own.annotation_id, user.id)
                 review = queue.review_info(session, [own.annotation_id])[own.annotation_id]
         except queue.QueueError as error:
             st.error(escape_markdown(str(error)))
@@ -238,5 +272,8 @@ with edit_area:
             if others:
                 with st.expander("How others rated this unit"):
                     for other in others:
-                        value = other.preference_shown or f"{other.score:g}"
-                        st.markdown(f"**{value}** —\n\n{safe_markdown(other.rationale)}")
+                        value = view.protocol.answer_label(other.score, other.preference_shown)
+                        st.markdown(
+                            f"**{escape_markdown(value)}** —\n\n{safe_markdown(other.rationale)}"
+                        )
+        _history_table(history, view.protocol)

@@ -22,4 +22,4 @@ engine = get_engine()
 
 st.title("Review answers")
 campaign = pick_campaign(engine, key="answers_campaign")
-render_answer_review(engine, stored_id(user), campaign, key="answers")
+render_answer_review(engine, stored_id(user), campaign, key="answers", heading=False)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate_app.auth import require_role
+from annotate_app.components.note_box import note_box
 from annotate_app.db import get_engine
 from annotate_app.disagreement_review import open_disagreements
 from annotate_app.pickers import pick_campaign
-from annotate_app.render import render_content, render_history
+from annotate_app.reviewed_unit import render_reviewed_unit
 from annotate_app.text import escape_markdown, safe_markdown
 from data.io.frames import campaign_judges
 from data.services.adjudication import UnitReview, unit_review
@@ -77,10 +78,6 @@ user = require_role("reviewer", "admin")
 engine = get_engine()
 
 st.title("Disagreements")
-if FLASH in st.session_state:
-    st.success(escape_markdown(st.session_state.pop(FLASH)))
-if ERROR in st.session_state:
-    st.error(escape_markdown(st.session_state.pop(ERROR)))
 
 picker, judge_picker, done_box = st.columns([2, 2, 1], vertical_alignment="bottom")
 campaign = pick_campaign(engine, key="dis_campaign", where=picker)
@@ -131,16 +128,7 @@ with session_scope(engine) as session:
 
 content_column, reasons_column = st.columns([3, 2])
 with content_column:
-    if review.content.item.history:
-        st.markdown("**Earlier turns**")
-        render_history(review.content.item.history)
-    st.markdown("**Question**")
-    render_content(review.content.item.question)
-    titles = ("Response A", "Response B") if len(review.content.responses) == 2 else ("Response",)
-    for title, response in zip(titles, review.content.responses, strict=True):
-        with st.container(border=True):
-            st.markdown(f"**{title}** · {escape_markdown(response.model)}")
-            render_content(response.content)
+    render_reviewed_unit(review, show_reference=False)
 
 with reasons_column:
     st.markdown(
@@ -163,7 +151,12 @@ with reasons_column:
 
 st.subheader("Why does the judge disagree?")
 note_key = f"dis_note_{campaign_id}_{judge}_{entry.unit_id}"
-st.text_area("Note (needed for 'other')", key=note_key, height=80)
+note_box(
+    "Note (needed for 'other')",
+    key=note_key,
+    hint="Esc leaves the note; then keys 1–9 record the cause with the note and open the next "
+    "untagged disagreement.",
+)
 next_id = _next_unit(queue.entries, entry)
 columns = st.columns(3)
 for index, cause in enumerate(settings.taxonomy):
@@ -177,7 +170,8 @@ for index, cause in enumerate(settings.taxonomy):
         type="primary" if cause == entry.cause else "secondary",
         width="stretch",
     )
-st.caption(
-    "Keys 1–9 record the cause with the note and open the next untagged disagreement (outside "
-    "the note box)."
-)
+# What the last key or click did, under the buttons where the eyes are (the title is far above)
+if FLASH in st.session_state:
+    st.success(escape_markdown(st.session_state.pop(FLASH)))
+if ERROR in st.session_state:
+    st.error(escape_markdown(st.session_state.pop(ERROR)))

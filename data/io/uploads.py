@@ -8,7 +8,9 @@ afterwards; images the importer keeps are copied into the image store by the imp
 
 A zip is checked before a byte is written: no absolute names, no ``..`` (zip-slip), no symbolic
 links, at most :data:`MAX_ZIP_FILES` entries and :data:`MAX_ZIP_BYTES` bytes unpacked (counted
-while unpacking too, so a zip that lies about its sizes is stopped).
+while unpacking too, so a zip that lies about its sizes is stopped), names of at most
+:data:`MAX_ZIP_NAME_BYTES` bytes, at most :data:`MAX_ZIP_DEPTH` folders deep, and no name that is
+both a file and a folder.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ DATASET_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
 """Dataset file types, as ``critiquelab import jsonl`` reads them."""
 MAX_ZIP_FILES = 20_000
 MAX_ZIP_BYTES = 2 * 1024**3
+MAX_ZIP_DEPTH = 64
+"""Deepest folder nesting of a zip entry (image folders are a few levels deep)."""
+MAX_ZIP_NAME_BYTES = 255
+"""Longest file or folder name in a zip entry: what Linux and macOS file systems hold."""
 _CHUNK = 1024 * 1024
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -194,16 +200,39 @@ def extract_zip(
             raise UnsafeUpload(_too_large(declared, max_bytes))
         root = destination.resolve()
         targets = [(entry, _target(entry, root)) for entry in entries]
+        _check_files_and_folders(entries)
         written: list[Path] = []
         total = 0
         for entry, target in targets:
-            if entry.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            total += _copy_entry(zip_file, entry, target, max_bytes - total)
+            try:
+                if entry.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                total += _copy_entry(zip_file, entry, target, max_bytes - total)
+            except OSError as error:  # a limit of this file system the checks above missed
+                raise UnsafeUpload(
+                    f"zip entry {entry.filename!r} cannot be unpacked here "
+                    f"({error.strerror or error}): rename it"
+                ) from None
             written.append(target)
     return written
+
+
+def _check_files_and_folders(entries: list[zipfile.ZipInfo]) -> None:
+    """Refuse a name that is both a file and a folder (``images`` and ``images/1.png``): the
+    file system holds one of them only."""
+    files: set[str] = set()
+    folders: set[str] = set()
+    for entry in entries:
+        parts = PurePosixPath(entry.filename.replace("\\", "/")).parts
+        (folders if entry.is_dir() else files).add("/".join(parts))
+        folders.update("/".join(parts[:depth]) for depth in range(1, len(parts)))
+    both = sorted(files & folders)
+    if both:
+        raise UnsafeUpload(
+            f"zip entry {both[0]!r} is both a file and a folder in the zip: rename one of them"
+        )
 
 
 def _copy_entry(
@@ -227,6 +256,18 @@ def _copy_entry(
 def _target(entry: zipfile.ZipInfo, root: Path) -> Path:
     name = entry.filename
     normalised = name.replace("\\", "/")
+    parts = PurePosixPath(normalised).parts
+    if len(parts) - 1 > MAX_ZIP_DEPTH:
+        raise UnsafeUpload(
+            f"zip entry {name[:80]!r} (cut) is {len(parts) - 1:,} folders deep; at most "
+            f"{MAX_ZIP_DEPTH} are accepted: flatten the folders"
+        )
+    longest = max(parts, key=lambda part: len(part.encode("utf-8")), default="")
+    if len(longest.encode("utf-8")) > MAX_ZIP_NAME_BYTES:
+        raise UnsafeUpload(
+            f"zip entry {name[:80]!r} has a name of {len(longest.encode('utf-8')):,} characters; "
+            f"at most {MAX_ZIP_NAME_BYTES} (bytes in UTF-8) fit a file system: shorten it"
+        )
     if normalised.startswith("/") or re.match(r"^[A-Za-z]:", normalised):
         raise UnsafeUpload(f"zip entry {name!r} has an absolute name: store relative paths only")
     if ".." in PurePosixPath(normalised).parts:

@@ -82,6 +82,7 @@ from data.queue.review import (
 from data.queue.revisions import revise
 from data.queue.views import (
     annotator_progress,
+    answer_history,
     assignment_view,
     last_worked_campaign_id,
     my_annotation_view,
@@ -89,6 +90,7 @@ from data.queue.views import (
     my_campaigns,
     open_campaigns,
     others_answers,
+    previous_answer,
     submitted_count,
 )
 
@@ -115,6 +117,7 @@ __all__ = [
     "UnitView",
     "accept_answer",
     "annotator_progress",
+    "answer_history",
     "assignment_view",
     "expire_leases",
     "flag",
@@ -125,6 +128,7 @@ __all__ = [
     "next_unit",
     "open_campaigns",
     "others_answers",
+    "previous_answer",
     "reject_answer",
     "reopen_answer",
     "review_info",

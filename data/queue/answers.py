@@ -29,6 +29,7 @@ from data.queue.records import (
 from data.queue.revisions import revise
 from data.queue.routing_lock import share_queue_of_assignment
 from data.queue.views import others_answers
+from data.storage.audit import record_submission
 from data.storage.campaign_lookup import campaign_row, get_campaign
 from data.storage.engine import in_transaction
 from schemas.core import stored_id
@@ -229,6 +230,14 @@ def _submit_otherwise(
     session.add(assignment)
     _count_submission(session, assignment.unit_id, annotator_id)
     session.flush()
+    record_submission(
+        session,
+        annotator_id=annotator_id,
+        annotation_id=stored_id(annotation),
+        unit_id=assignment.unit_id,
+        campaign_id=stored_id(campaign),
+        at=now,
+    )
     return annotation
 
 
@@ -396,6 +405,14 @@ def _submit_leased(
         now,
     )
     annotation_id = session.connection().execute(_INSERT_ANNOTATION, values).scalar_one()
+    record_submission(
+        session,
+        annotator_id=annotator_id,
+        annotation_id=annotation_id,
+        unit_id=row.unit_id,
+        campaign_id=row.campaign_id,
+        at=now,
+    )
     if count:
         _count_answer(session, row.unit_id)
     _drop_draft(session, row.unit_id, annotator_id)

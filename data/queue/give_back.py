@@ -18,6 +18,14 @@ def skip(session: Session, assignment_id: int, annotator_id: int, reason: str) -
         raise AnswerInvalid("say why you skip this unit (e.g. 'outside my expertise')")
     assignment = own_assignment(session, assignment_id, annotator_id, lock=True)
     _release(session, assignment, "skipped", reason.strip())
+    record_event(
+        session,
+        actor_id=annotator_id,
+        action="unit.skip",
+        entity="unit",
+        entity_id=assignment.unit_id,
+        detail={"reason": reason.strip(), "campaign_id": assignment.campaign_id},
+    )
 
 
 def flag(session: Session, assignment_id: int, annotator_id: int, reason: str) -> Flag:

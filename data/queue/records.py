@@ -145,10 +145,13 @@ class AnnotatorProgress:
     """Where one annotator and the campaign stand."""
 
     my_submitted: int
+    """Answers that count (a rejected one does not, until its revision is accepted)."""
     my_skipped: int
     units_total: int
     units_complete: int
     units_flagged: int
+    my_rejected: int = 0
+    """Answers a reviewer rejected (their revisions waiting for review among them)."""
 
 
 @dataclass(frozen=True)

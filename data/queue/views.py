@@ -151,6 +151,46 @@ def my_annotation_view(
     return view_of_unit(session, campaign, LeaseFacts.of(assignment), None), mine
 
 
+def answer_history(session: Session, annotation_id: int, annotator_id: int) -> list[MyAnnotation]:
+    """Every revision of one of the annotator's own answers (named by any of its revisions),
+    newest first: what *My work* shows under the answer being edited. Revisions are kept, never
+    overwritten (:func:`data.queue.revise`); someone else's answer raises
+    :class:`AssignmentNotFound`, as one that does not exist."""
+    named = session.exec(
+        select(Annotation).where(
+            Annotation.id == annotation_id, Annotation.annotator_id == annotator_id
+        )
+    ).first()
+    if named is None:
+        raise AssignmentNotFound(f"you have no answer with id {annotation_id}")
+    revisions = session.exec(
+        select(Annotation)
+        .where(Annotation.unit_id == named.unit_id, Annotation.annotator_id == annotator_id)
+        .order_by(col(Annotation.revision).desc(), col(Annotation.id).desc())
+    ).all()
+    return _my_records(session, named.campaign_id, list(revisions))
+
+
+def previous_answer(
+    session: Session, campaign_id: int, annotator_id: int, before: int | None = None
+) -> int | None:
+    """The annotator's live answer (its id) on the unit they were given last before the
+    assignment ``before`` (before any: the newest), in the campaign; None when there is none.
+
+    Units are ordered by when the annotator was given them (assignment ids), not by when the
+    answer was last revised, so "previous" walks back the way the annotator came.
+    """
+    query = (
+        select(Annotation.id)
+        .join(Assignment, col(Assignment.id) == Annotation.assignment_id)
+        .where(Annotation.campaign_id == campaign_id, Annotation.annotator_id == annotator_id)
+        .where(col(Annotation.is_live))
+    )
+    if before is not None:
+        query = query.where(col(Assignment.id) < before)
+    return session.exec(query.order_by(col(Assignment.id).desc()).limit(1)).first()
+
+
 def assignment_view(session: Session, assignment_id: int, annotator_id: int) -> UnitView | None:
     """The unit of one of the annotator's own assignments, for the page that is showing it.
 
@@ -245,6 +285,7 @@ def annotator_progress(session: Session, campaign_id: int, annotator_id: int) ->
     return AnnotatorProgress(
         my_submitted=count(mine.where(Assignment.status == "submitted")),
         my_skipped=count(mine.where(Assignment.status == "skipped")),
+        my_rejected=count(mine.where(Assignment.status == "rejected")),
         units_total=count(units),
         units_complete=count(units.where(Unit.n_submitted >= campaign.overlap)),
         units_flagged=count(units.where(col(Unit.flagged))),

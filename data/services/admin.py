@@ -31,6 +31,7 @@ from data.services.users import (
     set_role,
 )
 from data.storage.audit import record_event
+from schemas.bounds import LEASE_SECONDS, OVERLAP, RATIONALE_MIN
 from schemas.core import stored_id
 from schemas.tables import Campaign, Dataset, Item, Response, User
 
@@ -202,22 +203,9 @@ def apply_campaign_changes(
 
 
 def _check_settings(settings: CampaignSettings) -> None:
-    for name in ("overlap", "rationale_min", "lease_seconds"):
-        value = getattr(settings, name)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise CampaignSettingsError(f"`{name}` is {value!r}: it must be a whole number")
-    if settings.overlap < 1:
-        raise CampaignSettingsError(
-            f"`overlap` is {settings.overlap}: every unit needs at least 1 annotator"
-        )
-    if settings.rationale_min < 0:
-        raise CampaignSettingsError(
-            f"`rationale_min` is {settings.rationale_min}: use 0 for no minimum"
-        )
-    if settings.lease_seconds < 1:
-        raise CampaignSettingsError(
-            f"`lease_seconds` is {settings.lease_seconds}: a lease must last at least 1 second"
-        )
+    for bound in (OVERLAP, RATIONALE_MIN, LEASE_SECONDS):
+        if (problem := bound.problem(getattr(settings, bound.option))) is not None:
+            raise CampaignSettingsError(str(problem))
 
 
 def change_campaign_status(

@@ -16,9 +16,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from data.storage.audit import count_events, list_events
+from data.storage.audit import count_events, list_events, record_event
+from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.csv_cells import neutralised
 from schemas.tables import AuditEvent, User
@@ -76,6 +78,30 @@ def audit_count(
 ) -> int:
     """How many events :func:`audit_rows` would give without a limit."""
     return count_events(session, entity=entity, entity_id=entity_id, action_prefix=action_prefix)
+
+
+def record_export(
+    engine: Engine,
+    actor_id: int | None,
+    kind: str,
+    *,
+    source: str,
+    export_format: str,
+    rows: int | None = None,
+) -> None:
+    """Add an ``export.<kind>`` event (``annotations``, ``sft``, ``calibration``, ``audit``...)
+    for a file that was just made from ``source`` (a campaign, dataset or filter), in its own
+    short transaction: the export itself read a snapshot and wrote nothing. ``actor_id`` None is
+    the command line."""
+    with session_scope(engine) as session:
+        record_event(
+            session,
+            actor_id=actor_id,
+            action=f"export.{kind}",
+            entity="export",
+            entity_id=source,
+            detail={"format": export_format} | ({"rows": rows} if rows is not None else {}),
+        )
 
 
 def audit_jsonl(rows: list[AuditRow]) -> bytes:

@@ -43,6 +43,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from data.services.users import UserRecord, hash_password, password_matches, to_record
+from data.storage.audit import record_event
 from data.storage.engine import session_scope
 from schemas.tables import AuthSession, LoginAttempt, User, utcnow
 
@@ -183,6 +184,7 @@ def _start_try(
         attempt = LoginAttempt(user_name=name, ok=False, at=now, client=client)
         session.add(attempt)
         if refused is not None:
+            _audit_failure(session, name, client, now, "refused: too many failed logins")
             return refused
         user = session.exec(select(User).where(User.name == name)).first()
         session.flush()
@@ -204,6 +206,7 @@ def _finish_login(engine: Engine, attempt_id: int, account: _Account, now: datet
         attempt.ok = True
         session.add(attempt)
         if not user.active:
+            _audit_failure(session, user.name, attempt.client, now, "the account is disabled")
             return AuthResult("disabled", "This account is disabled: ask an admin to enable it.")
         token = secrets.token_urlsafe(TOKEN_BYTES)
         expires_at = now + SESSION_LIFETIME
@@ -248,8 +251,26 @@ def login(
     attempt_id, account = started
     matches = password_matches(account.password_hash if account else _DUMMY_HASH, password)
     if account is None or not matches:
+        with session_scope(engine) as session:
+            _audit_failure(session, name, client, now, "wrong name or password")
         return AuthResult("wrong_credentials", WRONG_CREDENTIALS)
     return _finish_login(engine, attempt_id, account, now)
+
+
+def _audit_failure(
+    session: Session, name: str, client: str | None, now: datetime, why: str
+) -> None:
+    """A ``login.failed`` audit event: the name typed (the entity), the client, why; never the
+    password."""
+    event = record_event(
+        session,
+        actor_id=None,
+        action="login.failed",
+        entity="login",
+        entity_id=name,
+        detail={"client": client, "why": why},
+    )
+    event.at = now
 
 
 def user_for_token(

@@ -25,6 +25,7 @@ from data.services.disagreements import OPTIONS_KEY, check_review_settings, sett
 from data.services.routing import apply_routing, check_routing
 from data.storage.audit import record_event
 from data.storage.campaign_lookup import CampaignError
+from schemas.bounds import LEASE_SECONDS, OVERLAP, PAIRS_PER_ITEM, RATIONALE_MIN
 from schemas.core import core_table, stored_id
 from schemas.ids import PAIR_SEPARATOR, id_problem
 from schemas.option_text import OptionText
@@ -168,18 +169,22 @@ def _check_settings(spec: CampaignSpec) -> None:
     problem = id_problem(spec.name)
     if problem is not None:
         raise CampaignError(f"the campaign name {spec.name!r} {problem}")
-    if spec.overlap < 1:
-        raise CampaignError(f"overlap is {spec.overlap}, but each unit needs at least 1 annotator")
-    if spec.rationale_min < 0:
-        raise CampaignError(f"rationale_min is {spec.rationale_min}; use 0 for no minimum")
-    if spec.lease_seconds <= 0:
-        raise CampaignError(f"lease_seconds is {spec.lease_seconds}; it must be positive")
+    for bound, value in (
+        (OVERLAP, spec.overlap),
+        (RATIONALE_MIN, spec.rationale_min),
+        (LEASE_SECONDS, spec.lease_seconds),
+    ):
+        if (out_of_range := bound.problem(value)) is not None:
+            raise CampaignError(out_of_range)
     if spec.pairs not in PAIR_SAMPLING_MODES:
         raise CampaignError(
             f"pair sampling {spec.pairs!r} is not one of: " + ", ".join(PAIR_SAMPLING_MODES)
         )
-    if spec.pairs == "sample" and (spec.pairs_per_item is None or spec.pairs_per_item < 1):
-        raise CampaignError(OptionText("sampling pairs needs {pairs_per_item} of 1 or more"))
+    if spec.pairs == "sample":
+        if spec.pairs_per_item is None:
+            raise CampaignError(OptionText("sampling pairs needs {pairs_per_item} of 1 or more"))
+        if (out_of_range := PAIRS_PER_ITEM.problem(spec.pairs_per_item)) is not None:
+            raise CampaignError(out_of_range)
     if spec.protocol != "score" and spec.scale is not None:
         raise CampaignError(
             OptionText(

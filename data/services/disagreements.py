@@ -34,6 +34,7 @@ from schemas.disagreements import (
     TagRecord,
     default_threshold,
 )
+from schemas.ids import id_problem
 from schemas.protocols import Protocol
 from schemas.tables import Campaign, DisagreementTag, Unit, User
 
@@ -77,9 +78,16 @@ class Disagreement:
 
 
 def check_review_settings(
-    protocol: Protocol, threshold: float | None, taxonomy: Sequence[str] | None
+    protocol: Protocol,
+    threshold: float | None,
+    taxonomy: Sequence[str] | None,
+    *,
+    stored: bool = False,
 ) -> ReviewSettings:
-    """Validated settings; ``None`` means the default (20% of the scale, the default taxonomy)."""
+    """Validated settings; ``None`` means the default (20% of the scale, the default taxonomy).
+
+    ``stored``: settings read back from a campaign, whose causes may predate the id rule (they
+    are shown as text, so they stay readable; a new setting must follow it)."""
     if protocol.is_pointwise:
         width = protocol.scale_range
         if threshold is None:
@@ -105,6 +113,9 @@ def check_review_settings(
             f"the taxonomy may have at most {MAX_CAUSES} causes of at most {MAX_CAUSE_LENGTH} "
             "characters each: shorten it"
         )
+    for cause in () if stored else causes:  # the id rules: one per line, shown in reports
+        if (problem := id_problem(cause)) is not None:
+            raise DisagreementError(f"the taxonomy's cause {cause!r} {problem}")
     return ReviewSettings(threshold, causes)
 
 
@@ -117,7 +128,7 @@ def review_settings(campaign: Campaign) -> ReviewSettings:
     """The campaign's settings; a campaign made before they existed gets the defaults."""
     stored = (campaign.options or {}).get(OPTIONS_KEY) or {}
     return check_review_settings(
-        campaign_protocol(campaign), stored.get("threshold"), stored.get("taxonomy")
+        campaign_protocol(campaign), stored.get("threshold"), stored.get("taxonomy"), stored=True
     )
 
 

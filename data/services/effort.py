@@ -129,6 +129,18 @@ STOCK_SHARE = 0.5
 
 EffortReason = Literal["too_fast", "duplicate_rationale", "copied_rationale"]
 EFFORT_REASONS: tuple[EffortReason, ...] = ("too_fast", "duplicate_rationale", "copied_rationale")
+EFFORT_REASON_NAMES: dict[EffortReason, str] = {
+    "too_fast": "too fast",
+    "duplicate_rationale": "duplicate rationale",
+    "copied_rationale": "copied rationale",
+}
+"""Each answer flag in words, for tables (the keys stay in files and METRICS.md)."""
+EFFORT_REASON_TEXT: dict[EffortReason, str] = {
+    "too_fast": "answered faster than the text can be skimmed",
+    "duplicate_rationale": "wrote a near-identical rationale on another unit",
+    "copied_rationale": "pasted the rationale from the response",
+}
+"""What each answer flag says about the annotator."""
 AnnotatorEffortKind = Literal[
     "too_fast", "duplicate_rationale", "copied_rationale", "stock_rationales"
 ]
@@ -344,17 +356,12 @@ def _annotator_row(
     n = len(own)
     kinds: list[AnnotatorEffortFlag] = []
     if n >= MIN_ANSWERS:
-        words = {
-            "too_fast": "answered faster than the text can be skimmed",
-            "duplicate_rationale": "wrote a near-identical rationale on another unit",
-            "copied_rationale": "pasted the rationale from the response",
-        }
         for reason in EFFORT_REASONS:
             if counts[reason] >= ANNOTATOR_SHARE * n:
                 kinds.append(
                     AnnotatorEffortFlag(
                         reason,
-                        f"{words[reason]} on {counts[reason]} of {n} answers "
+                        f"{EFFORT_REASON_TEXT[reason]} on {counts[reason]} of {n} answers "
                         f"({counts[reason] / n:.0%}; flagged from {ANNOTATOR_SHARE:.0%})",
                     )
                 )

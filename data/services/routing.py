@@ -37,6 +37,7 @@ from data.storage.audit import record_event
 from data.storage.campaign_lookup import CampaignError, campaign_protocol, get_campaign
 from schemas.core import stored_id
 from schemas.core_tables import UNITS
+from schemas.ids import id_problem
 from schemas.option_text import OptionText
 from schemas.tables import Campaign, Judgement, Unit
 
@@ -59,6 +60,13 @@ def check_routing(
             )
         )
     names = [name.strip() for name in judges or () if name.strip()]
+    for name in names:
+        if (problem := id_problem(name)) is not None:
+            raise CampaignError(
+                OptionText(
+                    "{routing_judges}: judge {name} {problem}", name=repr(name), problem=problem
+                )
+            )
     if len(set(names)) != len(names):
         raise CampaignError(
             OptionText("{routing_judges} name a judge twice: {names}", names=", ".join(names))

@@ -9,11 +9,13 @@ function that makes the change, so every caller (the *Users* page through
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from data.storage.audit import record_event
@@ -93,6 +95,12 @@ def create_user(
     _check_password(password)
     if session.exec(select(User).where(User.name == name)).first() is not None:
         raise UserError(f"user {name!r} already exists: choose another name")
+    twin = case_twins(session, [name]).get(name)
+    if twin is not None:
+        raise UserError(
+            f"user {name!r} differs from the account {twin!r} only in case, which reads as the "
+            "same person: choose another name"
+        )
     user = User(name=name, password_hash=hash_password(password), role=role, synthetic=synthetic)
     session.add(user)
     session.flush()
@@ -105,6 +113,32 @@ def create_user(
         detail={"name": name, "role": role},
     )
     return to_record(user)
+
+
+def case_twins(session: Session, names: Iterable[str]) -> dict[str, str]:
+    """For each of ``names`` that differs only in case from an existing account's name (and is
+    not that name), that account's name: such names are refused, as the database refuses them
+    (a unique index on ``lower(name)``)."""
+    wanted = {name.lower(): name for name in names}
+    if not wanted:
+        return {}
+    found = session.exec(select(User.name).where(func.lower(User.name).in_(sorted(wanted)))).all()
+    twins = {}
+    for existing in found:
+        name = wanted[existing.lower()]
+        if existing != name:
+            twins[name] = existing
+    return twins
+
+
+def _check_can_log_in(user: User) -> None:
+    """Refuse to enable or give a password to an external account: it never logs in."""
+    if user.external:
+        raise UserError(
+            f"{user.name!r} is an external account (its labels were imported): it can never "
+            "log in, so it is not enabled and gets no password; add a login account under "
+            "another name"
+        )
 
 
 def get_user(session: Session, name: str) -> User | None:
@@ -142,6 +176,8 @@ def set_role(session: Session, name: str, role: str, *, actor_id: int | None) ->
 def set_active(session: Session, name: str, active: bool, *, actor_id: int | None) -> UserRecord:
     """Enable or disable ``name``; disabling ends its open login sessions."""
     user = require_user(session, name)
+    if active:
+        _check_can_log_in(user)
     before = user.active
     user.active = active
     session.add(user)
@@ -166,6 +202,7 @@ def reset_password(
     (never the password)."""
     _check_password(password)
     user = require_user(session, name)
+    _check_can_log_in(user)
     user.password_hash = hash_password(password)
     user.password_changed_at = utcnow()
     session.add(user)

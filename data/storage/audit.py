@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, TypeVar
 
+from sqlalchemy import insert
 from sqlmodel import Session, col, func, select
 from sqlmodel.sql.expression import SelectOfScalar
 
+from schemas.core_tables import AUDIT_EVENTS
 from schemas.tables import AuditEvent
 
 
@@ -33,6 +36,34 @@ def record_event(
     )
     session.add(event)
     return event
+
+
+_INSERT_EVENT = insert(AUDIT_EVENTS)
+
+
+def record_submission(
+    session: Session,
+    *,
+    annotator_id: int,
+    annotation_id: int,
+    unit_id: int,
+    campaign_id: int,
+    at: datetime,
+) -> None:
+    """The ``annotation.submit`` event of an answer's first revision (a revision has its own,
+    ``annotation.revise``), as one Core insert in the caller's transaction: the submit path
+    writes in Core."""
+    session.connection().execute(
+        _INSERT_EVENT,
+        {
+            "at": at,
+            "actor_id": annotator_id,
+            "action": "annotation.submit",
+            "entity": "annotation",
+            "entity_id": str(annotation_id),
+            "detail": {"unit_id": unit_id, "campaign_id": campaign_id},
+        },
+    )
 
 
 def list_events(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, Index
+from sqlalchemy import CheckConstraint, Index, column, func
 from sqlmodel import Field, SQLModel
 
 from schemas.tables.columns import json_field, time_field, utcnow
@@ -16,6 +16,8 @@ class User(SQLModel, table=True):
     __tablename__ = "user_account"
     __table_args__ = (
         CheckConstraint("role IN ('annotator','reviewer','admin')", name="ck_user_role"),
+        # names equal up to case read as one person (ASCII names: lower() folds them everywhere)
+        Index("uq_user_account_name_folded", func.lower(column("name")), unique=True),
     )
 
     id: int | None = Field(default=None, primary_key=True)

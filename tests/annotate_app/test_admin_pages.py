@@ -31,7 +31,7 @@ from data.services.users import UserRecord, get_user, to_record
 from data.storage.audit import list_events
 from data.storage.engine import session_scope
 from schemas.disagreements import JudgeDisagreement
-from schemas.tables import Adjudication, Campaign, Judgement, Response, Unit, User
+from schemas.tables import Adjudication, Campaign, Item, Judgement, Response, Unit, User
 
 TIMEOUT = 60
 """Seconds AppTest waits for one page run; generous because CI machines are shared."""
@@ -237,6 +237,32 @@ def test_reviewer_adjudicates_the_most_disputed_unit(world):
     assert (score.value, note.value) == (None, "")
 
 
+def test_a_score_and_note_chosen_for_a_unit_are_kept_when_switching_units(world):
+    engine, people, campaign_id = world
+    with session_scope(engine) as session:
+        first, second = (unit.id for unit in units_of(session, campaign_id)[:2])
+    at = _page("pages/review_adjudicate.py", people["rita"])
+    at.selectbox(key=f"adj_score_{first}").select(6).run()
+    at.text_area(key=f"adj_note_{first}").input("Two of three read it right.").run()
+    at.selectbox(key="adj_unit").select_index(1).run()
+    assert at.selectbox(key=f"adj_score_{second}").value is None  # the other unit: its own form
+    assert at.text_area(key=f"adj_note_{second}").value == ""
+    at.text_area(key=f"adj_note_{second}").input("Half right.").run()
+    picker = at.selectbox(key="adj_unit")
+    assert picker.value.unit_id == second  # marking its draft does not move the picker
+    assert [option.endswith(" · draft kept") for option in picker.options] == [True, True]
+    picker.select_index(0).run()
+    assert not at.warning and not _errors(at)
+    assert at.selectbox(key=f"adj_score_{first}").value == 6  # it was dropped on the switch
+    assert at.text_area(key=f"adj_note_{first}").value == "Two of three read it right."
+    at.button(key="adj_save").click().run()
+    with session_scope(engine) as session:
+        [ruling] = session.exec(select(Adjudication)).all()
+    assert (ruling.unit_id, ruling.score, ruling.note) == (first, 6, "Two of three read it right.")
+    assert at.success[0].value == escape_markdown("Final label recorded for r:ds-item-0/m1.")
+    assert at.selectbox(key="adj_unit").options == ["r:ds-item-0/m2 · 6, 7 · draft kept"]
+
+
 def test_a_final_label_needs_a_chosen_score(world):
     engine, people, campaign_id = world
     at = _page("pages/review_adjudicate.py", people["rita"])
@@ -281,13 +307,25 @@ def test_monitor_shows_progress_and_agreement_per_task(world):
     assert agreement["Alpha"][0] == f"{expected:.3f}"
     annotators = at.dataframe[1].value
     assert {"LOO MAE", "LOO MAE 95%", "LOO QWK", "Alpha without", "Competence", "Longest run",
-            "Flags"} <= set(annotators.columns)  # fmt: skip
+            "Random-answer evidence", "Flags"} <= set(annotators.columns)  # fmt: skip
     assert "MACE" not in " ".join(annotators["Flags"])  # three answers raise no flag
-    assert any("competence: mace" in c.value for c in at.caption)
+    assert any("competence: ordinal-mace" in c.value for c in at.caption)
     effort = next(d.value for d in at.dataframe if "Flagged answers" in d.value.columns)
     assert {"Too fast", "Duplicate", "Copied", "Stock", "Flags",
             "Position / runs (Annotators table)"} <= set(effort.columns)  # fmt: skip
     assert any("700 words a minute" in c.value for c in at.caption)
+
+
+def test_monitor_names_the_low_effort_signals_in_words(world):
+    engine, people, campaign_id = world
+    with session_scope(engine) as session:
+        third = units_of(session, campaign_id)[2]
+        answer(session, third, people["cat"].id, score=4, seconds=1)  # under the 5 s floor
+    at = _page("pages/admin_monitor.py", people["root"])
+    assert not at.exception, at.exception
+    signals = next(d.value for d in at.dataframe if "Signal" in d.value.columns)
+    # the same stock rationale everywhere also raises "duplicate rationale"; keys never show
+    assert set(signals["Signal"]) == {"too fast", "duplicate rationale"}  # not too_fast, ...
 
 
 def test_an_undefined_alpha_says_why():
@@ -304,9 +342,24 @@ def test_reviewer_resolves_a_flag_and_the_unit_returns_to_the_queue(world):
     engine, people, campaign_id = world
     with session_scope(engine) as session:
         view = next_unit(session, campaign_id, people["cat"].id)
-        flag(session, view.assignment_id, people["cat"].id, "the text is cut off")
+        flag(session, view.assignment_id, people["cat"].id, "image missing")
+        unit = session.get(Unit, view.unit_id)
+        item = session.get(Item, unit.item_pk)
+        item.question = [
+            {"type": "text", "text": "How many cats are on the sofa?"},
+            {"type": "image", "image": "images/sofa.png"},  # never written: the file is missing
+        ]
+        session.add(item)
+        response = session.get(Response, unit.response_pk).content
     at = _page("pages/review_flags.py", people["rita"])
-    assert list(at.dataframe[0].value["Reason"]) == ["the text is cut off"]
+    assert list(at.dataframe[0].value["Reason"]) == ["image missing"]
+    # the flagged unit is on the page, so the report can be checked there
+    shown = [m.value for m in at.markdown]
+    assert safe_markdown("How many cats are on the sofa?") in shown
+    assert safe_markdown(response) in shown
+    assert [w.value for w in at.warning] == [
+        escape_markdown("Image images/sofa.png cannot be shown: the file is missing")
+    ]
     at.text_area(key="flag_note").input("Re-imported the full text.")
     at.button(key="flag_resolve").click().run()
     assert not _errors(at), _errors(at)
@@ -316,14 +369,20 @@ def test_reviewer_resolves_a_flag_and_the_unit_returns_to_the_queue(world):
         assert list_events(session, action_prefix="flag.resolve")[0].actor_id == people["rita"].id
 
 
-def test_audit_page_lists_and_exports_the_changes(world):
+def test_audit_page_lists_and_exports_the_changes(world, db_url, tmp_path):
     engine, people, campaign_id = world
     with session_scope(engine) as session:
         change_campaign_status(session, people["root"].id, campaign_id, "pause")
+    written = CliRunner().invoke(app, ["--db", db_url, "export", "annotations", "--campaign",
+                                       "camp", "-o", str(tmp_path / "a.csv")])  # fmt: skip
+    assert written.exit_code == 0, written.output
     at = _page("pages/admin_audit.py", people["root"])
     table = at.dataframe[0].value
-    assert list(table["Action"]) == ["campaign.pause", "campaign.create"]
-    assert list(table["Who"]) == ["root", "root"]
+    # an export is in the trail too (it had none), by the command line
+    assert list(table["Action"]) == ["export.annotations", "campaign.pause", "campaign.create"]
+    assert list(table["Who"]) == ["(command line)", "root", "root"]
+    assert json.loads(table["Detail"][0]) == {"format": "csv", "rows": 5}
+    assert "export" in at.selectbox(key="audit_family").options
     at.selectbox(key="audit_family").select("campaign")
     at.run()
     assert len(at.dataframe[0].value) == 2
@@ -453,6 +512,18 @@ def test_campaign_downloads_and_a_report_that_uses_the_adjudication(
         assert written.exit_code == 0, written.output
         assert data == cli_file.read_bytes(), export_format
     assert downloads["jsonl"].count(b"\n") == 5  # the world's five answers
+    root = people["root"].id
+    with session_scope(engine) as session:  # each file made is in the audit trail
+        exports = [
+            (e.action, e.actor_id, e.entity_id, e.detail["format"])
+            for e in reversed(list_events(session, action_prefix="export."))
+        ]
+    assert exports == [
+        *[("export.calibration", root, "camp", "html+json"), ("export.sft", root, "camp", "jsonl")]
+        * 2,
+        ("export.sft", None, "camp", "jsonl"),
+        *[("export.annotations", None, "camp", f) for f in ("jsonl", "csv", "parquet")],
+    ]
 
 
 def test_the_review_page_shows_user_and_model_text_as_text(world):
@@ -601,7 +672,9 @@ def test_a_gold_file_is_uploaded_on_the_campaigns_page_all_or_nothing(world):
     at.button(key=f"FormSubmitter:gold_upload_{campaign_id}-Import gold answers").click().run()
     assert not at.exception, at.exception
     assert any("Nothing was imported: 3 problems" in e for e in _errors(at)), _errors(at)
-    (problems,) = [element.value for element in at.code]
+    codes = [element.value for element in at.code]
+    assert any(c.startswith("critiquelab gold import FILE --campaign ") for c in codes)
+    (problems,) = [code for code in codes if "my-gold.jsonl" in code]
     lines = problems.splitlines()
     assert [line.split(": ")[0] for line in lines] == [f"my-gold.jsonl:{n}" for n in (1, 2, 3)]
     assert "`score`" in lines[0] and "already served" in lines[1] and "`why`" in lines[2]

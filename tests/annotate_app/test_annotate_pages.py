@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ from schemas.tables import Assignment, Campaign, Dataset, Flag, Item, Judgement,
 APP = str(APP_DIR / "app.py")
 PASSWORD = "correct horse battery"
 RATIONALE = "两只猫都数对了，回答完整。The count matches the reference."
+UNDO_LATE = timedelta(minutes=2, seconds=1)  # just past the page's UNDO_WINDOW
 HOSTILE = "<script>alert(1)</script> costs $5 ![x](http://evil.example/p.png) **bold**"
 
 
@@ -350,7 +353,8 @@ def test_a_tab_keeps_its_unit_after_another_tab_answered_it(seeded: dict) -> Non
     assert (panel["draft"]["score"], panel["draft"]["rationale"]) == (9.0, typed.rationale)
     (warning,) = second.warning
     assert "already answered this unit" in warning.value and "revision 2" in warning.value
-    assert not second.get("popover")  # nothing to skip or report on an answered unit
+    skip = [p for p in second.get("popover") if "Skip or report" in str(p.proto)]
+    assert not skip  # nothing to skip or report on an answered unit
     (bar,) = second.get("progress")
     assert "Unit 1 of 4 in this campaign · 1 done by you" in str(bar.proto)
     second.button(key="leave-answered").click().run()
@@ -444,3 +448,109 @@ def test_the_expected_answer_is_shown_after_a_gold_unit_only_with_feedback_on(
     assert ("expected answer" in text) == feedback
     assert ("Two cats" in text) == feedback and ("Your answer differs" in text) == feedback
     assert "expected answer" not in before and "Two cats" not in before
+
+
+BAD_IDS = ["99999999999999999999", "²", "9223372036854775807", "9223372036854775808", "-3", "1e3"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_a_url_naming_no_such_unit_gets_the_next_unit_not_an_error_page(
+    seeded: dict, bad: str
+) -> None:
+    """Issue 25: ``?unit=99999999999999999999`` (OverflowError in SQLite's driver) and
+    ``?unit=²`` (a digit to ``str.isdigit``, not to ``int``) ended on the generic error page."""
+    at = _open("pages/annotate.py", seeded["users"]["ann"], campaign="c-alignmmbench", unit=bad)
+    with session_scope(seeded["engine"]) as session:
+        leased = session.exec(select(Assignment)).one()
+    assert _panel(at)["unit"] == leased.id
+    assert at.query_params["unit"] == str(leased.id)
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_my_work_treats_an_answer_id_that_names_nothing_as_no_such_answer(
+    seeded: dict, bad: str
+) -> None:
+    own = _submitted(seeded, "ann")
+    at = _open("pages/my_work.py", seeded["users"]["ann"], annotation=bad)
+    assert at.dataframe[0].value["id"].tolist() == [own]
+    assert not at.get("bidi_component")
+
+
+# --- guidelines, previous unit, undo (issue 25: what Label Studio and Potato users expect) ------
+
+
+def test_the_guidelines_come_before_the_first_unit_and_on_demand(seeded: dict) -> None:
+    ann, engine = seeded["users"]["ann"], seeded["engine"]
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    text = _texts(at.main)
+    assert "Guidelines for this campaign" in text
+    # above the unit, in the on-demand popover, and in the rubric under the panel
+    assert text.count("Be **strict** about counts") == 3
+    at.button(key="guidelines-read").click().run()
+    assert "Guidelines for this campaign" not in _texts(at.main)
+    assert _texts(at.main).count("Be **strict** about counts") == 2
+    (guidelines,) = [p for p in at.get("popover") if "Guidelines" in str(p.proto)]
+    assert "Be **strict** about counts" in _texts(guidelines)  # still there, on demand
+    unit = _panel(at)["unit"]
+    queue.submit_step(engine, unit, ann.id, score=4, rationale=RATIONALE)
+    later = _open("pages/annotate.py", ann, campaign="c-alignmmbench")  # a new session
+    assert "Guidelines for this campaign" not in _texts(later.main)  # not before every unit
+
+
+def _submit_on_page(at: AppTest, seeded: dict, user: UserRecord, score: float) -> int:
+    """Submit the unit the page shows as its panel's submit does, and rerun; the answer's id."""
+    unit = _panel(at)["unit"]
+    step, _ = queue.submit_step(seeded["engine"], unit, user.id, score=score, rationale=RATIONALE)
+    at.session_state["annotate_next"] = (step.campaign_id, step.next_unit)
+    at.session_state["annotate_saved"] = SimpleNamespace(
+        campaign_id=step.campaign_id,
+        annotation_id=step.annotation_id,
+        what="response 1 of 2 for item img:0@www.x",
+        at=datetime.now(UTC),
+    )  # what _submit keeps for the saved line
+    at.run()
+    assert not at.exception, at.exception
+    return step.annotation_id
+
+
+def test_previous_unit_opens_the_last_answer_for_a_revision_and_comes_back(seeded: dict) -> None:
+    ann, engine = seeded["users"]["ann"], seeded["engine"]
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    first_unit = _panel(at)["unit"]
+    first = _submit_on_page(at, seeded, ann, 4)
+    current = _panel(at)["unit"]
+    second = _submit_on_page(at, seeded, ann, 6)
+    third_unit = _panel(at)["unit"]
+    assert len({first_unit, current, third_unit}) == 3
+    at.button(key="previous").click().run()
+    panel = _panel(at)
+    assert panel["unit"] == second and panel["submit_label"] == "Save revision"
+    assert (panel["draft"]["score"], panel["draft"]["rationale"]) == (6.0, RATIONALE)
+    assert "revision 1" in _texts(at.main) and "becomes revision 2" in _texts(at.main)
+    at.button(key=f"previous-{second}").click().run()  # one more step back
+    assert _panel(at)["unit"] == first
+    with session_scope(engine) as session:  # what the panel's "Save revision" stores
+        queue.revise(session, first, ann.id, score=9, rationale="Changed my mind: " + RATIONALE)
+    at.button(key="leave-back").click().run()
+    assert _panel(at)["unit"] == third_unit  # the unit the annotator was on, still theirs
+    assert at.query_params["unit"] == str(third_unit)
+    with session_scope(engine) as session:
+        history = queue.answer_history(session, first, ann.id)
+    assert [(m.revision, m.score) for m in history] == [(2, 9.0), (1, 4.0)]  # nothing lost
+
+
+def test_undo_reopens_the_answer_just_saved_within_its_window(seeded: dict) -> None:
+    ann = seeded["users"]["ann"]
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    saved = _submit_on_page(at, seeded, ann, 7)
+    (line,) = [h for h in at.get("html") if "Saved" in str(h.proto)]
+    assert "response 1 of 2 for item img:0@www.x." in str(line.proto)  # no U+2060 to copy
+    assert "\u2060" not in str(line.proto)
+    at.button(key=f"undo-{saved}").click().run()
+    assert _panel(at)["unit"] == saved
+    at.button(key="leave-back").click().run()
+    at.session_state["annotate_saved"] = SimpleNamespace(
+        **{**vars(at.session_state["annotate_saved"]), "at": datetime.now(UTC) - UNDO_LATE}
+    )
+    at.run()
+    assert not [b for b in at.get("button") if b.key == f"undo-{saved}"]  # the window is over

@@ -99,7 +99,7 @@ def test_a_session_token_opens_the_home_page(users: dict[str, UserRecord], engin
     at = _logged_in_by_token(engine, "ann")
     assert not at.exception and not at.error
     assert at.session_state[USER_KEY].name == "ann"
-    assert at.title[0].value == "Campaigns"
+    assert at.title[0].value == "Home"
     assert at.sidebar.caption[0].value == "Logged in as ann (annotator)"
 
 

@@ -140,3 +140,32 @@ def test_logout_revokes_the_session_and_clears_the_cookie(
     assert cleared.value == "" and cleared["max-age"] == "0" and cleared["httponly"] is True
     with session_scope(engine) as session:
         assert user_for_token(session, token) is None
+
+
+def test_host_names_are_matched_without_port_and_case() -> None:
+    from annotate_app.host_guard import host_allowed, host_name
+
+    assert [host_name(h) for h in ("LocalHost:8501", "[::1]:8501", "::1", "a.b")] == [
+        "localhost", "::1", "::1", "a.b"
+    ]  # fmt: skip
+    served = ("localhost", "127.0.0.1", "*.example.org")
+    assert host_allowed("127.0.0.1:8501", served) and host_allowed("x.Example.org", served)
+    assert not host_allowed("example.org.attacker.net", served)
+    assert not host_allowed("attacker.net", served) and not host_allowed(None, served)
+    assert not host_allowed("", served) and host_allowed("anything", ("*",))
+
+
+def test_the_login_refuses_a_host_it_does_not_serve(
+    engine: Engine, db_url: str, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from annotate_app.host_guard import HostGuard
+
+    monkeypatch.setenv("CRITIQUELAB_DB", db_url)
+    guarded = HostGuard(Starlette(routes=session_routes()), allowed=("testserver",))
+    with TestClient(guarded, base_url="http://rebound.example") as client:
+        answer = client.post(
+            LOGIN_PATH, json={"name": "ann", "password": "x" * 12},
+            headers={"Origin": "http://rebound.example"},
+        )  # fmt: skip
+    assert answer.status_code == 400 and "does not answer to that host name" in answer.text
+    assert "set-cookie" not in answer.headers

@@ -96,7 +96,7 @@ def test_a_request_adds_the_comparison_and_the_consistency_to_both_files(sample)
         campaign=POINTWISE,
         bootstrap=20,
         seed=3,
-        compare=(first, second),
+        compare=((first, second),),
         consistency=(POINTWISE, PAIRWISE),
         exclude_annotators=("demo-dave",),  # a login: the frame's rater is annotator:demo-dave
     )

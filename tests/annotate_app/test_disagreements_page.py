@@ -105,6 +105,8 @@ def test_reviewer_sees_rationales_as_text_tags_and_gets_the_next_disagreement(wo
     assert not at.exception, at.exception
     assert [s.value for s in at.success] == [escape_markdown("Tagged r:ds-item-0/m1: too lenient.")]
     assert at.selectbox(key=f"dis_unit_{campaign_id}_gpt").value == ids[1]  # the next one opens
+    # the count is of every disagreement, the tagged one too (it said "1 untagged of 1")
+    assert any(c.value.startswith("1 untagged of the 2 disagreements") for c in at.caption)
     with session_scope(engine) as session:
         tag = session.exec(select(DisagreementTag)).one()
         events = list_events(session, action_prefix="disagreement.")

@@ -98,3 +98,50 @@ def test_the_ordinal_follows_the_order_the_annotator_got_the_units(world):
         mine = queue.my_annotations(session, campaign.id, bob.id)
     labels = {m.annotation_id: m.unit_label for m in mine}
     assert labels == {got_first: "response 1 of 2", got_second: "response 2 of 2"}
+
+
+def test_mmie_answers_show_their_percent_and_an_answer_shows_every_revision(
+    engine, db_url, monkeypatch
+):
+    """Issue 25: My work listed only the live revision and MMIE answers as "3", where the panel
+    offers "3 (50%)" (one rule: :meth:`schemas.protocols.Protocol.score_label`)."""
+    monkeypatch.setenv("CRITIQUELAB_DB", db_url)
+    with session_scope(engine) as session:
+        people = add_people(session)
+        add_dataset(session, items=1, models=("m1",))
+        campaign = add_campaign(session, "c-mmie", protocol="mmie")
+        (unit,) = units_of(session, campaign.id)
+        first = answer(
+            session, unit, people["ann"], score=3, rationale="Meets half of them: FIRST."
+        )
+        second = queue.revise(
+            session, first.id, people["ann"], score=5, rationale="SECOND try, a fuller reason."
+        )
+        queue.revise(
+            session, second.id, people["ann"], score=1, rationale="THIRD, the live one of them."
+        )
+        ann = to_record(session.get(User, people["ann"]))
+    at = _open(ann, campaign="c-mmie")
+    (table,) = [d.value for d in at.dataframe]
+    assert table["Answer"].tolist() == ["1 (17%)"]
+    at.selectbox(key="my_work_edit").set_value(table["id"].tolist()[0]).run()
+    (history,) = [d.value for d in at.dataframe if "Current" in d.value.columns]
+    assert history["Revision"].tolist() == [3, 2, 1]
+    assert history["Answer"].tolist() == ["1 (17%)", "5 (83%)", "3 (50%)"]
+    assert history["Rationale"].tolist() == [
+        "THIRD, the live one of them.",
+        "SECOND try, a fuller reason.",
+        "Meets half of them: FIRST.",
+    ]
+
+
+def test_the_history_is_the_annotators_own(engine):
+    """Another annotator's answer id gives no history (as it gives no answer)."""
+    with session_scope(engine) as session:
+        people = add_people(session)
+        add_dataset(session, items=1, models=("m1",))
+        (unit,) = units_of(session, add_campaign(session, "c").id)
+        theirs = answer(session, unit, people["bob"], score=3)
+        with pytest.raises(queue.AssignmentNotFound):
+            queue.answer_history(session, theirs.id, people["ann"])
+        assert [m.revision for m in queue.answer_history(session, theirs.id, people["bob"])] == [1]

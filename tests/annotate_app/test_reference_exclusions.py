@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import col, select
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
@@ -17,7 +17,8 @@ from data import queue
 from data.services.gold import change_standing
 from data.storage.campaign_lookup import unit_key_map
 from data.storage.engine import session_scope
-from schemas.tables import Judgement, Unit
+from schemas.core import stored_id
+from schemas.tables import Annotation, Judgement, Unit
 from tests.data.test_queue import RATIONALE, build_campaign
 
 runner = CliRunner()
@@ -123,3 +124,44 @@ def test_sft_export_leaves_out_rejected_answers_and_held_annotators(
         r["meta"]["labels"] for r in records if r["meta"]["unit_key"] == rejected_key
     ]
     assert on_rejected_unit and all(set(labels) == {"ann3", "ann4"} for labels in on_rejected_unit)
+
+
+def test_a_rejected_answer_revised_then_accepted_is_counted_once_then_not_at_all(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """The revision of a rejected answer waits for review: still one answer out of the
+    reference (not two, the rejected one and its revision), in ``reference.rejected_answers``
+    and in ``campaign status``'s rejected column; accepted, it counts again and none is out."""
+    campaign_id, annotators, unit = _annotated_campaign(engine)
+    with session_scope(engine) as session:
+        rejected = session.exec(
+            select(Annotation).where(
+                Annotation.unit_id == unit,
+                Annotation.annotator_id == annotators[2],
+                col(Annotation.is_live),
+            )
+        ).one()
+        revision = queue.revise(
+            session, stored_id(rejected), annotators[2], score=6, rationale=RATIONALE
+        )
+        session.flush()
+        revision_id = stored_id(revision)
+
+    def counted() -> tuple[int, str]:
+        out = tmp_path / "out.json"
+        command = ["--db", db_url, "calibrate", "--campaign", "camp-alignmmbench"]
+        result = runner.invoke(app, [*command, "--bootstrap", "0", "--json", str(out)])
+        assert result.exit_code == 0, result.output
+        status = runner.invoke(app, ["--db", db_url, "campaign", "status", "camp-alignmmbench"])
+        assert status.exit_code == 0, status.output
+        ann2 = next(line for line in status.output.splitlines() if line.startswith("ann2\t"))
+        return json.loads(out.read_text("utf-8"))["reference"]["rejected_answers"], ann2
+
+    rejected_answers, ann2 = counted()
+    assert rejected_answers == 1
+    assert ann2.split("\t")[1:3] == ["5", "1"]  # submitted (counted), rejected
+    with session_scope(engine) as session:
+        queue.accept_answer(session, revision_id)
+    rejected_answers, ann2 = counted()
+    assert rejected_answers == 0
+    assert ann2.split("\t")[1:3] == ["6", "0"]

@@ -29,6 +29,8 @@ pytestmark = pytest.mark.slow  # each test starts processes (or trains models)
 
 SCRIPT = Path(sys.executable).with_name("critiquelab")
 CALIBRATE = ["calibrate", "--protocol", "alignmmbench", "--bootstrap", "0", "--judgments"]
+AUDIT = ["calibrate", "--campaign", "c", "--bootstrap", "0"]
+CREATE = ["campaign", "create", "c", "--dataset", "d", "--protocol", "score", "--scale", "1:5"]
 AWKWARD = 'line\u2028separator\u2029paragraph\u0085next\rreturn\r\nand a "quote", too'
 """Text that ``str.splitlines()`` would cut four times and CSV must quote."""
 
@@ -65,6 +67,13 @@ def _run(db_url: str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess
         (["import", "jsonl", "<(cat valid_dataset.jsonl)"], "a pipe"),
         ([*CALIBRATE, "valid_judgments.jsonl", "--dataset", "<(cat valid_dataset.jsonl)"],
          "a pipe"),
+        # the small files given to options: MemoryError (/dev/zero) or a hang (a pipe) before
+        ([*AUDIT, "--prices", "/dev/zero"], "a device"),
+        ([*AUDIT, "--families", "/dev/zero"], "a device"),
+        ([*AUDIT, "--families", "pipe.jsonl"], "a pipe"),
+        ([*AUDIT, "--prices", "pipe.jsonl"], "a pipe"),
+        ([*CREATE, "--instructions", "/dev/zero"], "a device"),
+        ([*CREATE, "--instructions", "pipe.jsonl"], "a pipe"),
     ],
 )  # fmt: skip
 def test_special_files_are_refused(

@@ -14,9 +14,10 @@ from annotate_app.cli.main import app
 from calibration import CalibrationInputError, CalibrationOptions, calibrate
 from calibration.annotators import annotator_reliability
 from calibration.dawid_skene import dawid_skene
-from calibration.mace import mace
+from calibration.mace import mace, ordinal_kernel, ordinal_mace, random_answer_evidence
 from calibration.reference import human_reference
 from calibration.scale import Scale
+from calibration.units import human_rater_names
 from schemas.protocols import PAIRWISE, get_protocol
 
 nan = np.nan
@@ -106,6 +107,105 @@ def test_mace_finds_the_spammer_and_is_deterministic():
     assert (first.labels == truth).mean() > 0.95
 
 
+def _ordinal_pool(seed: int = 3, n_units: int = 200):
+    """Truth on 0..4; six attentive raters answer it plus rounded N(0, 0.8) noise (clipped), one
+    answers uniformly at random, one always 3."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 5, n_units)
+    attentive = [np.clip(np.rint(truth + rng.normal(0, 0.8, n_units)), 0, 4) for _ in range(6)]
+    matrix = np.vstack([*attentive, rng.integers(0, 5, n_units), np.full(n_units, 3)])
+    matrix = matrix.astype(float)
+    matrix[rng.random(matrix.shape) < 0.3] = nan  # not everyone answers everything
+    return truth, matrix
+
+
+def _brute_force(matrix, fit):
+    """Log-likelihood per answer and each rater's random-answer evidence, unit by unit in plain
+    loops from the model's definition (an independent computation of what the fit reports)."""
+    k = fit.priors.size
+    kernel = ordinal_kernel(fit.width, k)
+
+    def p_answer(w, y, t):
+        return fit.competence[w] * kernel[t, y] + (1 - fit.competence[w]) * fit.spam[w, y]
+
+    total, answers = 0.0, 0
+    evidence = np.zeros(matrix.shape[0])
+    for u in range(matrix.shape[1]):
+        who = [w for w in range(matrix.shape[0]) if not np.isnan(matrix[w, u])]
+        joint = [
+            fit.priors[t] * np.prod([p_answer(w, int(matrix[w, u]), t) for w in who])
+            for t in range(k)
+        ]
+        total += np.log(sum(joint))
+        answers += len(who)
+        for w in who:
+            y = int(matrix[w, u])
+            rest = [joint[t] / p_answer(w, y, t) for t in range(k)]
+            near = sum(rest[t] * kernel[t, y] for t in range(k)) / sum(rest)
+            mine = matrix[w][~np.isnan(matrix[w])]
+            share = np.mean(mine == y)
+            typical = np.median(np.delete(fit.competence, w))
+            evidence[w] += np.log(share / (typical * near + (1 - typical) * share))
+    return total / answers, evidence
+
+
+def test_ordinal_mace_matches_a_brute_force_computation_and_finds_both_careless_raters():
+    truth, matrix = _ordinal_pool()
+    fit = ordinal_mace(matrix, 5)
+    assert fit.converged
+    np.testing.assert_array_equal(fit.competence, ordinal_mace(matrix, 5).competence)
+    log_likelihood, evidence = _brute_force(matrix, fit)
+    assert fit.log_likelihood == pytest.approx(log_likelihood, abs=1e-9)
+    np.testing.assert_allclose(random_answer_evidence(matrix, fit), evidence, atol=1e-9)
+    # the attentive raters' noise (σ 0.8, rounded) is found, and told apart from answering at
+    # random, which exact-point MACE cannot: an attentive answer is off the truth half the time
+    assert 0.6 < fit.width < 1.2
+    assert fit.competence[:6].min() > 0.7 > 0.2 > fit.competence[6:].max()
+    assert evidence[:6].max() < 0 < 3 < evidence[6:].min()
+    assert mace(matrix, 5).competence[:6].min() < 0.6
+    plain = np.rint(np.nanmean(matrix, axis=0))  # bent by the two careless raters
+    assert np.abs(fit.labels - truth).mean() < np.abs(plain - truth).mean()
+
+
+def test_the_annotators_table_flags_random_and_constant_scores_not_noisy_ones():
+    _, matrix = _ordinal_pool()
+    table = annotator_reliability(matrix + 1, list("abcdefrc"), scale=Scale(1, 5, 1.0), bootstrap=0)
+    assert table.model == "ordinal-mace"
+    fit = ordinal_mace(matrix, 5)
+    competence = [
+        next((f.reason for f in row.flags if f.kind == "low_competence"), None)
+        for row in table.rows
+    ]
+    assert competence[:6] == [None] * 6  # noisy but attentive: never "at random"
+    for row, reason in zip(table.rows[6:], competence[6:], strict=True):
+        assert row.random_evidence >= 3.0 and reason is not None
+        assert reason.startswith(f"their {row.n} answers are ")
+        assert "times likelier as answers at random than as the other annotators answer" in reason
+        ratio = reason.split(" answers are ")[1].split(" times")[0]
+        assert ratio == "over a million" or ratio.replace(",", "").isdigit(), ratio
+    np.testing.assert_allclose(
+        [row.random_evidence for row in table.rows], random_answer_evidence(matrix, fit)
+    )
+
+
+def test_ordinal_mace_is_an_em_fixed_point():
+    """EM never lowers the likelihood: the fit beats its own neighbours in θ and σ."""
+    _, matrix = _ordinal_pool(seed=5, n_units=120)
+    fit = ordinal_mace(matrix, 5, tol=None, max_iter=300)
+    for width in (fit.width * 0.8, fit.width * 1.25):
+        moved = ordinal_mace(matrix, 5, width=width, tol=None, max_iter=300)
+        assert moved.log_likelihood <= fit.log_likelihood + 1e-9
+
+
+def test_ordinal_mace_with_an_exact_kernel_is_mace_on_a_uniform_truth():
+    """σ → 0 is MACE (compared with crowd-kit above) with fitted priors: on units whose true
+    points are equally common, both give the same θ."""
+    _, matrix = _simulated(9, 5, 400, 5, [0.9, 0.8, 0.7, 0.2, 0.85])
+    ordinal = ordinal_mace(matrix, 5, width=0.05)
+    np.testing.assert_allclose(ordinal.competence, mace(matrix, 5).competence, atol=0.03)
+    assert np.abs(ordinal.priors - 0.2).max() < 0.05
+
+
 def _pairwise_campaign(seed=11, n_units=120):
     """Truth A or B; two careful annotators (95% right) and three who always answer A."""
     rng = np.random.default_rng(seed)
@@ -182,7 +282,7 @@ def test_annotator_table_runs_and_straight_lining_by_hand():
         np.mean(np.abs(matrix[2] - others[0]))
     )
     assert np.isnan(s.mae.low)  # no bootstrap, no interval, and no agreement flag on a point
-    assert table.model == "mace" and table.rows[0].competence > s.competence
+    assert table.model == "ordinal-mace" and table.rows[0].competence > s.competence
 
 
 def _frame(matrix: np.ndarray, pairwise: bool) -> pd.DataFrame:
@@ -268,3 +368,19 @@ def test_a_continuous_scale_has_no_latent_model():
     table = annotator_reliability(matrix, ["a", "b"], scale=Scale.of(protocol), bootstrap=0)
     assert table.model is None and np.isnan(table.rows[0].competence)
     assert table.rows[0].qwk is None and table.rows[0].mae is not None
+
+
+def test_human_rater_names_map_account_names_to_the_frames_raters() -> None:
+    """The one login → ``annotator:<login>`` mapping of the CLI and the pages."""
+    raters = ["annotator:ann1", "annotator:both", "both"]
+    frame = pd.DataFrame(
+        {"rater": [*raters, "judge-x"], "kind": ["human"] * 3 + ["model"], "unit": "u"}
+    )
+    given = ["ann1", "annotator:ann1", "both", "judge-x", "nobody"]
+    assert human_rater_names(frame, given) == (
+        "annotator:ann1",
+        "annotator:ann1",
+        "both",  # a rater of that very name wins over the account name
+        "judge-x",  # not a human rater: kept as given
+        "nobody",  # unknown: kept, for calibration to name it
+    )

@@ -130,3 +130,57 @@ def test_an_unknown_judge_is_named_beside_the_campaigns_judges(sample):
     assert (
         "judge(s) nosuch have no judgements here; present: synthetic-critic-v0, synthetic-gpt4-like"
     ) in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # exited 1 with pydantic's raw text
+        (["--price-in", "nan", "--price-out", "1"], "--price-in is nan; give a finite price ≥ 0"),
+        # accepted, and printed as null
+        (["--price-in", "1", "--price-out", "inf"], "--price-out is inf; give a finite price"),
+        (["--price-in", "Infinity", "--price-out", "1"], "--price-in is inf; give a finite"),
+        (["--price-in", "1e999", "--price-out", "1"], "--price-in is inf; give a finite"),
+        (["--price-in", "-1", "--price-out", "1"], "--price-in is -1.0; give a finite price ≥ 0"),
+    ],
+)
+def test_prices_on_the_command_line_are_finite_numbers(tmp_path, args, message):
+    result = _run(f"sqlite:///{tmp_path / 'never.db'}", "--campaign", "c", *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not (tmp_path / "never.db").exists()  # refused before the database is opened
+
+
+@pytest.mark.parametrize(
+    ("option", "text", "message"),
+    [
+        ("--prices", '{"j": {"input": true, "output": "7"}}', "`input` is true (a boolean)"),
+        ("--prices", '{"j": {"input": 1, "output": "7"}}', "`output` is '7' (a string)"),
+        ("--prices", '{"j": {"input": NaN, "output": 1}}', "`j.input` is NaN, which is not valid"),
+        ("--prices", '{"j": {"input": 1e999, "output": 1}}', "`j.input` is 1e999, too large"),
+        ("--prices", "[" * 200_000, "nested too deeply"),  # exited 1 (RecursionError)
+        ("--families", "[" * 200_000, "nested too deeply"),
+        ("--families", '{"a": 3}', "expected an object mapping judge and model names"),
+        ("--prices", b"\xff{}", "not UTF-8 text"),
+    ],
+)
+def test_price_and_family_files_are_read_by_the_one_reader(tmp_path, option, text, message):
+    path = tmp_path / "option.json"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    result = _run(f"sqlite:///{tmp_path / 'never.db'}", "--campaign", "c", option, str(path))
+    assert result.exit_code == 2, result.output
+    assert f"{option} {path}" in result.output and message in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_an_oversized_price_file_is_refused_unread(tmp_path):
+    from data.io.importers.sources import MAX_SMALL_FILE_BYTES
+
+    path = tmp_path / "prices.json"
+    path.write_text(" " * (MAX_SMALL_FILE_BYTES + 1) + "{}")
+    result = _run(f"sqlite:///{tmp_path / 'never.db'}", "--campaign", "c", "--prices", str(path))
+    assert result.exit_code == 2, result.output
+    assert "the file is over the 4 MB limit" in result.output

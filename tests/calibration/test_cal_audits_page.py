@@ -98,8 +98,12 @@ def test_audits_show_the_library_tables(sample, monkeypatch):
     assert not at.exception, at.exception
     audit, _ = _library(engine, 50, Prices(input=2.5, output=10), families)
     frames = _frames(at)
-    shown = next(f for f in frames if "price / 1k units" in f.columns)
-    assert shown.equals(cost_table(audit)) and (shown["price / 1k units"] != "—").all()
+    # the price column names the currency (it said "price / 1k units", in no currency)
+    shown = next(f for f in frames if "price / 1k units (USD)" in f.columns)
+    expected = cost_table(audit).rename(columns={"price / 1k units": "price / 1k units (USD)"})
+    assert shown.equals(expected) and (shown["price / 1k units (USD)"] != "—").all()
+    at.text_input(key="audit-currency").input("EUR").run()
+    assert any("price / 1k units (EUR)" in f.columns for f in _frames(at))
     shown = next(f for f in frames if "judge − humans" in f.columns)
     assert "prefers own family" in shown["bias"].tolist() and shown.equals(bias_table(audit))
 

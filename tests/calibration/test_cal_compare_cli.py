@@ -62,3 +62,30 @@ def test_compare_with_an_unknown_judge_exits_2_naming_the_judges(pandalm_files, 
         result.output
     )
     assert not (tmp_path / "out.json").exists()
+
+
+def test_every_compare_pair_is_computed_and_reported(pandalm_files, tmp_path):
+    # Two --compare options: each pair gets its comparison, in the JSON, the page and the text
+    # (the second used to replace the first); a pair given twice is computed once.
+    html = tmp_path / "report.html"
+    pairs = [
+        ("gpt-3.5-turbo", "pandalm-7b"),
+        ("pandalm-7b", "human"),
+        ("gpt-3.5-turbo", "pandalm-7b"),
+    ]
+    extra = [word for pair in pairs for word in ("--compare", *pair)]
+    result = CliRunner().invoke(app, [*_args(pandalm_files, tmp_path, *extra), "--html", str(html)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "out.json").read_text())
+    assert [(c["a"], c["b"]) for c in summary["comparisons"]] == pairs[:2]
+    alone = CliRunner().invoke(
+        app, _args(pandalm_files, tmp_path, "--compare", "pandalm-7b", "human")
+    )
+    assert alone.exit_code == 0, alone.output
+    (single,) = json.loads((tmp_path / "out.json").read_text())["comparisons"]
+    assert summary["comparisons"][1] == single  # the same figures as when asked alone
+    page = html.read_text()
+    assert (
+        "gpt-3.5-turbo against pandalm-7b" in page and "pandalm-7b against one more human" in page
+    )
+    assert result.output.count("Δ = A − B") == 2

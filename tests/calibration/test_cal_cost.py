@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from calibration.cost import Prices, judge_costs, parse_prices
@@ -43,13 +45,31 @@ def test_prices_per_judge_and_missing_records():
 
 
 def test_price_file_errors_name_the_judge_and_the_fix():
-    assert parse_prices('{"A": {"input": 2.5, "output": 10}}', "p.json")["A"].output == 10
-    with pytest.raises(CalibrationInputError, match="p.json: not JSON"):
-        parse_prices("{", "p.json")
-    with pytest.raises(CalibrationInputError, match="p.json: judge 'A': give"):
-        parse_prices('{"A": {"input": -1, "output": 1}}', "p.json")
-    with pytest.raises(CalibrationInputError, match="p.json: judge 'A': give"):
-        parse_prices('{"A": {"in": 1, "output": 1}}', "p.json")
+    assert parse_prices({"A": {"input": 2.5, "output": 10}}, "p.json")["A"].output == 10
+    assert parse_prices({"A": {"input": 0, "output": 3}}, "p.json")["A"].input == 0
+    with pytest.raises(CalibrationInputError, match="p.json: expected an object judge"):
+        parse_prices([], "p.json")
+    bad = [
+        ({"input": -1, "output": 1}, "`input` is -1; give"),
+        ({"in": 1, "output": 1}, r"give \{"),
+        ({"input": True, "output": 1}, "`input` is true \\(a boolean\\)"),  # accepted as 1 before
+        ({"input": 1, "output": "7"}, "`output` is '7' \\(a string\\)"),  # accepted as 7 before
+        ({"input": 1, "output": None}, "`output` is None \\(a null\\)"),
+        ({"input": 1, "output": math.inf}, "`output` is inf; give"),
+        ({"input": math.nan, "output": 1}, "`input` is nan; give"),
+        (7, r"give \{.*found int"),
+    ]
+    for value, message in bad:
+        with pytest.raises(CalibrationInputError, match="p.json: judge 'A': " + message):
+            parse_prices({"A": value}, "p.json")
+
+
+def test_prices_are_finite_numbers_not_booleans_or_text():
+    """The model itself refuses what the price file's reader refuses (a caller in Python)."""
+    for value in (True, "7", math.nan, math.inf, -1):
+        with pytest.raises(ValueError):
+            Prices(input=value, output=1)
+    assert Prices(input=1, output=2).input == 1.0
 
 
 def test_read_outs_are_charged_the_calls_they_are_read_out_of():

@@ -68,6 +68,8 @@ def test_every_bad_record_is_named_with_where_it_was_read() -> None:
         ("p.jsonl:2", _record(protocol="pairwise", pair=("a", "b"))),
         ("p.jsonl:3", _record(response_id="r", score=7.5)),
         ("p.jsonl:4", _record(response_id="r", score=11)),
+        ("p.jsonl:5", _record(response_id="r5", score=3, expected_score=-5000)),  # was read
+        ("p.jsonl:6", _record(response_id="r6", score=3, expected_score=3.6)),
     ]
     with pytest.raises(CalibrationInputError) as error:
         judgement_frame(records, ALIGNMMBENCH)
@@ -78,6 +80,8 @@ def test_every_bad_record_is_named_with_where_it_was_read() -> None:
         "calibrate the protocol 'score' with a wider scale",
         "p.jsonl:4: `score` is 11, but alignmmbench scores are integers 1–10: fix the line, or "
         "calibrate the protocol 'score' with a wider scale",
+        "p.jsonl:5: `expected_score` is -5000, but an expected score (Σ p(s)·s) of alignmmbench "
+        "lies from 1 to 10: fix the line",
     ]
 
 

@@ -74,6 +74,15 @@ def test_rounding_is_half_up_on_the_step():
     assert cal.strict_acc(np.array([2.5]), np.array([2.25]), Scale(0, 5, 0.5)) == 1.0
 
 
+def test_fuzzy_accuracy_allows_one_scale_step_not_one_unit():
+    """METRICS.md: |round(J) - round(H)| <= 1 scale step, rounded half up on the step."""
+    tenths = Scale(0, 1, 0.1)
+    judge, human = np.array([0.4, 0.4, 0.44]), np.array([0.5, 0.6, 0.56])
+    assert cal.fuzzy_acc(judge, human, tenths) == pytest.approx(1 / 3)  # 0.44→0.4, 0.56→0.6
+    # on a step of 2, scores 2 and 3 are one step apart (3 rounds up to 4); 2 and 5 are not
+    assert cal.fuzzy_acc(np.array([2.0, 2.0]), np.array([3.0, 5.0]), Scale(0, 10, 2)) == 0.5
+
+
 def test_alpha_two_coders_against_krippendorff(scored):
     j, h = _both(*scored)
     data = np.vstack([j, h])

@@ -26,6 +26,9 @@ from calibration import (
     select_units,
     with_overrides,
 )
+from calibration.pairwise import PAIRWISE_METRICS
+from calibration.pointwise import POINTWISE_METRICS
+from calibration.tables import METRIC_NAMES, with_metric_names
 from schemas.protocols import ALIGNMMBENCH, MMIE, PAIRWISE
 
 nan = np.nan
@@ -202,3 +205,17 @@ def test_display_tables():
     ]
     assert "aggregate (mean)" in group_table(summary, "judge", "task").index
     assert set(model_table(summary).index) == {"m0", "m1"}
+
+
+def test_every_metric_has_a_header_in_words():
+    """The Calibration page shows words, not keys such as strict_acc (issue 25 B)."""
+    keys = ("n", "coverage", *POINTWISE_METRICS, *PAIRWISE_METRICS)
+    assert [key for key in keys if key not in METRIC_NAMES] == []
+    assert len(set(METRIC_NAMES.values())) == len(METRIC_NAMES)  # no two metrics share a name
+    assert all("_" not in name for name in METRIC_NAMES.values())
+    summary = calibrate(_frame(), CalibrationOptions(ALIGNMMBENCH, bootstrap=0)).result
+    shown = with_metric_names(judge_table(summary))
+    assert shown.loc["judge", "Exact agreement"] == judge_table(summary).loc["judge", "strict_acc"]
+    assert [c for c in shown.columns if "_" in c] == []
+    ceiling = with_metric_names(ceiling_table(summary, "judge"), axis="index")
+    assert "Quadratic κ" in ceiling.index and "qwk" not in ceiling.index

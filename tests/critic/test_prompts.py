@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -237,3 +238,14 @@ def test_user_template_errors_name_the_field(tmp_path: Path) -> None:
         )
     with pytest.raises(TemplateError, match="language 'fr'"):
         builtin_template("alignmmbench", "fr")
+
+
+def test_template_files_are_read_by_the_one_reader(tmp_path: Path) -> None:
+    """``/dev/zero`` was read until memory ran out, a named pipe blocked for ever."""
+    pipe = tmp_path / "pipe.toml"
+    os.mkfifo(pipe)
+    for path, what in ((Path("/dev/zero"), "a device"), (pipe, "a pipe")):
+        with pytest.raises(TemplateError, match=f"template file {path}: is {what}, not a regular"):
+            load_template(path)
+    with pytest.raises(TemplateError, match="absent.toml: cannot read it"):
+        load_template(tmp_path / "absent.toml")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,6 +136,11 @@ def test_read_sft_names_the_bad_line(tmp_path: Path) -> None:
     path.write_text(json.dumps({"messages": good["messages"][::-1]}) + "\n", encoding="utf-8")
     with pytest.raises(SftFileError, match=r"bad.jsonl:1: the last message must be the assistant"):
         read_sft(path)
+    pipe = tmp_path / "pipe.jsonl"
+    os.mkfifo(pipe)  # a named pipe blocked for ever, /dev/zero was read until memory ran out
+    for special, what in ((pipe, "a pipe"), (Path("/dev/zero"), "a device")):
+        with pytest.raises(SftFileError, match=f"{special}: is {what}, not a regular file"):
+            read_sft(special)
 
 
 def test_export_sft_command(engine: Engine, campaigns: dict, tmp_path: Path) -> None:

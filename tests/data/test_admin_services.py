@@ -213,9 +213,11 @@ def test_settings_update_records_only_the_changed_values(any_world):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"overlap": 0}, "at least 1 annotator"),
-        ({"rationale_min": -1}, "use 0 for no minimum"),
-        ({"lease_seconds": 0}, "at least 1 second"),
+        ({"overlap": 0}, "overlap is 0; give a whole number from 1 to 1,000"),
+        ({"rationale_min": -1}, "rationale min is -1; give a whole number from 0 to 10,000"),
+        ({"lease_seconds": 0}, "lease seconds is 0; give a whole number from 1 to 604,800"),
+        ({"lease_seconds": 2**63 - 1}, "from 1 to 604,800"),  # stored, then next_unit crashed
+        ({"overlap": 10**20}, "from 1 to 1,000"),  # OverflowError / DataError
         ({"overlap": 2.5}, "whole number"),
     ],
 )

@@ -76,6 +76,27 @@ def test_dangerous_entries_are_refused_before_anything_is_written(
     assert not (tmp_path / "evil.txt").exists()
 
 
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        # FileExistsError / NotADirectoryError, then the generic error page
+        ({"images": b"a file", "images/0001.png": b"png"}, "'images' is both a file and a folder"),
+        ({"images/0001.png": b"png", "images": b"a file"}, "'images' is both a file and a folder"),
+        ({"images/": b"", "images": b"a file"}, "'images' is both a file and a folder"),
+        # OSError: File name too long
+        ({"images/" + "n" * 300 + ".png": b"png"}, "a name of 304 characters; at most 255"),
+        # RecursionError
+        ({"d/" * 2000 + "deep.png": b"png"}, "is 2,000 folders deep; at most 64"),
+    ],
+)
+def test_entries_the_file_system_cannot_hold_are_refused_in_words(tmp_path: Path, entries, message):
+    destination = tmp_path / "out"
+    destination.mkdir()
+    with pytest.raises(UnsafeUpload, match=message):
+        extract_zip(_zip(entries), destination)
+    assert list(destination.iterdir()) == []
+
+
 def test_too_many_entries_are_refused(tmp_path: Path):
     archive = _zip({f"images/{i}.png": b"x" for i in range(6)})
     with pytest.raises(UnsafeUpload, match="the zip has 6 entries; at most 5 are accepted"):

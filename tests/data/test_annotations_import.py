@@ -140,6 +140,32 @@ def test_reimport_changes_nothing_and_different_labels_are_refused(engine, db_ur
     assert _counts(engine) == before
 
 
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"seconds": 99}, "seconds"),
+        ({"created_at": "2026-11-02T10:00:00Z"}, "created_at"),
+        ({"source_tool": "potato"}, "meta"),  # an unknown key is kept in meta
+    ],
+)
+def test_a_reimport_that_changes_only_time_or_meta_is_refused_naming_it(
+    engine, db_url, dataset, change, field
+):
+    """It said "nothing changed" and dropped the change."""
+    path = _write(dataset / "h.jsonl", LABELS)
+    assert _cli(db_url, "annotations", "import", str(path), "--campaign", "ext").exit_code == 0
+    before = _counts(engine)
+    changed = _write(dataset / "h2.jsonl", [{**LABELS[0], **change}, *LABELS[1:]])
+    refused = _cli(db_url, "annotations", "import", str(changed), "--campaign", "ext")
+    assert refused.exit_code == 2, refused.output
+    assert (
+        f"campaign 'ext' already holds different imported labels: annotator 'ann1' on "
+        f"p:q0/a|q0/b, revision 1 differs in `{field}`" in refused.output
+    )
+    assert "import these under another campaign name" in refused.output
+    assert _counts(engine) == before
+
+
 def test_a_campaign_collected_in_the_app_is_not_overwritten(engine, db_url, dataset):
     create = _cli(db_url, "campaign", "create", "amb", "--dataset", "data", "--protocol",
                   "pairwise")  # fmt: skip
@@ -174,6 +200,13 @@ def test_a_campaign_collected_in_the_app_is_not_overwritten(engine, db_url, data
             _label("ann2", 1, "A", shown=["q1/b", "q1/a"]),
             "annotator 'ann2' labelled pair q1/a | q1/b again (first at line 5): give every",
         ),
+        # both exited 1 with an OverflowError (no date is that far from the label's time)
+        (_label("ann3", 1, "A", seconds=1e12), "`seconds` is 1000000000000.0: at most"),
+        (
+            _label("ann3", 1, "A", created_at="9999-12-31T23:59:59Z"),
+            "`created_at` is 9999-12-31T23:59:59+00:00: a label is made between 1970",
+        ),
+        (_label("ann3", 1, "A", created_at="0001-01-01T00:00:00Z"), "between 1970-01-01 and"),
     ],
 )
 def test_bad_lines_exit_2_naming_file_and_line_and_nothing_is_written(

@@ -279,3 +279,33 @@ def test_the_password_hash_runs_outside_any_transaction(
     assert login(engine, "ann", PASSWORD, client=HOME_PC).ok
     assert login(engine, "ann", "wrong password", client=HOME_PC).outcome == "wrong_credentials"
     assert len(writes) == 2 and max(writes) < 2
+
+
+def test_failed_logins_are_in_the_audit_trail_without_the_password(ann: Engine) -> None:
+    from data.storage.audit import list_events
+
+    assert _login(ann, PASSWORD, T0).ok  # a success is a login attempt, not an audit event
+    _login(ann, "wrong password 1", T0, client="10.0.0.7")
+    _login(ann, "wrong password 2", T0, name="nobody")
+    with session_scope(ann) as session:
+        set_active(session, "ann", False, actor_id=None)
+    assert _login(ann, PASSWORD, T0).outcome == "disabled"
+    with session_scope(ann) as session:
+        events = list_events(session, action_prefix="login.")
+    assert [(e.action, e.entity_id, e.detail["why"], e.actor_id) for e in reversed(events)] == [
+        ("login.failed", "ann", "wrong name or password", None),
+        ("login.failed", "nobody", "wrong name or password", None),
+        ("login.failed", "ann", "the account is disabled", None),
+    ]
+    assert events[-1].detail["client"] == "10.0.0.7"
+    assert not any("password 1" in str(e.detail) or PASSWORD in str(e.detail) for e in events)
+
+
+def test_a_login_refused_by_the_limit_is_audited(ann: Engine) -> None:
+    from data.storage.audit import list_events
+
+    for minute in range(MAX_FAILED_ATTEMPTS + 1):
+        _login(ann, "wrong password", T0 + timedelta(minutes=minute))
+    with session_scope(ann) as session:
+        whys = [e.detail["why"] for e in list_events(session, action_prefix="login.")]
+    assert whys == ["refused: too many failed logins"] + ["wrong name or password"] * 5

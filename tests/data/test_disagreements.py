@@ -120,6 +120,12 @@ def test_a_campaign_threshold_changes_the_queue_and_is_audited(pointwise):
                   "scale's width (9 for integers 1–10)"),
         (None, ["a", " a "], "the taxonomy names a twice: name it once"),
         (None, ["a", ""], "the taxonomy has an empty cause: name every cause, e.g. a,b,c"),
+        # stored and shown raw: the override reordered the text after it, on the page and in the
+        # report; the newline made two causes when the form was saved again
+        (None, ["a", "too\u202eharsh"], "the taxonomy's cause 'too\\u202eharsh' holds a "
+                                       "bidirectional control (U+202E) at character 4: remove it"),
+        (None, ["a", "two\nlines"], "the taxonomy's cause 'two\\nlines' holds a control "
+                                   "character (U+000A) at character 4: remove it"),
     ],
 )  # fmt: skip
 def test_bad_settings_are_refused_with_the_fix(pointwise, threshold, taxonomy, message):

@@ -111,6 +111,11 @@ def test_changed_judgement_is_refused_unless_update(engine: Engine, tmp_path: Pa
          "parse_status to 'unparsed'"),
         ({"parse_status": "weird"}, "`parse_status` is 'weird' (str); use one of ok, unparsed, "
          "out_of_scale, error, skipped"),
+        # was accepted and stored
+        ({"expected_score": -5000}, "`expected_score` is -5000, but an expected score (Σ p(s)·s) "
+         "of alignmmbench lies from 1 to 10: fix the line"),
+        ({"expected_score": 10.5}, "`expected_score` is 10.5, but an expected score (Σ p(s)·s) "
+         "of alignmmbench lies from 1 to 10: fix the line"),
     ],
 )  # fmt: skip
 def test_bad_lines_name_line_and_field_and_change_nothing(

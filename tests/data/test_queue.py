@@ -14,6 +14,7 @@ from sqlmodel import Session, col, select
 from data import queue
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.storage.engine import session_scope
+from schemas.core import stored_id
 from schemas.tables import (
     Annotation,
     Assignment,
@@ -434,7 +435,8 @@ def test_flag_takes_the_unit_out_of_the_queue_for_reviewers(engine: Engine) -> N
             "image does not load",
         )
         assert session.get(Unit, held.unit_id).flagged
-        assert session.exec(select(AuditEvent.action)).all()[-1] == "unit.flag"
+        actions = session.exec(select(AuditEvent.action).order_by(col(AuditEvent.id))).all()
+        assert [a for a in actions if a.startswith("unit.")] == ["unit.flag"]
         _check_counters(session, campaign_id)
 
 
@@ -536,6 +538,33 @@ def test_pairwise_shown_order_is_random_per_annotator_and_mapped_back(engine: En
         assert stored.shown_order == view.shown_order
         assert stored.preference == ("A" if view.shown_order == "AB" else "B")
     assert set(orders) == {"AB", "BA"}  # 2 ** -11 chance of a false failure per run
+
+
+def test_previous_answer_walks_back_the_units_in_the_order_they_were_given(
+    engine: Engine,
+) -> None:
+    """The Annotate page's Previous: by assignment (the annotator's way through the campaign),
+    the live revision of each, never another annotator's answer."""
+    campaign_id, (alice, bob) = build_campaign(engine)
+    answers = []
+    for score in (3, 5, 7):
+        view = _lease(engine, campaign_id, alice)
+        answers.append(_submit(engine, view, alice, score=score))
+    _submit(engine, _lease(engine, campaign_id, bob), bob, score=9)
+    current = _lease(engine, campaign_id, alice)  # leased, not answered
+    with session_scope(engine) as session:
+        revised = queue.revise(session, answers[0].id, alice, score=4, rationale=RATIONALE)
+        first_id, first_assignment = revised.id, revised.assignment_id
+    with Session(engine) as session:
+        walk, before = [], current.assignment_id
+        while (earlier := queue.previous_answer(session, campaign_id, alice, before)) is not None:
+            walk.append(earlier)
+            before = session.get(Annotation, earlier).assignment_id
+        assert walk == [answers[2].id, answers[1].id, first_id]  # the revision, not revision 1
+        assert queue.previous_answer(session, campaign_id, alice) == answers[2].id
+        assert queue.previous_answer(session, campaign_id, alice, first_assignment) is None
+        bobs = queue.previous_answer(session, campaign_id, bob)
+        assert bobs is not None and session.get(Annotation, bobs).annotator_id == bob
 
 
 def test_revision_keeps_the_old_answer_and_is_audited(engine: Engine) -> None:
@@ -651,6 +680,15 @@ def test_progress_counts_own_work_and_campaign_units(engine: Engine) -> None:
     assert progress == queue.AnnotatorProgress(
         my_submitted=1, my_skipped=1, units_total=4, units_complete=1, units_flagged=0
     )
+    answered = _lease(engine, campaign_id, alice)
+    _submit(engine, answered, alice)
+    with session_scope(engine) as session:
+        answer = session.exec(
+            select(Annotation).where(Annotation.assignment_id == answered.assignment_id)
+        ).one()
+        queue.reject_answer(session, stored_id(answer), comment="Not what the image shows.")
+        progress = queue.annotator_progress(session, campaign_id, alice)
+    assert (progress.my_submitted, progress.my_rejected) == (1, 1)  # out of the count, told
 
 
 def test_score_campaign_uses_its_own_continuous_scale(engine: Engine) -> None:
@@ -660,3 +698,37 @@ def test_score_campaign_uses_its_own_continuous_scale(engine: Engine) -> None:
     with pytest.raises(queue.AnswerInvalid, match="score` is 1.5, but score scores are any number"):
         _submit(engine, view, alice, score=1.5)
     assert _submit(engine, view, alice, score=0.35).score == 0.35
+
+
+def test_skips_and_first_submissions_are_audited_once(any_engine: Engine) -> None:
+    """The Audit trail had no skips and no first submissions (issue 25 B): a first answer is an
+    annotation.submit event, on either submit path; a double click adds none, an edit is the
+    revision's own event; a skip is a unit.skip event with its reason."""
+    from data.storage.audit import list_events
+
+    campaign_id, (alice, bob) = build_campaign(any_engine, items=2, overlap=1)  # four units
+    first = _lease(any_engine, campaign_id, alice)
+    step = _submit_and_next(any_engine, first, alice, score=9)  # the Core path
+    _submit_and_next(any_engine, first, alice, score=9)  # a double click
+    second = step.next_unit
+    with session_scope(any_engine) as session:
+        queue.skip(session, second.assignment_id, alice, "outside my expertise")
+    third = _lease(any_engine, campaign_id, bob)
+    with session_scope(any_engine) as session:
+        session.get(Assignment, third.assignment_id)  # loaded: the ORM path stores it
+        stored = queue.submit(session, third.assignment_id, bob, score=4, rationale=RATIONALE)
+        bobs = stored.id
+    with session_scope(any_engine) as session:
+        events = [
+            (e.action, e.actor_id, e.entity_id, e.detail)
+            for e in reversed(list_events(session, entity="annotation") + list_events(
+                session, action_prefix="unit.skip"))
+        ]  # fmt: skip
+    assert sorted(events, key=lambda e: e[0]) == [
+        ("annotation.submit", alice, str(step.annotation_id),
+         {"unit_id": first.unit_id, "campaign_id": campaign_id}),
+        ("annotation.submit", bob, str(bobs),
+         {"unit_id": third.unit_id, "campaign_id": campaign_id}),
+        ("unit.skip", alice, str(second.unit_id),
+         {"reason": "outside my expertise", "campaign_id": campaign_id}),
+    ]  # fmt: skip

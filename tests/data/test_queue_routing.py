@@ -217,6 +217,9 @@ def test_routing_settings_are_checked() -> None:
         ("judge-uncertainty", ["j"], 0.2, "applies only to stratified routing"),
         ("stratified", ["j"], 1.0, "the stratified share is 1.0, but it must be between 0 and 1"),
         ("least-annotated", ["j"], None, "uses no judges"),
+        # the id rules: stored and shown raw before
+        ("judge-uncertainty", ["j\u202ek"], None, "judge 'j\\\\u202ek' holds a bidirectional"),
+        ("judge-disagreement", ["j", "a\nb"], None, "judge 'a\\\\nb' holds a control character"),
     ]:
         with pytest.raises(CampaignError, match=message):
             check_routing(routing, judges, share)

@@ -296,3 +296,29 @@ def test_review_decisions_migration_keeps_answers_and_the_slot_rules(
     with pytest.raises(IntegrityError), engine.begin() as connection:
         connection.execute(text("UPDATE assignment SET status = 'submitted' WHERE id = 1"))
     engine.dispose()
+
+
+def test_account_names_folded_migration_stops_on_case_twins(tmp_path: Path) -> None:
+    """0008 cannot index two names equal up to case: it names them and changes nothing."""
+    from alembic import command
+
+    from data.storage.engine import alembic_config
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'twins.db'}")
+    command.upgrade(alembic_config(engine), "0007_review_decisions")
+    with engine.begin() as connection:
+        for id_, name in ((1, "demo-admin"), (2, "Demo-Admin")):
+            connection.execute(
+                text(
+                    "INSERT INTO user_account (id, name, role, password_hash, active, synthetic, "
+                    "external, created_at) VALUES (:id, :name, 'admin', 'x', true, false, false, "
+                    "CURRENT_TIMESTAMP)"
+                ),
+                {"id": id_, "name": name},
+            )
+    with pytest.raises(RuntimeError, match="names differ only in case: demo-admin; rename"):
+        upgrade_database(engine)
+    with engine.connect() as connection:
+        version = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    assert version == "0007_review_decisions"
+    engine.dispose()

@@ -100,14 +100,20 @@ def test_an_adjudication_in_the_browser_becomes_the_calibration_reference(
     with seeded.session() as session:
         campaign_id = session.exec(select(Campaign.id).where(Campaign.name == "camp")).one()
         assert campaign_reference_overrides(session, campaign_id) == {}
+    page.set_viewport_size({"width": 1280, "height": 720})
     login(page, seeded.url, "rita", PASSWORD)
     page.get_by_role("link", name="Adjudicate").click()
     expect(page.get_by_text("Reads the sign wrong.")).to_be_visible()
     expect(page.get_by_text("Reads the sign right.")).to_be_visible()
+    # the form is beside the unit, on screen without scrolling (it was ~2,000 px below the queue)
+    expect(page.get_by_role("button", name="Record final label")).to_be_in_viewport(ratio=1)
+    page.screenshot(path=str(ARTIFACTS / "adjudicate-page-1280x720.png"))
     choose_option(page, "Score", "7")
     page.get_by_label("Note: why this is the final label").fill("The sign is legible: 7.")
     page.get_by_role("button", name="Record final label").click()
-    expect(page.get_by_text("Final label recorded for")).to_be_visible()
+    # the confirmation is where the eyes are: beside the form, not above the viewport
+    expect(page.get_by_text("Final label recorded for")).to_be_in_viewport(ratio=1)
+    page.screenshot(path=str(ARTIFACTS / "adjudicate-recorded-1280x720.png"))
     with seeded.session() as session:
         assert campaign_reference_overrides(session, campaign_id) == {"r:ds-item-0/m1": 7}
         [event] = list_events(session, action_prefix="adjudication.")

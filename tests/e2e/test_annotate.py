@@ -23,6 +23,7 @@ from schemas.tables import (
     Response,
     Unit,
 )
+from tests.browser_fixtures import wait_for_run_to_end, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -38,7 +39,7 @@ def seeded(app_server: Any) -> Any:
     images = app_server.data_dir / "images"
     images.mkdir(parents=True, exist_ok=True)
     for n, colour in enumerate(("red", "blue")):
-        Image.new("RGB", (64, 48), colour).save(images / f"{n}.png")
+        Image.new("RGB", (800, 600), colour).save(images / f"{n}.png")  # a photo's proportions
     with app_server.session() as session:
         for benchmark in ("alignmmbench", "mmie"):
             dataset = Dataset(name=f"ds-{benchmark}", benchmark=benchmark)
@@ -461,8 +462,11 @@ _WATCH_FRAMES = """(previous) => {
     const old = shown.find((p) => p.dataset.unit === String(previous));
     const next = shown.find((p) => p.dataset.unit !== String(previous));
     const unit = document.querySelector(".st-key-cl-unit");
+    const oldArea = old && old.querySelector("textarea");
     window.__frames.push({
       old: Boolean(old),
+      // the answer just sent, still to be seen (or clicked) on the page
+      oldShown: Boolean(oldArea) && oldArea.checkVisibility({ visibilityProperty: true }),
       oldTakesInput: Boolean(old) && !(old.getAttribute("aria-busy") === "true"
         && old.querySelector("textarea").readOnly),
       next: Boolean(next),
@@ -500,6 +504,57 @@ def test_after_ctrl_enter_the_old_panel_takes_no_keys_and_the_new_unit_comes_who
         )  # the whole next unit: question, response and an enabled, empty panel
         frames = page.evaluate("window.__frames")
         assert not [f for f in frames if f["oldTakesInput"]], frames  # "Saving…" until replaced
+        assert not [f for f in frames if f["oldShown"]], frames  # no stale copy of it (issue 25)
+
+
+def _panel_key_listeners(page: Any) -> int:
+    """How many keydown listeners of answer panels the document has (Chromium's DevTools
+    protocol names each listener's function; the panel's is the one that toggles its sheet)."""
+    session = page.context.new_cdp_session(page)
+    try:
+        document = session.send(
+            "Runtime.evaluate", {"expression": "document", "objectGroup": "listeners"}
+        )["result"]
+        found = session.send(
+            "DOMDebugger.getEventListeners",
+            {"objectId": document["objectId"], "objectGroup": "listeners"},
+        )["listeners"]
+    finally:
+        session.detach()
+    return sum(
+        1
+        for listener in found
+        if listener["type"] == "keydown"
+        and "toggleSheet" in listener.get("handler", {}).get("description", "")
+    )
+
+
+def test_after_five_units_one_question_mark_opens_the_key_sheet(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    """Issue 25 A4: every draft saved (a rerun) added a keydown listener that nothing removed
+    (2 → 17 after five units), so "?" toggled the sheet several times per press."""
+    seeded.add_user("kit", PASSWORD, "annotator")
+    _annotate(page, seeded, "kit", "mmie", login)
+    for score in (1, 2, 3, 4, 5):
+        unit = _unit(page)
+        page.locator("body").press(str(score))  # a draft at once, then the typed one
+        page.keyboard.type(f"{RATIONALE} ({score})")
+        _saved_draft(seeded, "kit", f"{RATIONALE} ({score})")
+        page.keyboard.press("Control+Enter")
+        _wait_next_unit(page, unit)
+    page.locator("body").press("6")
+    page.keyboard.type("Meets every criterion here.")
+    _saved_draft(seeded, "kit", "Meets every criterion here.")
+    wait_for_run_to_end(page)
+    wait_until(lambda: _panel_key_listeners(page) == 1, "one panel keydown listener", 60)
+    page.keyboard.press("Escape")  # out of the text box: keys are shortcuts again
+    sheet = page.get_by_test_id("cl-sheet")
+    page.keyboard.press("?")
+    expect(sheet).to_be_visible()
+    expect(sheet).to_contain_text("Score 6 (100%)")
+    page.keyboard.press("?")
+    expect(sheet).to_be_hidden()
 
 
 def test_report_as_broken_closes_the_menu_and_says_so(seeded: Any, page: Any, login: Any) -> None:
@@ -552,6 +607,17 @@ def test_the_work_is_above_the_fold_at_1280_by_720(
     _annotate(page, seeded, f"fold-{campaign}", campaign, login)
     heading = "Response A" if campaign == "pairs" else "Response"
     expect(page.get_by_text(heading, exact=True)).to_be_in_viewport()
+    # Issue 25: with photo-sized images the responses started 500 px down (pairwise: no answer
+    # text on the first screen) and an MMIE unit was 1,500 px tall. Now the first screen holds
+    # the start of each response, and an interleaved MMIE answer whole.
+    if campaign == "pairs":  # both responses start in the upper half of the screen
+        wait_for_run_to_end(page)
+        top = page.get_by_text("Response A", exact=True).bounding_box()["y"]
+        assert top < 720 / 2, f"Response A starts at y={top:.0f}"
+        for side in page.locator(".st-key-cl-unit [data-testid='stColumn']").all():
+            expect(side.get_by_text("三只猫", exact=False)).to_be_in_viewport()
+    if campaign == "mmie":
+        expect(page.get_by_text("step two").first).to_be_in_viewport()
     for choice in {"amb": ("1", "10"), "mmie": ("0", "6"), "pairs": ("A", "tie")}[campaign]:
         expect(page.get_by_test_id(f"cl-choice-{choice}")).to_be_in_viewport()
     guide = page.get_by_test_id("cl-guide")
@@ -564,3 +630,47 @@ def test_the_work_is_above_the_fold_at_1280_by_720(
     expect(guide).to_be_in_viewport()
     expect(page.get_by_test_id("cl-submit")).to_be_in_viewport()
     page.screenshot(path=str(seeded.log_path.parent / f"annotate-1280x720-{campaign}.png"))
+
+
+def _wait_for_panel(page: Any, submit_label: str) -> int:
+    """Wait until the page's only panel is one with this submit button, taking input; its unit.
+    (Annotate numbers units by assignment, an answer opened again by its id: the two may be
+    equal, so the button tells the panels apart.)"""
+    button = page.get_by_text(f"{submit_label} (Ctrl+Enter)", exact=True)
+    expect(page.locator(".cl-answer").filter(has=button)).to_have_count(1)  # it has come
+    wait_for_run_to_end(page)  # and the run that drew it has ended: the previous panel is gone
+    expect(page.locator(".cl-answer")).to_have_count(1)
+    expect(page.locator('.cl-answer[aria-busy="false"]')).to_have_count(1)
+    expect(page.get_by_test_id("cl-submit")).to_have_text(f"{submit_label} (Ctrl+Enter)")
+    return _unit(page)
+
+
+def test_undo_reopens_the_answer_just_sent_and_a_change_is_a_revision(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    """Issue 25: undo of the last submit, and Previous unit, as a revision (nothing lost)."""
+    seeded.add_user("uma", PASSWORD, "annotator")
+    _annotate(page, seeded, "uma", "amb", login)
+    first = _unit(page)
+    page.locator("body").press("5")
+    page.keyboard.type(RATIONALE)
+    page.keyboard.press("Control+Enter")
+    following = _wait_next_unit(page, first)
+    (sent,) = _answers(seeded, "amb", "uma")
+    wait_for_run_to_end(page)
+    page.get_by_role("button", name="Undo").click()
+    assert _wait_for_panel(page, "Save revision") == sent.id  # the answer sent, open again
+    expect(page.get_by_test_id("cl-rationale")).to_have_value(RATIONALE)
+    expect(page.get_by_test_id("cl-choice-5")).to_have_attribute("aria-checked", "true")
+    page.get_by_test_id("cl-choice-8").click()
+    page.keyboard.type(" On reflection, better.")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator(".st-key-cl-head")).to_contain_text("Saved: revision 2 of response")
+    assert _wait_for_panel(page, "Submit") == following  # back to the unit it was on
+    answers = _answers(seeded, "amb", "uma")
+    assert [(a.revision, a.score, a.is_live) for a in answers] == [(1, 5.0, False), (2, 8.0, True)]
+    assert answers[1].rationale == RATIONALE + " On reflection, better."
+    page.get_by_role("button", name="Previous").click()  # and back again, without a time limit
+    assert _wait_for_panel(page, "Save revision") == answers[1].id
+    page.get_by_role("button", name="Back to my next unit").click()
+    assert _wait_for_panel(page, "Submit") == following

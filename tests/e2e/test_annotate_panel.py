@@ -20,6 +20,7 @@ from schemas.protocols import ALIGNMMBENCH, MMIE, PAIRWISE
 pytestmark = pytest.mark.e2e
 
 PANEL_JS = Path(__file__).resolve().parents[2] / "annotate_app" / "components" / "answer_box.js"
+PANEL_CSS = PANEL_JS.with_suffix(".css")
 MOUNT = """async ([code, data]) => {
   if (!window.panelModule) {  // imported once per page, as Streamlit imports it from one URL
     const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
@@ -45,10 +46,12 @@ def panel(browser: Any) -> Any:
 def _blank_page(context: Any) -> Any:
     """A new tab of the browser context on the blank origin, with a fake clock."""
     page = context.new_page()
+    style = PANEL_CSS.read_text(encoding="utf-8")  # Streamlit puts it beside the panel
     page.route(
         ORIGIN + "**",
         lambda route: route.fulfill(
-            body="<main><div id='root'></div></main>", content_type="text/html"
+            body=f"<style>{style}</style><main><div id='root'></div></main>",
+            content_type="text/html",
         ),
     )
     page.clock.install()
@@ -249,3 +252,92 @@ def test_a_panel_mounted_afresh_while_its_submit_runs_stays_saving(panel: Any) -
     _rerun(panel, {**data, "attempt": 1, "error": "lease lost"})
     assert panel.locator(".cl-answer").get_attribute("aria-busy") == "false"
     assert panel.get_by_test_id("cl-message").text_content() == "lease lost"
+
+
+# Streamlit's own life cycle of a panel: each rerun calls the module's function again on the same
+# root with new data and keeps only the cleanup the last call returned, which it runs when the
+# panel goes (the next unit's panel has another key, so another root).
+STREAMLIT_RUN = """async ([code, data, root]) => {
+  if (!window.panelModule) {
+    const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+    window.panelModule = await import(url);
+    window.reports = [];
+    window.cleanups = {};
+  }
+  let node = document.getElementById(root);
+  if (!node) {
+    node = document.createElement("div");
+    node.id = root;
+    document.querySelector("main").append(node);
+  }
+  const record = (kind) => (name, value) => window.reports.push({ kind, name, value });
+  window.cleanups[root] = await window.panelModule.default({ data, parentElement: node,
+                   setStateValue: record("state"), setTriggerValue: record("trigger") });
+}"""
+UNMOUNT = """(root) => { window.cleanups[root](); document.getElementById(root).remove(); }"""
+
+
+def _keydown_listeners(page: Any) -> int:
+    """How many keydown listeners the document has (Chromium's DevTools protocol)."""
+    session = page.context.new_cdp_session(page)
+    document = session.send("Runtime.evaluate", {"expression": "document"})["result"]
+    found = session.send("DOMDebugger.getEventListeners", {"objectId": document["objectId"]})
+    session.detach()
+    return sum(1 for listener in found["listeners"] if listener["type"] == "keydown")
+
+
+def test_after_five_units_one_question_mark_opens_the_sheet(panel: Any) -> None:
+    """Issue 25 A4: each draft saved reruns the page, and each rerun added a keydown listener
+    that nothing removed (2 → 17 after five units): "?" then toggled the sheet several times."""
+    code = PANEL_JS.read_text(encoding="utf-8")
+    before = _keydown_listeners(panel)
+    for unit in range(1, 7):
+        root = f"answer-{unit}"
+        data = panel_data(unit=unit, protocol=MMIE, rationale_min=10, draft=None)
+        panel.evaluate(STREAMLIT_RUN, [code, data, root])
+        for _ in range(3):  # three drafts saved on this unit: three reruns
+            panel.evaluate(STREAMLIT_RUN, [code, data, root])
+        if unit < 6:
+            panel.evaluate(UNMOUNT, root)  # submitted: the next unit's panel replaces it
+    assert _keydown_listeners(panel) == before + 1
+    sheet = panel.get_by_test_id("cl-sheet")
+    panel.locator("body").press("?")
+    assert sheet.is_visible()
+    panel.locator("body").press("?")
+    assert not sheet.is_visible()
+    panel.evaluate(UNMOUNT, "answer-6")
+    assert _keydown_listeners(panel) == before
+
+
+def test_a_submitted_panel_shows_only_saving_and_goes_when_the_next_unit_comes(
+    panel: Any,
+) -> None:
+    """Issue 25: no stale copy of the previous unit's panel once its submit is under way."""
+    code = PANEL_JS.read_text(encoding="utf-8")
+    first = panel_data(unit=1, protocol=PAIRWISE, rationale_min=10, draft=None)
+    panel.evaluate(STREAMLIT_RUN, [code, first, "answer-1"])
+    panel.locator("body").press("b")
+    panel.keyboard.type("B counts the cats right.")
+    panel.keyboard.press("Control+Enter")
+    old = panel.locator('.cl-answer[data-unit="1"]')
+    assert old.get_by_test_id("cl-saving").is_visible()
+    for part in ("cl-rationale", "cl-choice-B", "cl-submit", "cl-guide"):
+        assert not old.get_by_test_id(part).is_visible(), part
+    # The next unit's panel comes while Streamlit still shows the old one (another place on the
+    # page): the old one goes at once.
+    second = panel_data(unit=2, protocol=PAIRWISE, rationale_min=10, draft=None)
+    panel.evaluate(STREAMLIT_RUN, [code, second, "answer-2"])
+    assert not old.is_visible()
+    assert panel.locator('.cl-answer[data-unit="2"]').get_by_test_id("cl-rationale").is_visible()
+
+
+def test_a_refused_submit_shows_the_answer_again(panel: Any) -> None:
+    data = _mount(panel, protocol=ALIGNMMBENCH)
+    panel.locator("body").press("6")
+    panel.keyboard.type("Fewer errors than most.")
+    panel.keyboard.press("Control+Enter")
+    assert not panel.get_by_test_id("cl-rationale").is_visible()
+    _rerun(panel, {**data, "attempt": 1, "error": "the campaign is paused"})
+    assert panel.get_by_test_id("cl-rationale").is_visible()
+    assert panel.get_by_test_id("cl-rationale").input_value() == "Fewer errors than most."
+    assert not panel.get_by_test_id("cl-saving").is_visible()

@@ -36,6 +36,7 @@ def test_the_page_shows_both_audits_of_the_sample(
     login(page, sample_app_server.url, "demo-reviewer", "demo-reviewer-pass")
     page.get_by_role("link", name="Calibration").click()
     choose_option(page, "Campaign", f"{PAIRWISE} (pairwise)")
+    page.get_by_text("Filters, reference and bootstrap").click()  # the folded options
     resamples = page.get_by_label("Bootstrap resamples")
     resamples.fill("100")
     resamples.press("Enter")

@@ -49,6 +49,11 @@ def test_the_page_shows_the_workers_calibration(
         timeout=SLOW_UI_TIMEOUT_MS
     )
     assert _workers(), "the server started no calibration worker"
+    # the headline chart starts in the first screen, unscrolled (it started at y = 536 of 720)
+    chart = page.get_by_test_id("stVegaLiteChart").first
+    expect(chart).to_be_in_viewport(timeout=SLOW_UI_TIMEOUT_MS)
+    box = chart.bounding_box()
+    assert box is not None and box["y"] <= 400, box
     page.screenshot(path=str(ARTIFACTS / "calibration-page-1280x720.png"))
     expect(page.get_by_text("Largest disagreements").first).to_be_visible(
         timeout=SLOW_UI_TIMEOUT_MS

@@ -46,7 +46,7 @@ def _login_form(page: Any) -> Any:
 
 def test_login_shows_campaigns_and_survives_a_refresh_until_logout(seeded: Any, page: Any) -> None:
     login_in_browser(page, seeded.url, "ann", PASSWORD)  # the form, not the endpoint alone
-    expect(page.get_by_role("heading", name="Campaigns")).to_be_visible()
+    expect(page.get_by_role("heading", name="Home")).to_be_visible()
     expect(page.get_by_role("cell", name=CHINESE_CAMPAIGN)).to_be_visible()
     cookie = next(c for c in page.context.cookies() if c["name"] == "critiquelab_session")
     # set by the server: no script in the page can read it, no other site can send it
@@ -97,11 +97,11 @@ def test_an_annotator_has_no_admin_pages_and_is_told_why(
         "The Users page is for admin accounts; you are logged in as ann (annotator)."
     )).to_be_visible()  # fmt: skip
     expect(page.get_by_text("Page not found")).to_have_count(0)
-    expect(page.get_by_role("heading", name="People")).to_have_count(0)  # the page never ran
+    expect(page.get_by_role("heading", name="Change an account")).to_have_count(0)  # never ran
     expect(sidebar.get_by_role("link", name="Users")).to_have_count(0)
     page.screenshot(path=str(ARTIFACTS / "login-blocked-page-1280x720.png"))
     page.get_by_role("link", name="Go to Home").click()
-    expect(page.get_by_role("heading", name="Campaigns")).to_be_visible()
+    expect(page.get_by_role("heading", name="Home")).to_be_visible()
 
 
 def test_a_deep_link_opens_after_login_with_its_query(seeded: Any, page: Any) -> None:

@@ -200,7 +200,9 @@ def test_gold_units_are_blind_without_feedback(
     # the panel's data and the URL differ only in the assignment id (and the clock)
     assert gold_panel.keys() == real_panel.keys()
     differ = {key for key in gold_panel if gold_panel[key] != real_panel[key]}
-    assert differ <= {"unit", "store", "server_now"}, differ
+    assert differ <= {"unit", "panel", "store", "server_now"}, differ
+    for shown in (gold_panel, real_panel):  # the panel's own id is its key: the assignment id
+        assert shown["panel"] == f"answer-{shown['unit']}"
     assert gold_url.keys() == real_url.keys() and gold_url["unit"] == str(gold_panel["unit"])
     assert real_url["unit"] == str(real_panel["unit"]) and real_panel["unit"] > gold_panel["unit"]
     for page in ANNOTATOR_PAGES:  # after the gold submit, on every page cat may open

@@ -1,10 +1,10 @@
-"""core_table: the typed way to the Core table of a table model."""
+"""core_table: the typed way to the Core table of a table model; parse_row_id: a typed row id."""
 
 import pytest
 from sqlmodel import SQLModel
 
 import schemas.tables as tables
-from schemas.core import core_table, stored_id
+from schemas.core import MAX_ROW_ID, core_table, parse_row_id, stored_id
 
 
 def _table_models() -> list[type[SQLModel]]:
@@ -30,3 +30,26 @@ def test_stored_id_of_a_flushed_row_and_of_a_new_one() -> None:
         stored_id(user)
     user.id = 7
     assert stored_id(user) == 7
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("42", 42),
+        ("0042", 42),
+        (str(MAX_ROW_ID), MAX_ROW_ID),
+        (str(MAX_ROW_ID + 1), None),
+        ("99999999999999999999", None),
+        ("²", None),
+        ("٤٢", None),  # Arabic-Indic digits: int() reads them, a URL id is ASCII
+        ("0", None),
+        ("-1", None),
+        (" 4", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_parse_row_id_reads_ascii_ids_a_database_can_hold(
+    text: str | None, expected: int | None
+) -> None:
+    assert parse_row_id(text) == expected

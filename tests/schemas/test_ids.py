@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from schemas.ids import (
     MAX_ID_LENGTH,
     UnitKey,
+    account_name,
     check_id,
     check_response_id,
     id_problem,
@@ -96,3 +97,7 @@ def test_judgement_records_check_every_id_field() -> None:
         with pytest.raises(ValidationError, match="bidirectional control") as error:
             JudgementRecord(**{**base, field: "x\u202e"})
         assert error.value.errors()[0]["loc"] == (field,)
+
+
+def test_account_name_is_the_rater_name_without_the_human_prefix() -> None:
+    assert account_name("annotator:ann1") == "ann1" and account_name("judge-x") == "judge-x"

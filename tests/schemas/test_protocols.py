@@ -99,3 +99,13 @@ def test_parse_scale_and_get_protocol() -> None:
         get_protocol("likert")
     with pytest.raises(ValueError, match="does not divide"):
         score_protocol(0, 1, 0.3)
+
+
+def test_score_labels_follow_one_percent_rule() -> None:
+    """MMIE shows points with their percent of 6, whole percent (16.67 → 17, 83.33 → 83)."""
+    assert [MMIE.score_label(v) for v in (0, 1, 3, 5, 6)] == [
+        "0 (0%)", "1 (17%)", "3 (50%)", "5 (83%)", "6 (100%)",
+    ]  # fmt: skip
+    assert MMIE.percent_label(1, 2) == "17–33%" and MMIE.percent_label(6, 6) == "100%"
+    assert ALIGNMMBENCH.score_label(7) == "7" and ALIGNMMBENCH.score_label(7.5) == "7.5"
+    assert PAIRWISE.answer_label(None, "tie") == "tie" and MMIE.answer_label(None, None) == "—"

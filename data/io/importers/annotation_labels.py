@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from data.io.importers.errors import InvalidRecord, Problems
@@ -16,6 +16,12 @@ from data.services.users import USER_NAME_PATTERN
 from schemas.ids import HUMAN_PREFIX
 from schemas.option_text import Message
 from schemas.protocols import InvalidJudgement, Protocol, get_protocol
+from schemas.tables import utcnow
+
+MAX_LABEL_SECONDS = 30 * 24 * 3600
+"""Longest time one label may record; more is a clock or unit error (and 10^12 s broke the
+import: no date is that far before the label's)."""
+EARLIEST_LABEL = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class AnnotationImportError(ValueError):
@@ -108,6 +114,19 @@ def label_of(line: JudgementLine, protocol: Protocol, *, forced: bool) -> Label:
     seconds = 0.0 if record.seconds is None else float(record.seconds)
     if not math.isfinite(seconds) or seconds < 0:
         raise line.error("seconds", f"`seconds` is {record.seconds}: give 0 or more")
+    if seconds > MAX_LABEL_SECONDS:
+        raise line.error(
+            "seconds",
+            f"`seconds` is {record.seconds}: at most {MAX_LABEL_SECONDS:,} (30 days) on one "
+            "label; give the seconds spent answering",
+        )
+    moment = record.created_at
+    if moment is not None and not EARLIEST_LABEL <= moment <= utcnow() + timedelta(days=1):
+        raise line.error(
+            "created_at",
+            f"`created_at` is {moment.isoformat()}: a label is made between 1970-01-01 and "
+            "now; fix the date (or leave it out: the import's time is used)",
+        )
     if record.revision is not None and record.revision < 1:
         raise line.error("revision", f"`revision` is {record.revision}: revisions count from 1")
     unit: tuple[str, ...]

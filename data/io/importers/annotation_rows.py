@@ -7,7 +7,7 @@ re-import with.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Table, insert, select
@@ -25,24 +25,52 @@ from schemas.tables import Annotation, Campaign, User
 LEASE_SECONDS = 900
 
 
-def existing_labels(session: Session, campaign: Campaign) -> set[tuple[Any, ...]]:
-    """Every annotation of ``campaign`` as (annotator, unit key, revision, score, preference,
-    shown order, rationale), to compare a re-import with."""
+LabelKey = tuple[str, str, int]
+"""(annotator, unit key, revision): one stored answer of an imported campaign."""
+COMPARED_FIELDS = (
+    "score", "preference", "shown_order", "rationale", "seconds", "created_at", "meta"
+)  # fmt: skip
+"""What a re-import must hold the same of every answer for "nothing changed" to be true."""
+
+
+def existing_labels(session: Session, campaign: Campaign) -> dict[LabelKey, dict[str, Any]]:
+    """Every annotation of ``campaign``, keyed by :data:`LabelKey`, with its
+    :data:`COMPARED_FIELDS` as the import wrote them (``meta`` without the ``revises`` link the
+    import adds), to compare a re-import with."""
     keys = unit_key_map(session, stored_id(campaign))
     rows = session.execute(
         select(
             col(User.name),
             col(Annotation.unit_id),
             col(Annotation.revision),
-            col(Annotation.score),
-            col(Annotation.preference),
-            col(Annotation.shown_order),
-            col(Annotation.rationale),
+            *(getattr(Annotation, name) for name in COMPARED_FIELDS),
         )
         .join(User, col(User.id) == col(Annotation.annotator_id))
         .where(col(Annotation.campaign_id) == campaign.id)
     )
-    return {(name, keys[unit], *rest) for name, unit, *rest in rows}
+    found = {}
+    for name, unit, revision, *values in rows:
+        fields = dict(zip(COMPARED_FIELDS, values, strict=True))
+        fields["meta"] = {k: v for k, v in (fields["meta"] or {}).items() if k != "revises"}
+        moment = fields["created_at"]
+        if moment is not None and moment.tzinfo is None:  # SQLite gives stored UTC back naive
+            fields["created_at"] = moment.replace(tzinfo=UTC)
+        found[(name, keys[unit], revision)] = fields
+    return found
+
+
+def label_fields(label: Label) -> dict[str, Any]:
+    """A label's :data:`COMPARED_FIELDS` as :func:`write_campaign` stores them; ``created_at``
+    None when the file gives none (the import time was stored, which a re-import cannot know)."""
+    return {
+        "score": label.score,
+        "preference": label.preference,
+        "shown_order": label.shown_order if label.preference is not None else None,
+        "rationale": label.rationale,
+        "seconds": label.seconds,
+        "created_at": label.created_at,
+        "meta": {k: v for k, v in label.meta.items() if k != "revises"},  # as existing_labels
+    }
 
 
 def write_campaign(

@@ -17,7 +17,8 @@ its units, written exactly as the app would have left it had the labels been col
   and ``campaign.close``.
 
 Every line is checked before anything is written, all in the caller's transaction. Importing the
-same labels again under the same campaign name changes nothing; different labels under that name,
+same labels again under the same campaign name changes nothing; different labels under that name
+(a label, its rationale, ``seconds``, ``created_at`` or ``meta``: the first difference is named),
 or a campaign of that name collected in the app, are refused.
 """
 
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -40,10 +42,16 @@ from data.io.importers.annotation_labels import (
     line_protocol,
     revisions_of,
 )
-from data.io.importers.annotation_rows import existing_labels, write_campaign
+from data.io.importers.annotation_rows import (
+    LabelKey,
+    existing_labels,
+    label_fields,
+    write_campaign,
+)
 from data.io.importers.annotation_units import ImportedUnit, resolve_units
 from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import files_sha256, read_judgements
+from data.services.users import case_twins
 from data.storage.audit import record_event
 from schemas.core import stored_id
 from schemas.ids import id_problem
@@ -163,8 +171,23 @@ def _accounts(
         first_line.setdefault(annotator, labels[0])
     names = sorted(first_line)
     found = {u.name: u for u in session.exec(select(User).where(col(User.name).in_(names)))}
+    twins = case_twins(session, names)
+    first_spelling: dict[str, str] = {}
+    for name in names:  # two names of the file that differ only in case
+        spelling = first_spelling.setdefault(name.lower(), name)
+        if spelling != name:
+            twins.setdefault(name, spelling)
     accounts: dict[str, User] = {}
     for name in names:
+        if name in twins:
+            problems.add(
+                first_line[name].error(
+                    "judge",
+                    f"annotator {name!r} differs from the account {twins[name]!r} only in case, "
+                    "which reads as the same person: use one spelling, or rename the annotator",
+                )
+            )
+            continue
         user = found.get(name)
         if user is not None and not user.external:
             problems.add(
@@ -226,23 +249,21 @@ def _same_campaign(
             "the labels under another campaign name"
         )
     wanted = {
-        (
-            annotator,
-            units[unit].unit_key,
-            label.revision or 1,
-            label.score,
-            label.preference,
-            label.shown_order if label.preference is not None else None,
-            label.rationale,
-        )
+        (annotator, units[unit].unit_key, label.revision or 1): label_fields(label)
         for (annotator, unit), labels in revisions.items()
         for label in labels
     }
-    if campaign.protocol != protocol.name or existing_labels(session, campaign) != wanted:
+    refused = (
+        f"campaign {campaign.name!r} already holds different imported labels: "
+        "{difference}; import these under another campaign name"
+    )
+    if campaign.protocol != protocol.name:
         raise AnnotationImportError(
-            f"campaign {campaign.name!r} already holds different imported labels: import these "
-            "under another campaign name"
+            refused.format(difference=f"its protocol is {campaign.protocol}")
         )
+    difference = _difference(existing_labels(session, campaign), wanted)
+    if difference is not None:
+        raise AnnotationImportError(refused.format(difference=difference))
     return AnnotationImportSummary(
         campaign=campaign.name,
         dataset=dataset_name,
@@ -254,6 +275,26 @@ def _same_campaign(
         annotations=len(wanted),
         overlap=campaign.overlap,
     )
+
+
+def _difference(
+    stored: dict[LabelKey, dict[str, Any]], wanted: dict[LabelKey, dict[str, Any]]
+) -> str | None:
+    """The first difference between the stored answers and the file's (None: the same); a
+    ``created_at`` the file leaves out matches any stored time."""
+    for key in sorted(set(stored) | set(wanted)):
+        annotator, unit_key, revision = key
+        where = f"annotator {annotator!r} on {unit_key}, revision {revision}"
+        if key not in wanted:
+            return f"{where} is stored but not in the file"
+        if key not in stored:
+            return f"{where} is in the file but not stored"
+        for field, value in wanted[key].items():
+            if field == "created_at" and value is None:
+                continue
+            if stored[key][field] != value:
+                return f"{where} differs in `{field}`"
+    return None
 
 
 def _overlap(revisions: Revisions) -> int:

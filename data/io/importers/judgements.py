@@ -204,6 +204,11 @@ def _pointwise(record: JudgementRecord, protocol: Protocol, fail: _Fail) -> dict
                     f"`score_percent` is {record.score_percent:g}, but score {score:g} is "
                     f"{expected:g}%: drop score_percent or fix it",
                 )
+    if record.expected_score is not None:
+        try:
+            protocol.validate_expected_score(record.expected_score)
+        except InvalidJudgement as error:
+            raise fail("expected_score", f"{error}: fix the line") from None
     return {
         "unit_key": response_unit_key(record.response_id),
         "_response_id": record.response_id,

@@ -37,6 +37,9 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 """Longest accepted JSON Lines line or CSV field (16 MiB); longer ones are refused, not read."""
 MAX_FILE_BYTES = 512 * 1024 * 1024
 """Largest accepted single-document JSON file (MMIE)."""
+MAX_SMALL_FILE_BYTES = 4 * 1024 * 1024
+"""Largest accepted small file given to an option: prices, families, campaign instructions, a
+prompt template (4 MiB; such files are a few kilobytes)."""
 _SUFFIXES: dict[str, FileKind] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -140,26 +143,34 @@ def read_json_lines(path: Path, problems: Problems | None = None) -> Iterator[tu
                 report(problems, error)
 
 
-def read_json_document(path: Path) -> Any:
-    """A whole-file JSON document (e.g. MMIE's list), with the same checks."""
+def read_json_document(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Any:
+    """A whole-file JSON document (e.g. MMIE's list), with the same checks; at most
+    ``max_bytes`` bytes are read."""
+    return loads(read_text(path, max_bytes), str(path), 1, per_line=False)
+
+
+def read_text(path: Path, max_bytes: int = MAX_SMALL_FILE_BYTES) -> str:
+    """The text of a whole UTF-8 file of at most ``max_bytes`` bytes (a regular file only, as
+    every file read here); a larger file is refused, not read."""
     source = str(path)
     with open_regular(path) as handle:
-        raw = handle.read(MAX_FILE_BYTES + 1)
-    if len(raw) > MAX_FILE_BYTES:
+        raw = handle.read(max_bytes + 1)
+    if len(raw) > max_bytes:
         raise InvalidRecord(
-            source,
-            None,
-            None,
-            f"the file is over the {MAX_FILE_BYTES // 1_000_000:,} MB limit: split it",
+            source, None, None, f"the file is over the {_size(max_bytes)} limit: split it"
         )
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
         raise InvalidRecord(
             source, line, None, f"not UTF-8 text ({error.reason}): save the file as UTF-8"
         ) from None
-    return loads(text, source, 1, per_line=False)
+
+
+def _size(limit: int) -> str:
+    """``512 MB``, ``4 MB``: the limit as the messages state it (MiB, as they always did)."""
+    return f"{limit // (1024 * 1024):,} MB"
 
 
 def read_table_rows(

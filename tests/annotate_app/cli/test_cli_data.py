@@ -104,3 +104,79 @@ def test_images_go_beside_the_database_named_by_db(
     stored = list((tmp_path / "project_files" / "images").rglob("*.png"))
     assert len(stored) == 1
     assert not (tmp_path / "other_files").exists()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def both_backends(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
+    if request.param == "sqlite":
+        return ["--db", f"sqlite:///{tmp_path / 'cli.db'}"]
+    return ["--db", request.getfixturevalue("pg_migrated_url")]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        # accepted, then every next unit crashed (no date is 2^63 - 1 seconds away)
+        ("--lease-seconds", "9223372036854775807", "give a whole number from 1 to 604,800"),
+        # exit 1: OverflowError (SQLite), DataError with the raw SQL (PostgreSQL)
+        ("--lease-seconds", "100000000000000000000", "from 1 to 604,800 (seconds"),
+        ("--overlap", "100000000000000000000", "from 1 to 1,000 (annotators per unit)"),
+        ("--rationale-min", "100000000000000000000", "from 0 to 10,000 (characters)"),
+        ("--overlap", "0", "from 1 to 1,000"),
+        ("--rationale-min", "-1", "from 0 to 10,000"),
+        ("--pairs", "100000000000000000000", "--pairs K is 100000000000000000000"),
+    ],
+)
+def test_integer_options_are_bounded_before_anything_is_written(
+    both_backends: list[str], tmp_path: Path, flag: str, value: str, message: str
+) -> None:
+    db = both_backends
+    make_image(tmp_path / "images" / "cat.png")
+    items = write_jsonl(tmp_path / "items.jsonl", [item_record(n, models=2) for n in range(2)])
+    assert runner.invoke(app, [*db, "import", "jsonl", str(items)]).exit_code == 0
+    create = ["campaign", "create", "c", "--dataset", "items", "--protocol", "pairwise"]
+    result = runner.invoke(app, [*db, *create, flag, value])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {flag}") and f" is {value}; " in result.stderr
+    assert message in result.stderr and len(result.stderr.splitlines()) == 1
+    listed = runner.invoke(app, [*db, "--json", "campaign", "status", "c"])
+    assert listed.exit_code == 2 and "no campaign" in listed.stderr
+
+
+def test_bootstrap_is_bounded(db: list[str], tmp_path: Path) -> None:
+    """No upper bound before: 10^12 resamples ran for ever."""
+    for value in ("1000001", "100000000000000000000", "-1"):
+        result = runner.invoke(app, [*db, "calibrate", "--campaign", "c", "--bootstrap", value])
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (
+            f"error: --bootstrap is {value}; give a whole number from 0 to 1,000,000 "
+            "(resamples; 0 = no intervals)\n"
+        )
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "value", "message"),
+    [
+        (["judge", "run", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
+         "--concurrency", "0", "from 1 to 256 (requests in flight)"),
+        (["judge", "run", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
+         "--max-retries", "100000000000000000000", "from 0 to 100 (retries per request)"),
+        (["judge", "run", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
+         "--max-tokens", "0", "from 1 to 1,000,000"),
+        (["critic", "score", "--model", "/no/such/model"], "--samples", "100000000000000000000",
+         "from 1 to 1,000 (answers per unit)"),
+        (["critic", "score", "--model", "/no/such/model"], "--batch-size", "0",
+         "from 1 to 4,096"),
+        (["critic", "score", "--model", "/no/such/model"], "--max-new-tokens",
+         "100000000000000000000", "from 1 to 1,000,000"),
+        (["critic", "score", "--model", "/no/such/model"], "--limit", "0", "from 1 to"),
+    ],
+)  # fmt: skip
+def test_judging_options_are_bounded_before_any_request_or_model(
+    db: list[str], command: list[str], flag: str, value: str, message: str
+) -> None:
+    options = ["--campaign", "c", "--judge-name", "j", flag, value]
+    result = runner.invoke(app, [*db, *command, *options])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {flag} is {value}; give a whole number")
+    assert message in result.stderr
