@@ -334,16 +334,26 @@ def _insert_lease(
 ) -> LeaseFacts | None:
     """Lease ``found`` (``id``, ``slots_taken``), locked; None if the constraints refuse it.
 
-    Slots fill from 0 up, so the unit's count of live slots is tried first; only when that slot
-    is taken (a lower one was given back) is the free one looked up.
+    On SQLite slots fill from 0 up, so the unit's count of live slots is tried first; only when
+    that slot is taken (a lower one was given back) is the free one looked up. On PostgreSQL the
+    free slot is read first: a guess that hits a live slot whose assignment another transaction
+    is changing (a submit, a skip, in flight) makes the insert's unique check wait for that
+    transaction, which may be waiting for this unit's row, held here: a deadlock (issue 25, seen
+    under routing churn once twelve steps resumed together). A slot free in the read has no live
+    assignment that anyone but a holder of this unit's row could be inserting.
     """
     unit_id = found.id
+    slot, read_first = found.slots_taken, session.connection().dialect.name == "postgresql"
+    if read_first:
+        slot = _free_slot(session, unit_id, campaign.overlap)
+        if slot is None:
+            return None
     shown_order = _random_order(campaign)
     values = dict(
         campaign_id=campaign.id,
         unit_id=unit_id,
         annotator_id=annotator_id,
-        slot=found.slots_taken,
+        slot=slot,
         overlap=campaign.overlap,
         status="leased",
         shown_order=shown_order,
@@ -351,7 +361,7 @@ def _insert_lease(
         expires_at=expires_at,
     )
     assignment_id = session.connection().execute(_LEASE, values).scalar()
-    if assignment_id is None:
+    if assignment_id is None and not read_first:
         values["slot"] = _free_slot(session, unit_id, campaign.overlap)
         if values["slot"] is None:
             return None
