@@ -119,13 +119,14 @@ def test_routing_churn_cancels_nothing_and_hides_no_unit(
 ) -> None:
     """PostgreSQL, issue 25 A2: the campaign's routing changed back to back (judge-ranked, then
     least-annotated, in turn) while twelve annotators submit and take the next unit. A routing
-    change re-ranks every unit of the campaign in one transaction. Before the fix it locked the
-    units in whatever order its update met them while annotators' steps held one unit and waited
-    for the next: deadlocks cancelled submits ("nothing was saved"), and leases that met units
-    held by the change answered "no unit" while the campaign had work left. Now no call is
-    cancelled, every annotator does all its work, and no "no unit" is given (the campaign is far
-    from drained). The annotators start once a first change has committed; the churn goes on
-    until they are done, so at least one more change runs while they work."""
+    change re-ranks every unit of the campaign in one transaction; it used to lock the units in
+    whatever order its update met them while annotators' steps held one unit and waited for the
+    next: deadlocks cancelled submits ("nothing was saved"), and leases that met units held by the
+    change answered "no unit" with work left. Now no call is cancelled (this also covers the lease
+    whose guessed slot made its insert wait on another step), every annotator does all its work,
+    and no "no unit" is given (the campaign is far from drained). The annotators start once a
+    first change has committed; the churn goes on until they are done, so at least one more
+    change runs while they work."""
     engine = make_engine(pg_url)
     upgrade_database(engine)
     campaign_id, annotators = load_test.seed_campaign(engine, units=2000, annotators=12, overlap=3)
