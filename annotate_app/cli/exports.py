@@ -125,7 +125,7 @@ def label_studio(
         help="Put before each image path, e.g. /data/local-files/?d= for local-files storage.",
     ),
 ) -> None:
-    """A campaign's units as Label Studio tasks (FORMATS.md "Label Studio"), for the labelling
+    """A campaign's units as Label Studio tasks (FORMATS.md §7), for the labelling
     configs in docs/label-studio/."""
     from data.io.exporters.label_studio import export_label_studio
     from data.storage.engine import read_scope

@@ -1,4 +1,4 @@
-"""A campaign out as Label Studio tasks (FORMATS.md "Label Studio"), annotations optional.
+"""A campaign out as Label Studio tasks (FORMATS.md §7), annotations optional.
 
 One task per unit (gold units left out), in Label Studio's import format: a JSON list of
 ``{"data": {...}, "annotations": [...]}``. The ``data`` fields are the ones the labelling configs

@@ -1,4 +1,4 @@
-"""A Label Studio JSON export read as human labels (FORMATS.md "Label Studio").
+"""A Label Studio JSON export read as human labels (FORMATS.md §7).
 
 The file is Label Studio's JSON export: a list of tasks, each with ``data`` and ``annotations``.
 Every annotation becomes one :class:`~data.io.importers.reader.JudgementLine` (``judge_kind``
