@@ -70,16 +70,22 @@ def annotations_import(
             "only a Label Studio export names images: give --from label-studio",
             param_hint="--images-root",
         )
-    read = read_judgements
-    if source_format == "label-studio":
-        fields = LabelStudioFields(preference_name, score_name, rationale_name)
-        read = partial(read_label_studio, fields=fields, images_root=images_root, protocol=protocol)
+    fields = LabelStudioFields(preference_name, score_name, rationale_name)
     cli = state(ctx)
     progress = cli.progress(
         f"checking {file.name}",
         total=None if source_format == "label-studio" else progress_total(file),
     )
     with progress as advance, session_scope(cli.engine()) as session:
+        read = read_judgements
+        if source_format == "label-studio":
+            read = partial(
+                read_label_studio,
+                fields=fields,
+                images_root=images_root,
+                protocol=protocol,
+                session=session,
+            )
         summary = import_annotations(
             session,
             file,

@@ -224,6 +224,12 @@ RATIONALE = _result("rationale", "textarea", {"text": ["a reason long enough to 
         ([_ls_task(6, [_ls_annotation(1, [RATIONALE])], response_id="item-0/m0",
                    protocol="mmie", image="images/missing.png")],
          "which is not a file under"),
+        ([_ls_task(6, [_ls_annotation(1, [RATIONALE])], response_id="item-0/m0",
+                   protocol="mmie", images=["images/dog.png"])],
+         "image images/dog.png is not an image of item 'item-0'"),
+        ([_ls_task(6, [_ls_annotation(1, [RATIONALE])], response_id="item-1/m0",
+                   protocol="mmie", images=["images/cat.png"])],
+         "image images/cat.png is not an image of item 'item-1'"),
         ({"data": {}}, "a JSON list of tasks"),
     ],
 )  # fmt: skip
@@ -231,6 +237,7 @@ def test_bad_exports_exit_2_naming_the_task_and_field_and_write_nothing(
     engine: Engine, db_url: str, dataset: Path, tasks: Any, expected: str
 ) -> None:
     make_image(dataset.parent / "outside.png")
+    make_image(dataset / "images" / "dog.png", color=(10, 90, 200))
     before = snapshot(engine)
     path = _bad(dataset, tasks)
     result = _cli(db_url, "annotations", "import", str(path), "--from", "label-studio",

@@ -16,26 +16,30 @@ protocol is ``data.protocol`` unless the import names one. The annotator is ``co
 name, the local part of an ``email``, or ``ls-<id>`` for a bare Label Studio user id.
 ``lead_time`` gives ``seconds``, ``created_at`` the label's time. A cancelled (skipped)
 annotation is left out. Every image a task names (``data.image`` and ``data.images``) must be a
-file under the images root (a ``/data/local-files/?d=PATH`` URL names PATH) or a ``data:`` URL.
+file under the images root (a ``/data/local-files/?d=PATH`` URL names PATH) or a ``data:`` URL,
+with the bytes of one of the stored images of the unit's item.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import ValidationError
+from sqlmodel import Session, col, select
 
-from data.io.content import ContentError, check_image
+from data.io.content import ContentError, check_image, iter_images
 from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import JudgementLine
 from data.io.importers.sources import open_regular
 from data.io.importers.strict_json import loads
 from schemas.records import JudgementRecord
+from schemas.tables import Item, Response
 
 LOCAL_FILES_PREFIX = "/data/local-files/?d="
 """How Label Studio's local-files storage serves a file; ``export label-studio`` may prefix it."""
@@ -57,11 +61,13 @@ def read_label_studio(
     fields: LabelStudioFields | None = None,
     images_root: Path | None = None,
     protocol: str | None = None,
+    session: Session | None = None,
 ) -> list[JudgementLine]:
     """One judgement line per annotation of the export ``path``; problems go to ``problems``.
 
     ``images_root``: where the tasks' image paths are resolved (default: the file's folder);
-    ``protocol``: the protocol of every task (default: each task's ``data.protocol``).
+    ``protocol``: the protocol of every task (default: each task's ``data.protocol``);
+    ``session``: check that every image of a task is an image of its unit's stored item.
     """
     fields = fields or LabelStudioFields()
     source = str(path)
@@ -84,7 +90,7 @@ def read_label_studio(
     lines: list[JudgementLine] = []
     for index, task in enumerate(tasks):
         try:
-            lines.extend(_task_lines(source, index, task, fields, root, protocol))
+            lines.extend(_task_lines(source, index, task, fields, root, protocol, session))
         except InvalidRecord as error:
             problems.add(error)
     if not lines and not problems:
@@ -103,6 +109,7 @@ def _task_lines(
     fields: LabelStudioFields,
     root: Path,
     protocol: str | None,
+    session: Session | None,
 ) -> list[JudgementLine]:
     where = f"task {index}"
     if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
@@ -112,8 +119,10 @@ def _task_lines(
     if task.get("id") is not None:
         where = f"task {index} (id {task['id']})"
     data = task["data"]
-    _check_images(source, where, data, root)
     unit = _unit(source, where, data)
+    shown = _check_images(source, where, data, root)
+    if session is not None and shown:
+        _check_item_images(session, source, where, unit, shown)
     name = protocol or data.get("protocol")
     if not isinstance(name, str):
         raise InvalidRecord(
@@ -259,7 +268,9 @@ def _annotator(source: str, at: str, completed_by: Any) -> str:
     )
 
 
-def _check_images(source: str, where: str, data: dict[str, Any], root: Path) -> None:
+def _check_images(source: str, where: str, data: dict[str, Any], root: Path) -> dict[str, str]:
+    """The SHA-256 of every image the task names, by its reference."""
+    found: dict[str, str] = {}
     named = data.get("images") or []
     if not isinstance(named, list):
         named = [named]
@@ -267,21 +278,59 @@ def _check_images(source: str, where: str, data: dict[str, Any], root: Path) -> 
         named = [data["image"], *named]
     for reference in named:
         if isinstance(reference, str) and reference.startswith("data:"):
-            _check_data_url(source, where, reference)
+            found[reference[:40] + "…"] = _check_data_url(source, where, reference)
             continue
         path = reference
         if isinstance(reference, str) and reference.startswith(LOCAL_FILES_PREFIX.split("?")[0]):
             path = (parse_qs(urlsplit(reference).query).get("d") or [""])[0]
         try:
-            check_image(path, root, "data.images")
+            found[str(reference)] = check_image(path, root, "data.images").sha256
         except ContentError as error:
             raise InvalidRecord(source, where, "data.images", error.message) from None
+    return found
 
 
-def _check_data_url(source: str, where: str, reference: str) -> None:
+def _check_item_images(
+    session: Session, source: str, where: str, unit: dict[str, Any], shown: dict[str, str]
+) -> None:
+    """Every image of the task must be one of its item's stored images (the same bytes): a task
+    whose picture differs was made for another item, or the item was imported again."""
+    first = unit["response_id"] if "response_id" in unit else unit["pair"][0]
+    if not isinstance(first, str):
+        return  # the unit is refused with its field by the import
+    row = session.execute(
+        select(Item)
+        .join(Response, col(Response.item_pk) == col(Item.id))
+        .where(col(Response.response_id) == first)
+    ).first()
+    if row is None:
+        return  # not in the database: the import names the unit
+    item: Item = row[0]
+    contents = [item.question, *(turn["content"] for turn in item.history or [])]
+    contents += list(
+        session.execute(
+            select(col(Response.content)).where(col(Response.item_pk) == item.id)
+        ).scalars()
+    )
+    stored = {PurePosixPath(path).stem for content in contents for path in iter_images(content)}
+    for reference, sha256 in shown.items():
+        if sha256 not in stored:
+            raise InvalidRecord(
+                source,
+                where,
+                "data.images",
+                f"image {reference} is not an image of item {item.item_id!r} (no stored image "
+                "has its bytes): the task was made for another item, or the image was changed; "
+                "fix the task's images or its unit",
+            )
+
+
+def _check_data_url(source: str, where: str, reference: str) -> str:
+    """The SHA-256 of the bytes of a base64 ``data:`` URL."""
     header, _, payload = reference.partition(",")
     try:
-        if not header.endswith(";base64") or not base64.b64decode(payload, validate=True):
+        decoded = base64.b64decode(payload, validate=True)
+        if not header.endswith(";base64") or not decoded:
             raise ValueError
     except (ValueError, binascii.Error):
         raise InvalidRecord(
@@ -290,3 +339,4 @@ def _check_data_url(source: str, where: str, reference: str) -> None:
             "data.images",
             "an image `data:` URL must be base64 (data:image/png;base64,...) and not empty",
         ) from None
+    return hashlib.sha256(decoded).hexdigest()
