@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from annotate_app.cli.main import app
 from data.io.exporters import annotation_records
 from data.io.importers.label_studio import LabelStudioFields
-from schemas.tables import User
+from schemas.tables import Annotation, User
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -186,6 +186,8 @@ def test_a_label_studio_export_of_its_own_becomes_labels(
     with Session(engine) as session:
         account = session.exec(select(User).where(User.name == "ls-7")).one()
         assert (account.external, account.active) == (True, False)
+        meta = session.exec(select(Annotation.meta)).one()
+        assert meta == {"label_studio_user": "user id 7"}
 
 
 class _any:
@@ -230,6 +232,10 @@ RATIONALE = _result("rationale", "textarea", {"text": ["a reason long enough to 
         ([_ls_task(6, [_ls_annotation(1, [RATIONALE])], response_id="item-1/m0",
                    protocol="mmie", images=["images/cat.png"])],
          "image images/cat.png is not an image of item 'item-1'"),
+        ([_ls_task(7, [_ls_annotation({"email": "kim@a.example"}, [RATIONALE]),
+                       _ls_annotation({"email": "kim@b.example"}, [RATIONALE])],
+                   response_id="item-0/m0", protocol="mmie")],
+         "task 0 (id 7), annotation 1: `completed_by` kim@b.example and kim@a.example"),
         ({"data": {}}, "a JSON list of tasks"),
     ],
 )  # fmt: skip

@@ -93,6 +93,7 @@ def read_label_studio(
             lines.extend(_task_lines(source, index, task, fields, root, protocol, session))
         except InvalidRecord as error:
             problems.add(error)
+    _check_identities(lines, problems)
     if not lines and not problems:
         problems.add(
             InvalidRecord(
@@ -100,6 +101,23 @@ def read_label_studio(
             )
         )
     return lines
+
+
+def _check_identities(lines: list[JudgementLine], problems: Problems) -> None:
+    """Two Label Studio users (``meta.label_studio_user``) who would become one annotator."""
+    first: dict[str, tuple[str, JudgementLine]] = {}
+    for line in lines:
+        name, identity = str(line.record.annotator), str(line.record.meta["label_studio_user"])
+        seen = first.setdefault(name, (identity, line))
+        if seen[0] != identity:
+            problems.add(
+                line.error(
+                    "completed_by",
+                    f"`completed_by` {identity} and {seen[0]} (at {seen[1].location}) would both "
+                    f"become annotator {name!r}: they are two people; give them e-mails with "
+                    "different names before the @, then export again",
+                )
+            )
 
 
 def _task_lines(
@@ -199,7 +217,7 @@ def _record(
                     f"result `{name}`: a textarea's `value.text` is a list of strings",
                 )
             values["rationale"] = "\n".join(texts)
-    annotator = _annotator(source, at, annotation.get("completed_by"))
+    annotator, identity = _annotator(source, at, annotation.get("completed_by"))
     try:
         return JudgementRecord(
             judge=f"annotator:{annotator}",
@@ -210,6 +228,7 @@ def _record(
             **values,
             seconds=annotation.get("lead_time"),
             created_at=annotation.get("created_at"),
+            meta={"label_studio_user": identity},
         )
     except ValidationError as error:
         first = error.errors()[0]
@@ -250,16 +269,17 @@ def _score(source: str, at: str, name: str, value: dict[str, Any]) -> float:
     )
 
 
-def _annotator(source: str, at: str, completed_by: Any) -> str:
+def _annotator(source: str, at: str, completed_by: Any) -> tuple[str, str]:
+    """The annotator's name, and who Label Studio says it is (an e-mail or a user id)."""
     if isinstance(completed_by, dict):
         email = completed_by.get("email")
         if isinstance(email, str) and "@" in email:
-            return email.split("@", 1)[0]
+            return email.split("@", 1)[0], email
         completed_by = completed_by.get("id")
     if isinstance(completed_by, str) and completed_by:
-        return completed_by
+        return completed_by, completed_by
     if isinstance(completed_by, int) and not isinstance(completed_by, bool):
-        return f"ls-{completed_by}"
+        return f"ls-{completed_by}", f"user id {completed_by}"
     raise InvalidRecord(
         source,
         at,
