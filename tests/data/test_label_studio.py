@@ -251,3 +251,28 @@ def test_bad_exports_exit_2_naming_the_task_and_field_and_write_nothing(
     assert result.exit_code == 2, result.output
     assert str(path) in result.output and expected in result.output, result.output
     assert snapshot(engine) == before
+
+
+def test_round_trip_on_sqlite_and_postgresql(any_engine: Engine, tmp_path: Path) -> None:
+    from functools import partial
+
+    from data.io.exporters.label_studio import export_label_studio
+    from data.io.importers import import_jsonl
+    from data.io.importers.annotations import import_annotations
+    from data.io.importers.label_studio import read_label_studio
+    from data.storage.engine import session_scope
+
+    make_image(tmp_path / "images" / "cat.png")
+    with session_scope(any_engine) as session:
+        import_jsonl(session, write_jsonl(tmp_path / "items.jsonl", [item_record(0)]))
+        import_annotations(session, write_jsonl(tmp_path / "h.jsonl", PAIR_LABELS[:2]),
+                           campaign="made")  # fmt: skip
+    out = tmp_path / "ls" / "tasks.json"
+    with session_scope(any_engine) as session:
+        written = export_label_studio(session, "made", out, with_annotations=True)
+    assert (written.tasks, written.annotations, written.images) == (1, 2, 1)
+    with session_scope(any_engine) as session:
+        read = partial(read_label_studio, session=session)
+        summary = import_annotations(session, out, campaign="back", read=read)
+    assert (summary.created, summary.annotations, summary.accounts_added) == (True, 2, 0)
+    assert _labels(any_engine, "back") == _labels(any_engine, "made")
