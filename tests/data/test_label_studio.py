@@ -276,3 +276,27 @@ def test_round_trip_on_sqlite_and_postgresql(any_engine: Engine, tmp_path: Path)
         summary = import_annotations(session, out, campaign="back", read=read)
     assert (summary.created, summary.annotations, summary.accounts_added) == (True, 2, 0)
     assert _labels(any_engine, "back") == _labels(any_engine, "made")
+
+
+def test_a_rating_control_gives_the_score(engine: Engine, db_url: str, dataset: Path) -> None:
+    tasks = [
+        _ls_task(3, [_ls_annotation("ext-rater", [_result("stars", "rating", {"rating": 4}),
+                                                  _result("rationale", "textarea",
+                                                          {"text": "four of six"})])],
+                 response_id="item-1/m1"),
+    ]  # fmt: skip
+    path = dataset / "rated.json"
+    path.write_text(json.dumps(tasks), "utf-8")
+    result = _cli(db_url, "annotations", "import", str(path), "--from", "label-studio",
+                  "--campaign", "rated", "--protocol", "mmie", "--score-name", "stars")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert _labels(engine, "rated") == {
+        ("ext-rater", "item-1/m1"): (4.0, None, "four of six", 0.0, _any())
+    }
+
+
+def test_exporting_an_unknown_campaign_exits_2(db_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "tasks.json"
+    result = _cli(db_url, "export", "label-studio", "--campaign", "nope", "-o", str(out))
+    assert result.exit_code == 2 and "no campaign" in result.output.lower(), result.output
+    assert not out.exists()
