@@ -1,4 +1,4 @@
-"""``critiquelab export annotations|judgments|disagreement-tags|dataset``: records out to files."""
+"""``critiquelab export annotations|judgments|disagreement-tags|dataset|label-studio``."""
 
 from __future__ import annotations
 
@@ -102,6 +102,50 @@ def dataset(
     cli.emit(
         result,
         text=f"wrote {result.items} items, {result.responses} responses and "
+        f"{result.images} images to {output}",
+    )
+
+
+@export_app.command("label-studio")
+def label_studio(
+    ctx: typer.Context,
+    campaign: str = typer.Option(..., "--campaign", help="Campaign name."),
+    output: Path = _OUTPUT,
+    with_annotations: bool = typer.Option(
+        False, "--annotations", help="Also each unit's live, not rejected annotations."
+    ),
+    images: str = typer.Option(
+        "paths",
+        "--images",
+        help="paths (copied beside the output) | data (inlined as data: URLs).",
+    ),
+    image_prefix: str = typer.Option(
+        "",
+        "--image-prefix",
+        help="Put before each image path, e.g. /data/local-files/?d= for local-files storage.",
+    ),
+) -> None:
+    """A campaign's units as Label Studio tasks (FORMATS.md §7), for the labelling
+    configs in docs/label-studio/."""
+    from data.io.exporters.label_studio import export_label_studio
+    from data.storage.engine import read_scope
+
+    if images not in ("paths", "data"):
+        raise typer.BadParameter(f"{images!r}: use paths or data", param_hint="--images")
+    cli = state(ctx)
+    with read_scope(cli.engine()) as session:
+        result = export_label_studio(
+            session,
+            campaign,
+            output,
+            with_annotations=with_annotations,
+            images="data" if images == "data" else "paths",
+            image_prefix=image_prefix,
+        )
+    audit_export(cli, "label-studio", campaign, "json", result.tasks)
+    cli.emit(
+        result,
+        text=f"wrote {result.tasks} tasks, {result.annotations} annotations and "
         f"{result.images} images to {output}",
     )
 
