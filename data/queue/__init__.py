@@ -40,6 +40,8 @@ The modules, one concern each:
 - :mod:`~data.queue.review`: reviewers' accept / reject and undoing either;
 - :mod:`~data.queue.priority`: the judge-guided serving order's pure rules (the stored routing
   setting that leases follow is :mod:`data.services.routing`'s);
+- :mod:`~data.queue.routing_lock`: the per-campaign lock that orders routing changes before
+  annotators' steps on PostgreSQL (shared by each step, exclusive for a routing change);
 - :mod:`~data.queue.views` (read-only views for the pages, the unit a page already shows among
   them) and :mod:`~data.queue.progress` (the annotation page's header);
 - :mod:`~data.queue.records` (what they return and raise) and :mod:`~data.queue.common` (shared
