@@ -42,8 +42,7 @@ def write_sft_dataset(records: Iterable[SftRecord], folder: Path) -> SftCounts:
     folder = Path(folder)
     if folder.exists() and not (folder / "dataset_dict.json").is_file():
         raise FileExistsError(
-            f"{folder} exists and is not a dataset folder written by export sft: "
-            "give a new folder"
+            f"{folder} exists and is not a dataset folder written by export sft: give a new folder"
         )
     counts = SftCounts()
     rows: dict[str, list[dict[str, Any]]] = {split: [] for split in SPLITS}

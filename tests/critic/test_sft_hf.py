@@ -49,9 +49,7 @@ def test_the_datasets_folder_reads_back_as_the_jsonl_records(
 
     jsonl, folder = _both(engine, tmp_path, vision=vision, eval_fraction=0.34)
     from_file, from_folder = _in_split_order(read_sft(jsonl)), read_sft(folder)
-    assert [(r.messages, r.meta) for r in from_folder] == [
-        (r.messages, r.meta) for r in from_file
-    ]
+    assert [(r.messages, r.meta) for r in from_folder] == [(r.messages, r.meta) for r in from_file]
     _same_images(from_file, from_folder)
     saved = datasets.load_from_disk(str(folder))
     assert set(saved) == {"train", "eval"}
@@ -85,7 +83,19 @@ def test_export_sft_format_hf_from_the_command_line(
 ) -> None:
     folder = tmp_path / "cli_hf"
     url = engine.url.render_as_string(hide_password=False)
-    args = ["--db", url, "--json", "export", "sft", "--campaign", "amb", "-o", str(folder), "--format", "hf"]
+    args = [
+        "--db",
+        url,
+        "--json",
+        "export",
+        "sft",
+        "--campaign",
+        "amb",
+        "-o",
+        str(folder),
+        "--format",
+        "hf",
+    ]
     result = runner.invoke(app, [*args, "--vision"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["records"] == len(read_sft(folder))
