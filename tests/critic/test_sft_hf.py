@@ -140,6 +140,13 @@ def test_critic_train_reads_the_datasets_folder(
     )
     result = train_critic(config)
     assert result.steps == 2 and result.train_tokens > 0
+    # the command takes the folder for --data too
+    url = engine.url.render_as_string(hide_password=False)
+    args = ["--db", url, "critic", "train", "--data", str(folder), "--base-model", str(tiny_llama)]
+    steps = ["--max-steps", "1", "--batch-size", "4", "--save-steps", "1", "--no-eval"]
+    ran = runner.invoke(app, [*args, "-o", str(tmp_path / "cli_run"), *steps])
+    assert ran.exit_code == 0, ran.output
+    assert (tmp_path / "cli_run" / "final").is_dir()
 
 
 @pytest.mark.slow
