@@ -55,7 +55,8 @@ SFT_FORMATS: dict[str, SftFormat] = {"jsonl": "jsonl", "hf": "hf"}
 
 
 class SftFileError(ValueError):
-    """A training file line that cannot be used: file, line, field and the fix."""
+    """A training file line that cannot be used (file, line, field and the fix), or a place
+    where training data cannot be written."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -37,11 +38,11 @@ def write_sft_dataset(records: Iterable[SftRecord], folder: Path) -> SftCounts:
 
     import datasets
 
-    from critic.sft import SftCounts
+    from critic.sft import SftCounts, SftFileError
 
     folder = Path(folder)
     if folder.exists() and not (folder / "dataset_dict.json").is_file():
-        raise FileExistsError(
+        raise SftFileError(
             f"{folder} exists and is not a dataset folder written by export sft: give a new folder"
         )
     counts = SftCounts()
@@ -89,6 +90,8 @@ def read_sft_dataset(folder: Path) -> list[tuple[str, dict[str, Any]]]:
     system's temporary directory (the trainer opens images by path)."""
     import datasets
 
+    from critic.sft import SftFileError
+
     with _quiet(datasets):
         loaded = datasets.load_from_disk(str(folder))
     parts = loaded.items() if isinstance(loaded, datasets.DatasetDict) else [("train", loaded)]
@@ -98,9 +101,12 @@ def read_sft_dataset(folder: Path) -> list[tuple[str, dict[str, Any]]]:
             part = part.cast_column("images", datasets.Sequence(datasets.Image(decode=False)))
         for number, row in enumerate(part):
             where = f"{folder} [{split} row {number}]"
-            meta = json.loads(row["meta"]) if isinstance(row.get("meta"), str) else {}
+            try:
+                meta = json.loads(row["meta"]) if isinstance(row.get("meta"), str) else {}
+            except json.JSONDecodeError as error:
+                raise SftFileError(f"{where}: `meta` is not JSON text ({error.msg})") from None
             if not isinstance(meta, dict):
-                meta = {}
+                raise SftFileError(f"{where}: `meta` must be a JSON object")
             meta.setdefault("split", split)
             raw = {
                 "messages": _from_segments(row.get("messages")),
@@ -191,7 +197,7 @@ def _image_path(image: Any, folder: Path) -> str:
     cache.mkdir(parents=True, exist_ok=True)
     target = cache / (hashlib.sha256(data).hexdigest() + suffix)
     if not target.is_file():
-        partial = target.with_name(target.name + f".{id(data)}.part")
+        partial = target.with_name(target.name + f".{os.getpid()}.part")
         partial.write_bytes(data)
         partial.replace(target)
     return str(target)

@@ -107,7 +107,8 @@ def test_export_sft_format_hf_from_the_command_line(
     other.mkdir()
     (other / "keep.txt").write_text("x")
     refused = runner.invoke(app, [*args[:8], str(other), "--format", "hf"])
-    assert refused.exit_code != 0 and (other / "keep.txt").read_text() == "x"
+    assert refused.exit_code == 2 and "not a dataset folder" in refused.output, refused.output
+    assert (other / "keep.txt").read_text() == "x"
 
 
 def test_read_sft_names_the_bad_row_of_a_dataset(tmp_path: Path) -> None:
@@ -119,6 +120,10 @@ def test_read_sft_names_the_bad_row_of_a_dataset(tmp_path: Path) -> None:
     )
     with pytest.raises(SftFileError, match=r"bad \[train row 0\]: `messages` must be a list"):
         read_sft(tmp_path / "bad")
+    rows = [{"messages": [{"role": "assistant", "content": "8"}] * 2, "meta": "{8"}]
+    datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "one"))
+    with pytest.raises(SftFileError, match=r"one \[train row 0\]: `meta` is not JSON text"):
+        read_sft(tmp_path / "one")
     (tmp_path / "plain").mkdir()
     with pytest.raises(SftFileError, match="not a datasets folder"):
         read_sft(tmp_path / "plain")
