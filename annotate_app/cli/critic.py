@@ -96,11 +96,9 @@ def export_sft(
         template=template_file(template),
         sft_format=chosen,
     )
-    from data.services.admin_audit import record_export
+    from annotate_app.cli.exports import audit_export
 
-    record_export(
-        cli.engine(), None, "sft", source=campaign, export_format=chosen, rows=summary.records
-    )
+    audit_export(cli, "sft", campaign, chosen, summary.records)
     cli.emit(
         summary,
         text=f"wrote {summary.records} records ({summary.train} train, {summary.eval} eval) from "

@@ -50,7 +50,7 @@ from data.io.importers.annotation_rows import (
 )
 from data.io.importers.annotation_units import ImportedUnit, resolve_units
 from data.io.importers.errors import InvalidRecord, Problems
-from data.io.importers.reader import files_sha256, read_judgements
+from data.io.importers.reader import JudgementLine, files_sha256, read_judgements
 from data.services.users import case_twins
 from data.storage.audit import record_event
 from schemas.core import stored_id
@@ -101,11 +101,14 @@ def import_annotations(
     actor_id: int | None = None,
     on_progress: Callable[[int], None] | None = None,
     now: datetime | None = None,
+    read: Callable[[Path, Problems], list[JudgementLine]] = read_judgements,
 ) -> AnnotationImportSummary:
     """Import the human labels of ``path`` as the closed campaign ``campaign``.
 
     ``dataset`` (a dataset name) is checked against the units' dataset when given;
-    ``protocol`` (with ``scale`` for ``score``) replaces the protocol named on the lines.
+    ``protocol`` (with ``scale`` for ``score``) replaces the protocol named on the lines;
+    ``read`` turns the file into judgement lines (another format's reader, such as
+    :func:`data.io.importers.label_studio.read_label_studio`, gets every rule of this import).
     """
     source = str(path)
     now = now or utcnow()
@@ -115,7 +118,7 @@ def import_annotations(
     problems = Problems()
     chosen = forced_protocol(protocol, scale, source) if protocol else None
     labels: list[Label] = []
-    for line in read_judgements(path, problems):
+    for line in read(path, problems):
         try:
             chosen = chosen or line_protocol(line)
             labels.append(label_of(line, chosen, forced=protocol is not None))
