@@ -21,7 +21,7 @@ import random
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, cast, get_args
+from typing import IO, Any, Literal, cast, get_args
 
 import numpy as np
 from sqlalchemy.engine import Engine
@@ -48,9 +48,15 @@ from schemas.protocols import PREFERENCES, Protocol, to_shown
 
 _RULES: dict[str, ConsensusRule] = {rule: rule for rule in get_args(ConsensusRule)}
 
+SftFormat = Literal["jsonl", "hf"]
+"""``jsonl``: one conversation per line; ``hf``: a Hugging Face ``datasets`` folder
+(:mod:`critic.sft_hf`)."""
+SFT_FORMATS: dict[str, SftFormat] = {"jsonl": "jsonl", "hf": "hf"}
+
 
 class SftFileError(ValueError):
-    """A training file line that cannot be used: file, line, field and the fix."""
+    """A training file line that cannot be used (file, line, field and the fix), or a place
+    where training data cannot be written."""
 
 
 @dataclass(frozen=True)
@@ -118,9 +124,11 @@ def export_campaign_sft(
     *,
     language: str = "en",
     template: PromptTemplate | None = None,
+    sft_format: SftFormat = "jsonl",
 ) -> SftExportSummary:
     """Write the training file of ``campaign``'s human judgements (FORMATS.md §4) to ``target``:
-    a path, or an open text or binary stream (UTF-8), e.g. a page's download buffer."""
+    a path, or an open text or binary stream (UTF-8), e.g. a page's download buffer; with
+    ``sft_format="hf"`` a ``datasets`` folder at the path ``target``."""
     with read_scope(engine) as session:
         found = get_campaign(session, campaign)
         protocol, show_reference = campaign_protocol(found), found.show_reference
@@ -135,7 +143,7 @@ def export_campaign_sft(
     template = template or builtin_template(protocol.name, language)
     options = replace(options, show_reference=options.show_reference and show_reference)
     records = build_sft_records(units, protocol, template, options, image_resolver(engine))
-    written = write_sft(records, target)
+    written = write_sft(records, target, sft_format)
     return SftExportSummary(
         path=Path(target) if isinstance(target, str | Path) else None,
         records=written.records,
@@ -293,10 +301,22 @@ class SftCounts:
         return record
 
 
-def write_sft(records: Iterable[SftRecord], target: Path | IO[str] | IO[bytes]) -> SftCounts:
+def write_sft(
+    records: Iterable[SftRecord],
+    target: Path | IO[str] | IO[bytes],
+    sft_format: SftFormat = "jsonl",
+) -> SftCounts:
     """Write records as JSON Lines to a path (written to a temporary file, then moved into
     place; nothing is left behind if making a record fails) or to an open stream (text, or
-    binary as UTF-8)."""
+    binary as UTF-8); ``hf``: as a ``datasets`` folder at the path (:mod:`critic.sft_hf`)."""
+    if sft_format not in SFT_FORMATS:
+        raise ValueError(f"unknown SFT format {sft_format!r}: use {' or '.join(SFT_FORMATS)}")
+    if sft_format == "hf":
+        if not isinstance(target, str | Path):
+            raise ValueError("a datasets folder is written to a path, not to a stream")
+        from critic.sft_hf import write_sft_dataset
+
+        return write_sft_dataset(records, Path(target))
     counts = SftCounts()
     lines = (counts.count(record).to_json() + "\n" for record in records)
     if not isinstance(target, str | Path):
@@ -319,28 +339,43 @@ def write_sft(records: Iterable[SftRecord], target: Path | IO[str] | IO[bytes]) 
 
 
 def read_sft(path: Path) -> list[SftRecord]:
-    """Read a training file; :class:`SftFileError` names the line and field of a bad record.
+    """Read a training file, or a ``datasets`` folder (``export sft --format hf``), as records;
+    :class:`SftFileError` names the line (the split and row) and field of a bad record.
 
     Relative image paths are resolved against the file's folder.
     """
-    records = []
-    for number, raw in _json_lines(Path(path)):
-        where = f"{path}:{number}"
-        messages = raw.get("messages") if isinstance(raw, dict) else None
-        if not isinstance(messages, list) or len(messages) < 2:
-            raise SftFileError(f"{where}: `messages` must be a list of at least two turns")
-        if not isinstance(messages[-1], dict) or messages[-1].get("role") != "assistant":
-            raise SftFileError(f"{where}: the last message must be the assistant's answer")
-        if any(not isinstance(m, dict) or "role" not in m or "content" not in m for m in messages):
-            raise SftFileError(f"{where}: every message needs `role` and `content`")
-        images = raw.get("images") or []
-        if not isinstance(images, list):
-            raise SftFileError(f"{where}: `images` must be a list of file paths")
-        images = [str((Path(path).parent / image).resolve()) for image in images]
-        records.append(SftRecord(messages, images, dict(raw.get("meta") or {})))
+    path = Path(path)
+    if path.is_dir():
+        from critic.sft_hf import is_sft_dataset, read_sft_dataset
+
+        if not is_sft_dataset(path):
+            raise SftFileError(
+                f"{path} is a folder but not a datasets folder (no dataset_dict.json or "
+                "dataset_info.json): give a JSONL file or a folder from export sft --format hf"
+            )
+        rows = read_sft_dataset(path)
+    else:
+        rows = [(f"{path}:{number}", raw) for number, raw in _json_lines(path)]
+    records = [_checked(where, raw, path.parent) for where, raw in rows]
     if not records:
         raise SftFileError(f"{path}: no records; export some with critiquelab export sft")
     return records
+
+
+def _checked(where: str, raw: Any, folder: Path) -> SftRecord:
+    """One record read from a file or a dataset, checked; its image paths made absolute."""
+    messages = raw.get("messages") if isinstance(raw, dict) else None
+    if not isinstance(messages, list) or len(messages) < 2:
+        raise SftFileError(f"{where}: `messages` must be a list of at least two turns")
+    if not isinstance(messages[-1], dict) or messages[-1].get("role") != "assistant":
+        raise SftFileError(f"{where}: the last message must be the assistant's answer")
+    if any(not isinstance(m, dict) or "role" not in m or "content" not in m for m in messages):
+        raise SftFileError(f"{where}: every message needs `role` and `content`")
+    images = raw.get("images") or []
+    if not isinstance(images, list):
+        raise SftFileError(f"{where}: `images` must be a list of file paths")
+    images = [str((folder / image).resolve()) for image in images]
+    return SftRecord(messages, images, dict(raw.get("meta") or {}))
 
 
 def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:

@@ -43,7 +43,14 @@ def register_export(export_app: typer.Typer) -> None:
 def export_sft(
     ctx: typer.Context,
     campaign: str = typer.Option(..., "--campaign", help="Campaign whose human labels to export."),
-    output: Path = typer.Option(..., "-o", "--output", dir_okay=False, help="JSONL file to write."),
+    output: Path = typer.Option(
+        ..., "-o", "--output", help="JSONL file, or with --format hf the folder, to write."
+    ),
+    sft_format: str = typer.Option(
+        "jsonl",
+        "--format",
+        help="jsonl | hf (a Hugging Face datasets folder, save_to_disk, for TRL's SFTTrainer).",
+    ),
     eval_fraction: float = typer.Option(0.1, "--eval-fraction", help="Share of items held out."),
     seed: int = typer.Option(0, "--seed", help="Seed of the item split and of pair orders."),
     per_annotator: bool = typer.Option(
@@ -68,9 +75,10 @@ def export_sft(
     template: Path = TEMPLATE,
 ) -> None:
     """Write critic training data (FORMATS.md §4) from a campaign's human judgements."""
-    from critic.sft import SftOptions, export_campaign_sft
+    from critic.sft import SFT_FORMATS, SftOptions, export_campaign_sft
 
     cli = state(ctx)
+    chosen = choice(sft_format, SFT_FORMATS, "--format")
     options = SftOptions(
         eval_fraction=eval_fraction,
         seed=seed,
@@ -80,11 +88,17 @@ def export_sft(
         vision=vision,
     )
     summary = export_campaign_sft(
-        cli.engine(), campaign, output, options, language=language, template=template_file(template)
+        cli.engine(),
+        campaign,
+        output,
+        options,
+        language=language,
+        template=template_file(template),
+        sft_format=chosen,
     )
     from annotate_app.cli.exports import audit_export
 
-    audit_export(cli, "sft", campaign, "jsonl", summary.records)
+    audit_export(cli, "sft", campaign, chosen, summary.records)
     cli.emit(
         summary,
         text=f"wrote {summary.records} records ({summary.train} train, {summary.eval} eval) from "

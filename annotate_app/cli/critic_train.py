@@ -64,7 +64,7 @@ train = config_command(
     _train,
     doc="Fine-tune a critic; multi-GPU: accelerate launch $(which critiquelab) critic train ...",
     flags=_FLAGS,
-    option_settings={"data": {"exists": True, "dir_okay": False}},
+    option_settings={"data": {"exists": True}},
 )
 
 
