@@ -253,6 +253,31 @@ def _install_writer_gate(engine: Engine, gate: _WriterGate) -> None:
 
 
 @contextmanager
+def outside_turn(session: Session) -> Iterator[None]:
+    """Run the block with this thread's session turn on the SQLite file handed to the sessions
+    waiting for it (see :func:`session_scope`), and take it back after them.
+
+    For a long block of short transactions (a large import): called between two of them, after a
+    commit, it lets annotators' sessions of this process run instead of waiting for the whole
+    block. Nothing changes on PostgreSQL, or when the thread holds no turn. :class:`DatabaseBusy`
+    when the turn does not come back within the busy timeout."""
+    if session.in_transaction():
+        raise RuntimeError("outside_turn needs the session's transaction committed first")
+    engine = session.get_bind()
+    turn = _ENGINE_TURNS.get(engine) if isinstance(engine, Engine) else None
+    me = threading.current_thread()
+    if turn is None or not turn.held_by(me):
+        yield
+        return
+    turn.release(me)
+    try:
+        yield
+    finally:
+        if not turn.acquire(me, SQLITE_BUSY_TIMEOUT_MS / 1000):
+            raise _busy(engine)  # type: ignore[arg-type]
+
+
+@contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
     """A session that commits when the block succeeds and rolls back when it raises.
 

@@ -16,7 +16,12 @@ its units, written exactly as the app would have left it had the labels been col
 * audit events ``user.create`` (external accounts), ``campaign.create``, ``annotation.import``
   and ``campaign.close``.
 
-Every line is checked before anything is written, all in the caller's transaction. Importing the
+Every line is checked before anything is written. The campaign is then written in short
+transactions (:func:`data.io.importers.annotation_rows.write_campaign`), so annotators working on
+the same database wait for one of them at most, never for the whole import. Until the last one it
+is closed (offered to no annotator) and marked ``options.importing``, which the campaign lists
+skip; an import that fails half-way deletes what it wrote. The caller's session is committed on
+the way. Importing the
 same labels again under the same campaign name changes nothing; different labels under that name
 (a label, its rationale, ``seconds``, ``created_at`` or ``meta``: the first difference is named),
 or a campaign of that name collected in the app, are refused.
@@ -134,9 +139,11 @@ def import_annotations(
         return _same_campaign(session, existing, chosen, revisions, units, dataset_name)
     accounts = _accounts(session, revisions, problems)
     problems.check()
-    accounts_added = _add_accounts(session, accounts, actor_id, source)
+    added = _add_accounts(session, accounts)
     annotations = write_campaign(
         session,
+        added_accounts=[stored_id(user) for user in added],
+        audit_accounts=lambda: _audit_accounts(session, added, actor_id, source),
         name=campaign,
         protocol=chosen,
         revisions=revisions,
@@ -154,7 +161,7 @@ def import_annotations(
         created=True,
         units=len(units),
         annotators=len(accounts),
-        accounts_added=accounts_added,
+        accounts_added=len(added),
         annotations=annotations,
         overlap=_overlap(revisions),
     )
@@ -215,13 +222,16 @@ def _accounts(
     return accounts
 
 
-def _add_accounts(
-    session: Session, accounts: dict[str, User], actor_id: int | None, source: str
-) -> int:
+def _add_accounts(session: Session, accounts: dict[str, User]) -> list[User]:
+    """Add the new external accounts (their audit events come with the campaign's last write)."""
     added = [user for user in accounts.values() if user.id is None]
     for user in added:
         session.add(user)
     session.flush()
+    return added
+
+
+def _audit_accounts(session: Session, added: list[User], actor_id: int | None, source: str) -> None:
     for user in added:
         record_event(
             session,
@@ -231,7 +241,6 @@ def _add_accounts(
             entity_id=stored_id(user),
             detail={"name": user.name, "role": user.role, "external": True, "source": source},
         )
-    return len(added)
 
 
 def _same_campaign(
