@@ -55,7 +55,7 @@ from data.io.importers.annotation_rows import (
 )
 from data.io.importers.annotation_units import ImportedUnit, resolve_units
 from data.io.importers.errors import InvalidRecord, Problems
-from data.io.importers.reader import files_sha256, read_judgements
+from data.io.importers.reader import files_sha256, iter_judgements
 from data.services.users import case_twins
 from data.storage.audit import record_event
 from schemas.core import stored_id
@@ -120,7 +120,7 @@ def import_annotations(
     problems = Problems()
     chosen = forced_protocol(protocol, scale, source) if protocol else None
     labels: list[Label] = []
-    for line in read_judgements(path, problems):
+    for line in iter_judgements(path, problems):
         try:
             chosen = chosen or line_protocol(line)
             labels.append(label_of(line, chosen, forced=protocol is not None))
