@@ -165,3 +165,22 @@ def test_an_import_that_fails_half_way_leaves_nothing(engine, tmp_path, monkeypa
     with session_scope(engine) as session:  # and the same import then succeeds
         summary = import_annotations(session, tmp_path / "h.jsonl", campaign="ext")
     assert summary.created and summary.annotations == 12
+
+
+def test_a_campaign_another_import_is_writing_is_not_imported_again(engine, tmp_path, live):
+    from data.io.importers.annotation_labels import AnnotationImportError
+
+    path = _write(tmp_path / "h.jsonl", LABELS)
+    with session_scope(engine) as session:
+        import_annotations(session, path, campaign="ext")
+    with session_scope(engine) as session:  # as a killed import leaves it
+        campaign = session.exec(select(Campaign).where(Campaign.name == "ext")).one()
+        campaign.options = {**campaign.options, "importing": True}
+        session.add(campaign)
+    before = _counts(engine)
+    with (
+        pytest.raises(AnnotationImportError, match="being written by another import"),
+        session_scope(engine) as session,
+    ):
+        import_annotations(session, path, campaign="ext")
+    assert _counts(engine) == before

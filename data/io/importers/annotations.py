@@ -58,6 +58,7 @@ from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import files_sha256, iter_judgements
 from data.services.users import case_twins
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import still_importing
 from schemas.core import stored_id
 from schemas.ids import id_problem
 from schemas.protocols import Protocol
@@ -135,6 +136,11 @@ def import_annotations(
     problems.check()
     dataset_name = next(iter(units.values())).dataset_name
     existing = session.exec(select(Campaign).where(Campaign.name == campaign)).first()
+    if existing is not None and still_importing(existing):
+        raise AnnotationImportError(
+            f"campaign {campaign!r} is being written by another import (or one that was "
+            "killed half-way): wait for it to finish, or import under another campaign name"
+        )
     if existing is not None:
         return _same_campaign(session, existing, chosen, revisions, units, dataset_name)
     accounts = _accounts(session, revisions, problems)
