@@ -144,7 +144,10 @@ def test_a_submit_made_during_an_import_is_saved_and_the_campaign_stays_hidden(
         assert get_campaign(session, "ext").status == "closed"
 
 
-def test_an_import_that_fails_half_way_leaves_nothing(engine, tmp_path, monkeypatch, live):
+def test_an_import_that_fails_half_way_leaves_nothing(any_engine, tmp_path, monkeypatch):
+    engine = any_engine
+    with session_scope(engine) as session:
+        import_jsonl(session, _write(tmp_path / "data.jsonl", ITEMS), dataset="d")
     monkeypatch.setattr(annotation_rows, "ROWS_PER_TRANSACTION", 3, raising=False)
     before = _counts(engine)
     real_insert = annotation_rows._insert
