@@ -85,7 +85,7 @@ def test_a_submit_made_during_an_import_is_saved_and_the_campaign_stays_hidden(
 ):
     annotator_id, assignment_id = live
     monkeypatch.setattr(annotation_rows, "ROWS_PER_TRANSACTION", 3, raising=False)
-    between_transactions = threading.Event()  # chunk 1 is committed, the turn handed over
+    between_transactions = threading.Event()  # unit 1 is committed, the turn handed over
     submitted = threading.Event()
     import_over = threading.Event()
     seen: dict[str, object] = {}
@@ -96,7 +96,7 @@ def test_a_submit_made_during_an_import_is_saved_and_the_campaign_stays_hidden(
     def outside_turn(session):
         with real_outside_turn(session):
             gaps["n"] += 1
-            if gaps["n"] == 2:
+            if gaps["n"] == 3:  # the checks, the campaign row, then units 1 and 2
                 between_transactions.set()
                 assert submitted.wait(GUARD_SECONDS), "the annotator's submit never finished"
             yield

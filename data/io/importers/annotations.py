@@ -36,6 +36,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from data.io.importers.annotation_labels import (
@@ -59,6 +60,7 @@ from data.io.importers.reader import files_sha256, iter_judgements
 from data.services.users import case_twins
 from data.storage.audit import record_event
 from data.storage.campaign_lookup import still_importing
+from data.storage.engine import outside_turn, read_scope
 from schemas.core import stored_id
 from schemas.ids import id_problem
 from schemas.protocols import Protocol
@@ -132,20 +134,27 @@ def import_annotations(
     problems.check()
     assert chosen is not None  # the reader refuses a file without lines
     revisions = revisions_of(labels, problems)
-    units = resolve_units(session, labels, dataset, problems)
-    problems.check()
-    dataset_name = next(iter(units.values())).dataset_name
-    existing = session.exec(select(Campaign).where(Campaign.name == campaign)).first()
-    if existing is not None and still_importing(existing):
-        raise AnnotationImportError(
-            f"campaign {campaign!r} is being written by another import (or one that was "
-            "killed half-way): wait for it to finish, or import under another campaign name"
-        )
-    if existing is not None:
-        return _same_campaign(session, existing, chosen, revisions, units, dataset_name)
-    accounts = _accounts(session, revisions, problems)
-    problems.check()
-    added = _add_accounts(session, accounts)
+    engine = session.get_bind()
+    assert isinstance(engine, Engine)
+    # the checks read a snapshot: no write lock, no session turn, however long they take
+    with outside_turn(session), read_scope(engine) as reader:
+        units = resolve_units(reader, labels, dataset, problems)
+        problems.check()
+        dataset_name = next(iter(units.values())).dataset_name
+        existing = reader.exec(select(Campaign).where(Campaign.name == campaign)).first()
+        if existing is not None and still_importing(existing):
+            raise AnnotationImportError(
+                f"campaign {campaign!r} is being written by another import (or one that was "
+                "killed half-way): wait for it to finish, or import under another campaign name"
+            )
+        if existing is not None:
+            return _same_campaign(reader, existing, chosen, revisions, units, dataset_name)
+        accounts = _accounts(reader, revisions, problems)
+        problems.check()
+        account_ids = {name: user.id for name, user in accounts.items() if user.id is not None}
+        new_accounts = [user for user in accounts.values() if user.id is None]
+    added = _add_accounts(session, new_accounts)
+    account_ids.update((user.name, stored_id(user)) for user in added)
     annotations = write_campaign(
         session,
         added_accounts=[stored_id(user) for user in added],
@@ -154,7 +163,7 @@ def import_annotations(
         protocol=chosen,
         revisions=revisions,
         units=units,
-        accounts={name: stored_id(user) for name, user in accounts.items()},
+        accounts=account_ids,
         rationale_min=_rationale_min(labels),
         imported={"source": source, "sha256": files_sha256([Path(path)])},
         actor_id=actor_id,
@@ -228,9 +237,8 @@ def _accounts(
     return accounts
 
 
-def _add_accounts(session: Session, accounts: dict[str, User]) -> list[User]:
+def _add_accounts(session: Session, added: list[User]) -> list[User]:
     """Add the new external accounts (their audit events come with the campaign's last write)."""
-    added = [user for user in accounts.values() if user.id is None]
     for user in added:
         session.add(user)
     session.flush()
