@@ -96,7 +96,7 @@ def test_a_submit_made_during_an_import_is_saved_and_the_campaign_stays_hidden(
     def outside_turn(session):
         with real_outside_turn(session):
             gaps["n"] += 1
-            if gaps["n"] == 3:  # the checks, the campaign row, then units 1 and 2
+            if gaps["n"] == 3:  # after the checks, the campaign row and unit 1
                 between_transactions.set()
                 assert submitted.wait(GUARD_SECONDS), "the annotator's submit never finished"
             yield
