@@ -83,16 +83,18 @@ def only_units(
     """``source`` restricted to the units of these tasks and models (None: no restriction); its
     held and retired annotators only those with a label left (an exclusion names a rater of the
     frame)."""
-    frame = source.frame
+    frame, outside = source.frame, source.outside_sample
     if tasks is not None:
         frame = select_units(frame, "task", tasks)
+        outside = None if outside is None else select_units(outside, "task", tasks)
     if models is not None:
         frame = select_units(frame, "model", models)
+        outside = None if outside is None else select_units(outside, "model", models)
     if frame is source.frame:
         return source
     present = set(frame.loc[frame["kind"] == "human", "rater"].astype(str))
     standing = {k: v for k, v in source.standing_exclusions.items() if k in present}
-    return replace(source, frame=frame, standing_exclusions=standing)
+    return replace(source, frame=frame, standing_exclusions=standing, outside_sample=outside)
 
 
 def calibrate_campaign(
@@ -117,11 +119,18 @@ def calibrate_campaign(
     """
     options = {
         "disagreement_threshold": source.disagreement_threshold,
+        "routing": source.routing,
         **options,
         **reference_exclusions(source, options),
     }
     chosen = CalibrationOptions(protocol=source.protocol, **options)
-    report = calibrate(source.frame, chosen, overrides=source.overrides, progress=progress)
+    report = calibrate(
+        source.frame,
+        chosen,
+        overrides=source.overrides,
+        progress=progress,
+        unlabelled=source.outside_sample,
+    )
     units = report.listed_units()
     if units:
         with read_scope(engine) as session:

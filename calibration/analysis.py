@@ -37,6 +37,7 @@ from calibration.errors import CalibrationInputError
 from calibration.grouped import aggregate_groups, group_weights
 from calibration.leaderboard import alignment_scores, model_scores, ranking_kendall
 from calibration.maps import calibration_maps
+from calibration.model_estimates import ModelEstimates, model_estimates, pairwise_judge_values
 from calibration.options import CalibrationOptions
 from calibration.pairwise import LABELS, PairwiseKernel
 from calibration.pointwise import PointwiseKernel
@@ -149,12 +150,15 @@ def calibrate(
     overrides: dict[str, object] | None = None,
     data_sha256: str | None = None,
     progress: Callable[[int], None] | None = None,
+    unlabelled: pd.DataFrame | None = None,
 ) -> CalibrationReport:
     """Calibrate every judge of ``frame`` against the humans (METRICS.md).
 
     ``overrides``: adjudicated reference per unit key; ``data_sha256``: the hash of the input
     files to record (default: a hash of the frame); ``progress``: called with the number of
-    bootstrap resamples just done.
+    bootstrap resamples just done; ``unlabelled``: judge rows of units outside the labelled
+    random sample (a stratified campaign's routed units), which only the model estimates read,
+    as unlabelled units.
     """
     options.validate()
     data = _units(frame, options, overrides)
@@ -212,7 +216,7 @@ def calibrate(
             details[name] = pairwise_details(
                 data, name, options.unparsed, options.max_disagreements
             )
-    summary = {
+    summary: dict[str, object] = {
         "protocol": options.protocol.name,
         "scale": _scale_summary(options.protocol),
         "reference": _reference_summary(data, options),
@@ -225,6 +229,14 @@ def calibrate(
     }
     if scale:
         summary["models"] = _models(data, judges, judge_blocks, scale)
+    if unlabelled is not None and not unlabelled.empty:
+        judged = unlabelled[unlabelled["kind"] == "model"]
+        estimates_data = _units(pd.concat([frame, judged], ignore_index=True), options, overrides)
+    else:
+        estimates_data = data
+    estimates = _model_estimates(estimates_data, judges, scale, options)
+    if estimates.estimates:
+        summary["model_estimates"] = estimates
     result = CalibrationResult.model_validate(_jsonable(summary))
     report = CalibrationReport(result, details, data.meta)
     if "rationale" in data.frame.columns:  # a frame read from files carries its rationales
@@ -454,6 +466,31 @@ def _models(data: UnitData, judges: list[str], blocks: dict, scale: Scale) -> di
                 entry["alignment_score"] = alignment[key][model]
             models.setdefault(model, {})[key] = entry
     return models
+
+
+def _model_estimates(
+    data: UnitData, judges: list[str], scale: Scale | None, options: CalibrationOptions
+) -> ModelEstimates:
+    """Every judge's judge-only, humans-only and PPI++ model values (:mod:`calibration.
+    model_estimates`)."""
+    if scale is not None:
+        values = {name: _judge_scores(data, name) for name in judges}
+    else:
+        values = {}
+        for name in judges:
+            rows = data.judge_rows(name)
+            verdicts = _verdicts(rows)
+            values[name] = pairwise_judge_values(
+                rows["unit_index"].to_numpy(), verdicts, data.n_units
+            )
+    return model_estimates(
+        data.meta,
+        data.reference,
+        values,
+        protocol=data.protocol.name,
+        scale=scale,
+        routing=options.routing,
+    )
 
 
 def _scale_summary(protocol: Protocol) -> dict:

@@ -55,6 +55,10 @@ class CalibrationOptions:
     """Pointwise: the smallest |judge − reference| that is a disagreement (None: 20% of the
     scale's width; a campaign's report uses the campaign's); pairwise None
     (:mod:`calibration.disagreement`)."""
+    routing: str | None = None
+    """How a campaign chose the units humans label (its routing mode; None: not recorded, as for
+    files): under judge-guided routing the labelled units are no random sample, and the model
+    estimates give a reason instead of an interval (PROTOCOLS.md)."""
 
     @property
     def reference_rule(self) -> ReferenceRule:

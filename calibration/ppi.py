@@ -105,6 +105,16 @@ def prediction_powered_mean(
     return PredictionPoweredMean(judge_only, humans, powered, tuning, n, big_n)
 
 
+def humans_only_mean(labels: np.ndarray, confidence: float = 0.95) -> MeanEstimate:
+    """The labels' mean with variance ``var(Y) / n`` (divisor n) and a normal interval: PPI++
+    with ``λ = 0``, the humans-only value beside it."""
+    y = np.asarray(labels, dtype=np.float64)
+    if y.size < MIN_LABELLED:
+        raise ValueError(f"{y.size} labelled unit(s): at least {MIN_LABELLED} are needed")
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    return _estimate(y, np.zeros_like(y), np.zeros(1), 0.0, z)
+
+
 def mean_of_estimates(estimates: list[MeanEstimate], confidence: float = 0.95) -> MeanEstimate:
     """The unweighted mean of independent estimates (AlignMMBench's mean of task means): the
     mean of the values, variance Σ Vₜ / T², a normal interval."""

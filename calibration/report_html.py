@@ -28,6 +28,7 @@ from calibration.result import (
     PointScale,
 )
 from calibration.svg import bar_chart, heatmap
+from calibration.tables import MODEL_SCORES_NOTE, model_score_table
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222;line-height:1.4}
@@ -70,6 +71,7 @@ def render_html(
         _annotators(result),
         _groups(result),
         _models(result),
+        _model_scores(result),
         _maps(result),
     ]
     sections.append(comparison_section(list(comparisons)))
@@ -332,6 +334,23 @@ def _models(result: CalibrationResult) -> str:
         "means; MMIE: percent of the maximum. The alignment score is our reading of "
         "AlignMMBench (1 / mean variance across prompt variants).</p>"
         f"<table>{header}</tr>{rows}</table><ul>{ranks}</ul>"
+    )
+
+
+def _model_scores(result: CalibrationResult) -> str:
+    """The *Model scores* table: judge-only, humans-only and PPI++ per judge and model."""
+    table = model_score_table(result)
+    if table.empty or result.model_estimates is None:
+        return ""
+    header = "".join(f"<th class='text'>{escape(c)}</th>" for c in table.columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td class='text'>{escape(str(v))}</td>" for v in row) + "</tr>"
+        for row in table.itertuples(index=False)
+    )
+    note = MODEL_SCORES_NOTE.format(sample=result.model_estimates.sample)
+    return (
+        f"<h2>Model scores</h2><p class='note'>{escape(note)}</p>"
+        f"<table><tr>{header}</tr>{rows}</table>"
     )
 
 

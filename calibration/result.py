@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from calibration.audits import JudgeAudit
 from calibration.compare import JudgeComparison
 from calibration.consistency import ConsistencyReport
+from calibration.model_estimates import ModelEstimates
 
 Interval = tuple[float | None, float | None]
 """A 95% percentile bootstrap interval ``[low, high]``; ``null`` ends where undefined."""
@@ -353,7 +354,9 @@ class ModelScore(_Section):
 class CalibrationResult(_Section):
     """The whole calibration of one protocol (METRICS.md, "Output")."""
 
-    _omit_unset = frozenset({"models", "comparisons", "judge_audit", "consistency", "annotators"})
+    _omit_unset = frozenset(
+        {"models", "model_estimates", "comparisons", "judge_audit", "consistency", "annotators"}
+    )
     protocol: str
     scale: PointScale | LabelScale
     reference: ReferenceSummary
@@ -364,6 +367,8 @@ class CalibrationResult(_Section):
     versions: dict[str, str]
     models: dict[str, dict[str, ModelScore]] | None = None
     """Scores only: model → source (``human``, ``judge:NAME``) → score."""
+    model_estimates: ModelEstimates | None = None
+    """Per judge and model: judge-only, humans-only and prediction-powered (PPI++) values."""
     comparisons: list[JudgeComparison] | None = None
     """``calibrate --compare A B``."""
     judge_audit: JudgeAudit | None = None

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from calibration.ppi import MeanEstimate
 from calibration.result import CalibrationResult, Interval
 
 METRIC_NAMES: dict[str, str] = {
@@ -116,6 +117,61 @@ def model_table(result: CalibrationResult) -> pd.DataFrame:
             row[f"{source} alignment"] = entry.alignment_score
         rows[model] = row
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+MODEL_SCORE_COLUMNS: tuple[str, ...] = (
+    "judge",
+    "model",
+    "leaderboard",
+    "judge-only (biased)",
+    "humans-only ±",
+    "PPI++ ±",
+    "worth N labels",
+)
+"""The *Model scores* table's columns (page and HTML report alike)."""
+
+MODEL_SCORES_NOTE = (
+    "Judge-only: the judge's value on every unit it scored, biased by its errors. Humans-only: "
+    "the human reference on the labelled units it scored, ± the half-width of the 95% normal "
+    "interval. PPI++: the judge's value on every unit corrected by its errors on the labelled "
+    "ones (prediction-powered inference with power tuning), unbiased, ± its 95% half-width; "
+    "worth N labels: the humans-only labels it would take to be as precise "
+    "(n × humans-only variance / PPI++ variance). Win rate: 1 when the preference is for the "
+    "model, 0.5 for a tie, 0 otherwise, over the pairs it is in. Labelled sample: {sample}."
+)
+"""What the *Model scores* numbers mean; ``{sample}``: the result's labelled sample."""
+
+
+def model_score_table(result: CalibrationResult) -> pd.DataFrame:
+    """One row per judge, model and leaderboard (:mod:`calibration.model_estimates`): the
+    judge-only value, humans-only ± half-width (n), PPI++ ± half-width and the labels it is
+    worth, or why there is none."""
+    rows = []
+    for e in result.model_estimates.estimates if result.model_estimates else ():
+        humans = e.humans_only
+        powered = e.prediction_powered
+        rows.append(
+            (
+                e.judge,
+                e.model,
+                e.leaderboard,
+                "n/a" if e.judge_only is None else f"{e.judge_only:.3f}",
+                "n/a" if humans is None else f"{_plus_minus(humans)} (n = {e.n_labelled})",
+                "n/a" if powered is None else _plus_minus(powered),
+                e.reason
+                if e.reason is not None
+                else f"{e.n_labelled} labels worth {_worth(e.effective_labels)}",
+            )
+        )
+    return pd.DataFrame(rows, columns=list(MODEL_SCORE_COLUMNS))
+
+
+def _plus_minus(estimate: MeanEstimate) -> str:
+    return f"{estimate.value:.3f} ± {(estimate.high - estimate.low) / 2:.3f}"
+
+
+def _worth(labels: float | None) -> str:
+    return "unbounded (no variance left)" if labels is None else f"{labels:.0f}"
 
 
 def _cell(value: float | None, interval: Interval | None) -> str:

@@ -53,9 +53,11 @@ from calibration.headline import (
 from calibration.pairwise import UnparsedRule
 from calibration.reference import reference_choices
 from calibration.tables import (
+    MODEL_SCORES_NOTE,
     ceiling_table,
     group_table,
     judge_table,
+    model_score_table,
     model_table,
     with_metric_names,
 )
@@ -320,6 +322,12 @@ def _dashboard() -> None:
     if result.models:
         st.subheader("Models")
         st.dataframe(model_table(result))
+
+    # Model scores (issue 27): judge-only, humans-only and PPI++ per judge and model
+    if result.model_estimates and result.model_estimates.estimates:
+        st.subheader("Model scores")
+        st.caption(MODEL_SCORES_NOTE.format(sample=result.model_estimates.sample))
+        st.dataframe(model_score_table(result), hide_index=True)
 
     render_comparison(
         scope, result.human.n_annotators, judges, unparsed=unparsed, bootstrap=int(bootstrap)

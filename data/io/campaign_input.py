@@ -61,6 +61,13 @@ class CampaignCalibrationInput:
     estimation_units: int | None = None
     """Stratified routing: how many units the frame holds, the estimation sample (PROTOCOLS.md,
     *Routing*: a simple random sample, so the estimate needs no weights); None otherwise."""
+    routing: str = "least-annotated"
+    """The campaign's routing mode: which labelled units are a random sample (PROTOCOLS.md,
+    "Which labelled units count"); judge-guided routing gives the model estimates no interval."""
+    outside_sample: pd.DataFrame | None = None
+    """Stratified routing: the judges' rows on the units outside the estimation sample (their
+    human labels left out), the unlabelled units of the prediction-powered model scores; None
+    otherwise."""
     standing_exclusions: dict[str, str] = field(default_factory=dict)
     """Annotators of the frame (``annotator:<login>``) whose standing in the campaign is held or
     retired → that standing: the reference leaves them out without being asked to."""
@@ -97,10 +104,13 @@ def read_calibration_input(
         session, found.id, judges=list(judges) if judges is not None else None
     )
     sample = None
+    outside = None
     if found.routing == "stratified":  # judge-routed units are harder than average: left out
         keys = unit_key_map(session, found.id)
         sample = {keys[unit] for unit in campaign_estimation_sample(session, found.id)}
-        frame = frame[frame["unit"].isin(sample)].reset_index(drop=True)
+        inside = frame["unit"].isin(sample)
+        outside = frame[~inside & (frame["kind"] == "model")].reset_index(drop=True)
+        frame = frame[inside].reset_index(drop=True)
     present = set(frame.loc[frame["kind"] == "human", "rater"].astype(str))
     standing = {
         f"{HUMAN_PREFIX}{name}": status
@@ -119,6 +129,8 @@ def read_calibration_input(
         overrides=campaign_reference_overrides(session, found.id),
         judges=campaign_judges(session, found.id),
         estimation_units=None if sample is None else len(sample),
+        routing=found.routing,
+        outside_sample=outside,
         disagreement_threshold=review_settings(found).threshold if protocol is None else None,
     )
 

@@ -140,8 +140,8 @@ def item_content(item: Item) -> ItemContent:
 
 
 def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:
-    """One row per unit: its key, item, task, category, group, model and the scalar keys of the
-    item's and response's ``meta``.
+    """One row per unit: its key, item, task, category, group, model (a pair's: ``model_a`` and
+    ``model_b``) and the scalar keys of the item's and response's ``meta``.
 
     Built column by column from a Core result (no ORM row processing), with each distinct
     ``meta`` text decoded once: at a million units the per-row objects were most of the read.
@@ -160,6 +160,8 @@ def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:
             cast(col(response.meta), Text),
             col(response_a.response_id),
             col(response_b.response_id),
+            col(response_a.model),
+            col(response_b.model),
         )
         .join(Item, col(Item.id) == col(Unit.item_pk))
         .outerjoin(response, col(response.id) == col(Unit.response_pk))
@@ -169,9 +171,9 @@ def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:
         .where(col(Unit.campaign_id) == campaign.id, col(Unit.gold).is_(False))
     )
     rows = session.connection().execute(statement).all()
-    unit_id, item_id, task, category, group, item_meta, rid, model, rmeta, ra, rb = _columns(
-        rows, 11
-    )
+    columns = _columns(rows, 13)
+    unit_id, item_id, task, category, group, item_meta, rid, model, rmeta, ra, rb = columns[:11]
+    model_a, model_b = columns[11:]
     table = pd.DataFrame(
         {
             "unit_id": pd.Series(unit_id, dtype=np.int64),
@@ -189,6 +191,9 @@ def _unit_table(session: Session, campaign: Campaign) -> pd.DataFrame:
             "model": pd.Series(model, dtype=object),
         }
     )
+    if any(a is not None for a in ra):  # a pair's models: the win rates (model_estimates)
+        table["model_a"] = pd.Series(model_a, dtype=object)
+        table["model_b"] = pd.Series(model_b, dtype=object)
     decoded: dict[str | None, dict] = {None: {}, "{}": {}, "null": {}}
     extras = [
         _scalars(decoded, i) | _scalars(decoded, r) for i, r in zip(item_meta, rmeta, strict=True)

@@ -74,6 +74,8 @@ _NOTE = (
 class _CampaignPlan:
     spec: CampaignSpec
     finished: bool
+    labelled_share: float = 1.0
+    """The seeded random share of units the humans labelled (finished campaigns)."""
 
 
 CAMPAIGNS: tuple[_CampaignPlan, ...] = (
@@ -145,9 +147,23 @@ CAMPAIGNS: tuple[_CampaignPlan, ...] = (
         ),
         finished=False,
     ),
+    _CampaignPlan(
+        CampaignSpec(
+            "demo-mmie-partial",
+            MMIE_DATASET,
+            "mmie",
+            overlap=2,
+            synthetic=True,
+            instructions=_NOTE.format(labels="the annotations and judge outputs"),
+        ),
+        finished=True,
+        labelled_share=0.5,
+    ),
 )
 """A finished (closed, fully annotated, judged) and an open campaign per protocol; the open ones
-get gold units (:data:`data.sample.gold.GOLD_PLANS`)."""
+get gold units (:data:`data.sample.gold.GOLD_PLANS`). ``demo-mmie-partial`` is closed with human
+labels (two annotators) on a random half of its units and both judges on all of them: its
+"Model scores" show judge-only, humans-only and prediction-powered values side by side."""
 
 
 @dataclass(frozen=True)
@@ -232,7 +248,9 @@ def _build(
                 campaign.status = "closed"
                 session.add(campaign)
         if plan.finished:
-            annotations_added += add_annotations(session, campaign, user_ids, records.truths)
+            annotations_added += add_annotations(
+                session, campaign, user_ids, records.truths, plan.labelled_share
+            )
             judgements_added += add_judgements(session, campaign, records.truths)
     gold_added, gold_settings = add_gold(session, records.truths, admin_id)
     tags_added = 0

@@ -73,15 +73,23 @@ def add_annotations(
     campaign: Campaign,
     annotator_ids: dict[str, int],
     truths: dict[str, ResponseTruth],
+    labelled_share: float = 1.0,
 ) -> int:
     """Submit a synthetic annotation to every unit of ``campaign`` that has none yet, from each
     honest sample annotator and, in the last slot of an overlap-4 campaign, from
     :data:`~data.sample.synthetic.SECOND_LOOK` in turn (dave on even units, erin on odd ones);
-    return how many were added."""
+    return how many were added. With ``labelled_share`` below 1 only a seeded random share of
+    the units is labelled (a campaign whose budget ran out: the judges' scores on the others
+    are what the prediction-powered model scores use)."""
     annotated = set(
         session.exec(select(Annotation.unit_id).where(Annotation.campaign_id == campaign.id))
     )
-    every = _unit_truths(session, campaign, truths)
+    every = [
+        unit
+        for unit in _unit_truths(session, campaign, truths)
+        if labelled_share >= 1
+        or rng_for("labelled", campaign.name, unit.unit_key).random() < labelled_share
+    ]
     turn = {unit.unit_id: place % len(SECOND_LOOK) for place, unit in enumerate(every)}
     units = [u for u in every if u.unit_id not in annotated]
     honest = ANNOTATORS[: campaign.overlap]

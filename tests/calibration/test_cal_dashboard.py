@@ -136,3 +136,26 @@ def test_the_headline_chart_comes_first_then_each_judge_then_the_tables(sample, 
         assert [layer["x"]["field"] for layer in scatter] == ["reference", "reference"]
         assert scatter[1]["size"]["field"] == "units"
     assert fourth[0]["y"]["field"] == "task"
+
+
+def test_model_scores_show_judge_only_humans_only_and_ppi_on_the_partial_campaign(
+    sample, monkeypatch
+):
+    """demo-mmie-partial (humans on half the units, judges on all): the page's Model scores
+    table has a PPI++ value and the labels it is worth for every judge and model."""
+    url, _, _, users, folder = sample
+    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(folder / "data"))
+    at = _page(url, users["reviewer"], monkeypatch).run()
+    at.selectbox[0].set_value(
+        next(c for c in at.selectbox[0].options if c.startswith("demo-mmie-partial"))
+    )
+    at.number_input[0].set_value(0)
+    at.run()
+    assert not at.exception, at.exception
+    assert "Model scores" in [s.value for s in at.subheader]
+    table = next(
+        frame.value for frame in at.dataframe if "PPI++ ±" in getattr(frame.value, "columns", [])
+    )
+    assert len(table) == 8  # two judges × four models
+    assert all(" ± " in cell for cell in table["PPI++ ±"])
+    assert all(cell.split(" worth ")[1].isdigit() for cell in table["worth N labels"])

@@ -487,3 +487,71 @@ def test_the_judge_audit_of_a_stratified_campaign_reads_only_its_estimation_samp
     finally:
         calibration_worker.shutdown()
     assert [cost.n_units for cost in page.costs] == [len(sample & judged)] * 2
+
+
+ALL_JUDGED = {
+    "j1": {n: ("A", "B", "tie")[n % 3] for n in range(8)},
+    "j2": {n: ("A", "A", "B", "tie")[n % 4] for n in range(8)},
+}
+
+
+def test_model_estimates_of_a_stratified_campaign_label_only_its_estimation_sample(
+    engine: Engine,
+) -> None:
+    """The prediction-powered win rates take the estimation sample as the labelled units and
+    every other judged unit (routed ones too, their human labels left out) as unlabelled."""
+    from annotate_app.campaign_calibration import calibrate_campaign
+    from calibration.model_estimates import WIN_RATE
+    from data.io.campaign_input import read_calibration_input
+
+    campaign_id, (alice,) = build_campaign(
+        engine, items=8, protocol="pairwise", overlap=1, annotators=1
+    )
+    _judge_pairs(engine, ALL_JUDGED)
+    with session_scope(engine) as session:
+        set_routing(session, campaign_id, "stratified", ["j1", "j2"], share=0.5)
+    view = _lease(engine, campaign_id, alice)
+    for _ in range(5):
+        view = _submit_next(engine, view, alice)
+    with session_scope(engine) as session:
+        sample = campaign_estimation_sample(session, campaign_id)
+        source = read_calibration_input(session, campaign_id)
+    assert source.routing == "stratified" and source.outside_sample is not None
+    estimates = calibrate_campaign(engine, source, bootstrap=0).report.result.model_estimates
+    assert estimates is not None
+    found = {(e.judge, e.model): e for e in estimates.estimates}
+    assert set(found) == {(j, m) for j in ("j1", "j2") for m in ("left", "right")}
+    for estimate in found.values():
+        assert estimate.leaderboard == WIN_RATE
+        assert (estimate.n_labelled, estimate.n_unlabelled) == (len(sample), 8 - len(sample))
+    # left is model A of every pair: its judge-only win rate is A = 1, tie = 0.5 over 8 pairs
+    win = {"A": 1.0, "tie": 0.5, "B": 0.0}
+    for judge, verdicts in ALL_JUDGED.items():
+        left = sum(win[v] for v in verdicts.values()) / 8
+        assert found[(judge, "left")].judge_only == pytest.approx(left)
+        assert found[(judge, "right")].judge_only == pytest.approx(1 - left)
+
+
+def test_model_estimates_of_a_judge_routed_campaign_say_why_there_is_no_interval(
+    engine: Engine,
+) -> None:
+    from annotate_app.campaign_calibration import calibrate_campaign
+    from data.io.campaign_input import read_calibration_input
+
+    campaign_id, (alice,) = build_campaign(
+        engine, items=8, protocol="pairwise", overlap=1, annotators=1
+    )
+    _judge_pairs(engine, ALL_JUDGED)
+    with session_scope(engine) as session:
+        set_routing(session, campaign_id, "judge-disagreement", ["j1", "j2"])
+    view = _lease(engine, campaign_id, alice)
+    for _ in range(4):
+        view = _submit_next(engine, view, alice)
+    with session_scope(engine) as session:
+        source = read_calibration_input(session, campaign_id)
+    estimates = calibrate_campaign(engine, source, bootstrap=0).report.result.model_estimates
+    assert estimates is not None and estimates.sample.startswith("none")
+    for estimate in estimates.estimates:
+        assert estimate.prediction_powered is None and estimate.judge_only is not None
+        assert "judge-disagreement" in (estimate.reason or "")
+        assert estimate.humans_only is not None  # the labelled units' mean, shown as it is

@@ -46,7 +46,8 @@ from schemas.tables import (
 )
 from tests.sample_template import SampleTemplate
 
-FINISHED = [plan.spec.name for plan in CAMPAIGNS if plan.finished]
+FINISHED = [plan.spec.name for plan in CAMPAIGNS if plan.finished and plan.labelled_share == 1]
+PARTIAL = [plan.spec.name for plan in CAMPAIGNS if plan.finished and plan.labelled_share < 1]
 OPEN = [plan.spec.name for plan in CAMPAIGNS if not plan.finished]
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -166,7 +167,7 @@ def test_everything_synthetic_is_marked(session: Session) -> None:
     assert {d.name for d in datasets} == {ALIGNMMBENCH_DATASET, MMIE_DATASET}
     assert all(d.synthetic and "synthetic" in d.name for d in datasets)
     campaigns = session.exec(select(Campaign)).all()
-    assert {c.name for c in campaigns} == set(FINISHED + OPEN)
+    assert {c.name for c in campaigns} == set(FINISHED + PARTIAL + OPEN)
     assert all(c.synthetic and "demo" in c.name for c in campaigns)
     assert all(a.synthetic for a in session.exec(select(Annotation)))
     assert all(j.synthetic and "synthetic" in j.judge for j in session.exec(select(Judgement)))
@@ -525,3 +526,33 @@ def test_no_two_annotators_write_the_same_rationale_on_a_unit(session: Session, 
     assert rationales
     repeated = {unit: texts for unit, texts in rationales.items() if len(set(texts)) < len(texts)}
     assert repeated == {}
+
+
+def test_the_partial_campaign_shows_judge_only_humans_only_and_ppi_for_every_model(
+    built: tuple[Engine, SampleSummary, Path],
+) -> None:
+    """demo-mmie-partial: humans labelled a random half of the units, both judges all of them,
+    so its Model scores have all three values for every judge and model out of the box."""
+    from annotate_app.campaign_calibration import calibrate_campaign, load_campaign
+
+    assert PARTIAL == ["demo-mmie-partial"]
+    engine = built[0]
+    source = load_campaign(engine, PARTIAL[0])
+    result = calibrate_campaign(engine, source, bootstrap=0).report.result
+    assert result.model_estimates is not None
+    estimates = result.model_estimates.estimates
+    with Session(engine) as session:
+        campaign = _campaign(session, PARTIAL[0])
+        units = session.exec(select(Unit).where(Unit.campaign_id == campaign.id)).all()
+        labelled = [u for u in units if u.n_submitted == 2]
+        assert all(u.n_submitted in (0, 2) for u in units)
+        assert 0.3 * len(units) < len(labelled) < 0.7 * len(units)
+    models = {str(m) for m in source.frame["model"].dropna()}
+    assert {(e.judge, e.model) for e in estimates} == {
+        (j, m) for j in source.judges for m in models
+    }
+    for estimate in estimates:
+        assert estimate.reason is None, estimate
+        assert estimate.judge_only is not None and estimate.humans_only is not None
+        assert estimate.prediction_powered is not None and estimate.effective_labels is not None
+        assert estimate.n_labelled >= 2 and estimate.n_unlabelled >= 1

@@ -1,0 +1,201 @@
+"""Prediction-powered model scores, measured on real data: coverage, width and effective labels.
+
+HANNA (``tests/fixtures/hanna``: 1,056 stories = 96 prompts × 11 systems, three human raters per
+story, LLM judges): the target is each system's mean human score per criterion (the three raters'
+mean per story, averaged over the system's 96 stories). For n labelled stories drawn uniformly at
+random from all 1,056 (so about n/11 per system), each system's humans-only and PPI++ estimates
+(:func:`calibration.ppi.prediction_powered_mean`, the product's code; the judge's score from its
+first prompt on every story) and their 95% intervals are compared with the full-data human value:
+
+* **coverage**: the share of (draw, system) intervals that hold it;
+* **width ratio**: mean PPI++ width / mean humans-only width;
+* **effective labels**: the mean over draws and systems of n_system × V₀ / V.
+
+A system with fewer than 2 labelled stories in a draw has no estimate (counted as ``skipped``).
+The judges' -1 (no score read) are left out of the units they would judge.
+
+PandaLM (``tests/fixtures/pandalm``: 999 pairs of five models' responses, three human labels,
+GPT-3.5 and PandaLM-7B as judges): the target is each model's win rate over the pairs it is in
+by the humans' majority (a tie when there is none; a tie counts 0.5), the judge's verdict the
+same way (GPT-3.5's unparsed verdicts leave the pair out of its units); n labelled pairs drawn
+from the 999, the same measures per model.
+
+Usage: ``python bench/ppi_coverage.py --draws 200 --out results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calibration.ppi import prediction_powered_mean
+
+HANNA = Path(__file__).resolve().parents[1] / "tests/fixtures/hanna"
+PANDALM = Path(__file__).resolve().parents[1] / "tests/fixtures/pandalm"
+PANDALM_JUDGES = ("gpt-3.5-turbo", "pandalm-7b")
+_WIN = {"1": 1.0, "0": 0.5, "2": 0.0}
+"""PandaLM's labels as response 1's win: 1 = response 1, 0 = tie, 2 = response 2."""
+CRITERIA = ("RE", "CH", "EM", "SU", "EG", "CX")
+JUDGES = ("Beluga-13B", "Mistral-7B", "Llama-13B", "ChatGPT")
+SIZES = (50, 100, 200, 400)
+
+
+def measure(hanna: pd.DataFrame, criterion: str, judge: str, n: int, draws: int, seed: int) -> dict:
+    """Coverage, width ratio and effective labels of one judge on one criterion at ``n``."""
+    human = hanna[[f"Human {k} {criterion}" for k in (1, 2, 3)]].to_numpy(float).mean(axis=1)
+    scores = hanna[f"{judge} {criterion} 1"].to_numpy(float)
+    scored = scores >= 0
+    systems = hanna["system"].to_numpy(dtype=object)
+    result = _measure(human, np.where(scored, scores, np.nan), systems, n, draws, seed)
+    return {"criterion": criterion, "judge": judge, "n": n, **result}
+
+
+def pandalm_win_rates(folder: Path = PANDALM) -> tuple[np.ndarray, dict[str, np.ndarray], list]:
+    """Per pair: response 1's win by the humans' majority, by each judge (NaN: unparsed), and
+    the two models."""
+    rows = json.loads((folder / "testset-v1.json").read_text("utf-8"))
+    gpt = {
+        r["idx"]: r["gpt_result"]
+        for r in json.loads((folder / "gpt-3.5-turbo-testset-v1.json").read_text("utf-8"))
+    }
+    panda = {
+        r["idx"]: r["pandalm_result"]
+        for r in json.loads((folder / "pandalm-7b-testset-v1.json").read_text("utf-8"))
+    }
+    human = []
+    for row in rows:
+        labels = [str(row[f"annotator{k}"]) for k in (1, 2, 3)]
+        top, count = max(((x, labels.count(x)) for x in set(labels)), key=lambda p: p[1])
+        human.append(_WIN[top] if count >= 2 else 0.5)
+    gpt_map = {"1": 1.0, "2": 0.0, "Tie": 0.5}
+    judges = {
+        "gpt-3.5-turbo": np.array([gpt_map.get(gpt[r["idx"]], np.nan) for r in rows]),
+        "pandalm-7b": np.array([_WIN.get(str(panda[r["idx"]]), np.nan) for r in rows]),
+    }
+    models = [tuple(r["cmp_key"].split("_")) for r in rows]
+    return np.array(human), judges, models
+
+
+def measure_pairwise(
+    human: np.ndarray, judge: np.ndarray, models: list, n: int, draws: int, seed: int
+) -> dict:
+    """Coverage, width ratio and effective labels of each model's win rate at ``n`` pairs."""
+    names = sorted({m for pair in models for m in pair})
+    first = np.array([pair[0] for pair in models], dtype=object)
+    second = np.array([pair[1] for pair in models], dtype=object)
+    ys, fs, groups = [], [], []
+    for name in names:  # one row per (model, pair it is in): the model's win
+        mine = (first == name) | (second == name)
+        flip = first[mine] == name
+        ys.append(np.where(flip, human[mine], 1 - human[mine]))
+        fs.append(np.where(flip, judge[mine], 1 - judge[mine]))
+        groups.append(np.flatnonzero(mine))
+    return _measure_groups(names, groups, ys, fs, len(models), n, draws, seed)
+
+
+def _measure(
+    human: np.ndarray, scores: np.ndarray, systems: np.ndarray, n: int, draws: int, seed: int
+) -> dict:
+    names = sorted(set(systems))
+    groups = [np.flatnonzero(systems == name) for name in names]
+    ys = [human[g] for g in groups]
+    fs = [scores[g] for g in groups]
+    return _measure_groups(names, groups, ys, fs, len(human), n, draws, seed)
+
+
+def _measure_groups(
+    names: list, groups: list, ys: list, fs: list, units: int, n: int, draws: int, seed: int
+) -> dict:
+    """Each group's units are ``groups[i]`` (indices into the ``units`` drawn from), its human
+    values ``ys[i]`` and judge values ``fs[i]`` (NaN: not scored)."""
+    truth = [float(y.mean()) for y in ys]
+    rng = np.random.default_rng(seed)
+    covered = {"humans_only": 0, "ppi": 0}
+    widths = {"humans_only": 0.0, "ppi": 0.0}
+    effective, labelled, estimates, skipped = 0.0, 0, 0, 0
+    for _ in range(draws):
+        chosen = np.zeros(units, dtype=bool)
+        chosen[rng.choice(units, size=n, replace=False)] = True
+        for index in range(len(names)):
+            y, f = ys[index], fs[index]
+            scored = ~np.isnan(f)
+            lab, unlab = scored & chosen[groups[index]], scored & ~chosen[groups[index]]
+            if lab.sum() < 2 or unlab.sum() == 0:
+                skipped += 1
+                continue
+            found = prediction_powered_mean(y[lab], f[lab], f[unlab])
+            for key, estimate in (
+                ("humans_only", found.humans_only),
+                ("ppi", found.prediction_powered),
+            ):
+                covered[key] += estimate.low <= truth[index] <= estimate.high
+                widths[key] += estimate.high - estimate.low
+            effective += found.effective_labels
+            labelled += found.n_labelled
+            estimates += 1
+    return {
+        "estimates": estimates,
+        "skipped": skipped,
+        "coverage_humans_only": covered["humans_only"] / estimates,
+        "coverage_ppi": covered["ppi"] / estimates,
+        "coverage_ppi_interval": _wilson(covered["ppi"], estimates),
+        "width_ratio": widths["ppi"] / widths["humans_only"],
+        "mean_labelled_per_model": labelled / estimates,
+        "mean_effective_labels_per_model": effective / estimates,
+    }
+
+
+def _wilson(successes: int, total: int, z: float = 1.96) -> list[float]:
+    """The Wilson 95% interval of a proportion (the coverage's Monte Carlo uncertainty)."""
+    p = successes / total
+    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
+    half = z * np.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
+    return [float(centre - half), float(centre + half)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--criteria", nargs="*", default=list(CRITERIA))
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    hanna = pd.read_csv(HANNA / "hanna_human_and_llm_scores_long.csv")
+    report: dict = {
+        "draws": args.draws,
+        "seed": args.seed,
+        "load_average_at_start": os.getloadavg(),
+    }
+    start = time.perf_counter()
+    report["results"] = [
+        measure(hanna, criterion, judge, n, args.draws, args.seed)
+        for criterion in args.criteria
+        for judge in JUDGES
+        for n in SIZES
+    ]
+    human, judges, models = pandalm_win_rates()
+    report["pandalm"] = [
+        {
+            "judge": judge,
+            "n": n,
+            **measure_pairwise(human, judges[judge], models, n, args.draws, args.seed),
+        }
+        for judge in PANDALM_JUDGES
+        for n in SIZES
+    ]
+    report["seconds"] = time.perf_counter() - start
+    report["load_average_at_end"] = os.getloadavg()
+    text = json.dumps(report, indent=2)
+    if args.out:
+        args.out.write_text(text + "\n", "utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
