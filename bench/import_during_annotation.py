@@ -150,9 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         if args.backend == "postgresql":
             with throwaway_postgres() as url:
-                report = run(url, **options)  # type: ignore[arg-type]
+                report = run(url, **options)
         else:
-            report = run(f"sqlite:///{folder}/bench.db", **options)  # type: ignore[arg-type]
+            report = run(f"sqlite:///{folder}/bench.db", **options)
     print(json.dumps(report, indent=2))
     return 0 if report["import"]["exit_code"] == 0 else 1  # type: ignore[index]
 
