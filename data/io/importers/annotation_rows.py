@@ -83,7 +83,7 @@ def write_campaign(
     revisions: Revisions,
     units: dict[tuple[str, ...], ImportedUnit],
     accounts: dict[str, int],
-    added_accounts: list[int],
+    new_accounts: list[User],
     audit_accounts: Callable[[], None],
     rationale_min: int,
     imported: dict[str, Any],
@@ -93,12 +93,13 @@ def write_campaign(
     """Write the closed campaign with its units, assignments and annotations; return how many
     annotations (all revisions) were written.
 
-    The session's transaction (the checks, the ``added_accounts``) is committed with the campaign
-    row, marked ``options.importing``; then every :data:`ROWS_PER_TRANSACTION` answers are
-    committed with their units and assignments, so other writers on the database (annotators
-    submitting) wait for one such transaction at most; the last transaction writes the audit
-    events (``audit_accounts`` writes the accounts') and drops the mark. When any step fails,
-    what was written is deleted (campaign and ``added_accounts``) and the error raised again."""
+    ``accounts`` maps the annotators to existing accounts; ``new_accounts`` (unsaved) are added
+    in the first transaction, with the campaign row marked ``options.importing``; then every
+    :data:`ROWS_PER_TRANSACTION` answers are committed with their units and assignments, so
+    other writers on the database (annotators submitting) wait for one such transaction at
+    most; the last transaction writes the audit events (``audit_accounts`` writes the
+    accounts') and drops the mark. When any step fails, what was written is deleted (campaign
+    and ``new_accounts``) and the error raised again."""
     by_unit: dict[tuple[str, ...], list[tuple[str, list[Label]]]] = defaultdict(list)
     for (annotator, unit), labels in revisions.items():
         by_unit[unit].append((annotator, labels))
@@ -122,9 +123,12 @@ def write_campaign(
         created_at=now,
         options={**options, IMPORTING: True},
     )
+    session.add_all(new_accounts)
     session.add(campaign)
     session.flush()
     campaign_id = stored_id(campaign)
+    added = [stored_id(user) for user in new_accounts]
+    accounts = {**accounts, **{user.name: stored_id(user) for user in new_accounts}}
     session.commit()
     try:
         ordered = list(by_unit)
@@ -186,7 +190,7 @@ def write_campaign(
         session.commit()
     except BaseException:
         session.rollback()
-        delete_campaign_rows(session, campaign_id, added_accounts)
+        delete_campaign_rows(session, campaign_id, added)
         session.commit()
         raise
     return written

@@ -153,17 +153,15 @@ def import_annotations(
         problems.check()
         account_ids = {name: user.id for name, user in accounts.items() if user.id is not None}
         new_accounts = [user for user in accounts.values() if user.id is None]
-    added = _add_accounts(session, new_accounts)
-    account_ids.update((user.name, stored_id(user)) for user in added)
     annotations = write_campaign(
         session,
-        added_accounts=[stored_id(user) for user in added],
-        audit_accounts=lambda: _audit_accounts(session, added, actor_id, source),
+        accounts=account_ids,
+        new_accounts=new_accounts,
+        audit_accounts=lambda: _audit_accounts(session, new_accounts, actor_id, source),
         name=campaign,
         protocol=chosen,
         revisions=revisions,
         units=units,
-        accounts=account_ids,
         rationale_min=_rationale_min(labels),
         imported={"source": source, "sha256": files_sha256([Path(path)])},
         actor_id=actor_id,
@@ -176,7 +174,7 @@ def import_annotations(
         created=True,
         units=len(units),
         annotators=len(accounts),
-        accounts_added=len(added),
+        accounts_added=len(new_accounts),
         annotations=annotations,
         overlap=_overlap(revisions),
     )
@@ -235,14 +233,6 @@ def _accounts(
             ),
         )
     return accounts
-
-
-def _add_accounts(session: Session, added: list[User]) -> list[User]:
-    """Add the new external accounts (their audit events come with the campaign's last write)."""
-    for user in added:
-        session.add(user)
-    session.flush()
-    return added
 
 
 def _audit_accounts(session: Session, added: list[User], actor_id: int | None, source: str) -> None:
