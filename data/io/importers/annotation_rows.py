@@ -12,13 +12,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Table, delete, insert, select
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
 from data.io.importers.annotation_labels import Label, Revisions
 from data.io.importers.annotation_units import ImportedUnit
 from data.storage.audit import record_event
 from data.storage.campaign_lookup import unit_key_map
-from data.storage.engine import outside_turn
+from data.storage.engine import checkpoint_wal, outside_turn
 from schemas.core import stored_id
 from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, CAMPAIGNS, UNITS, USERS
 from schemas.protocols import Protocol
@@ -123,6 +124,8 @@ def write_campaign(
         created_at=now,
         options={**options, IMPORTING: True},
     )
+    engine = session.get_bind()
+    assert isinstance(engine, Engine)
     session.add_all(new_accounts)
     session.add(campaign)
     session.flush()
@@ -138,6 +141,7 @@ def write_campaign(
         for start in range(0, len(ordered), per_chunk):
             chunk = ordered[start : start + per_chunk]
             with outside_turn(session):  # annotators' sessions of this process run meanwhile
+                checkpoint_wal(engine)
                 unit_rows = _unit_rows(campaign_id, chunk, units, by_unit)
             written += _write_units(
                 session, campaign_id, overlap, chunk, unit_rows, by_unit, accounts, now, revised
