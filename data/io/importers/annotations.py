@@ -16,15 +16,18 @@ its units, written exactly as the app would have left it had the labels been col
 * audit events ``user.create`` (external accounts), ``campaign.create``, ``annotation.import``
   and ``campaign.close``.
 
-Every line is checked before anything is written. The campaign is then written in short
-transactions (:func:`data.io.importers.annotation_rows.write_campaign`), so annotators working on
-the same database wait for one of them at most, never for the whole import. Until the last one it
-is closed (offered to no annotator) and marked ``options.importing``, which the campaign lists
-skip; an import that fails half-way deletes what it wrote. The caller's session is committed on
-the way. Importing the
-same labels again under the same campaign name changes nothing; different labels under that name
-(a label, its rationale, ``seconds``, ``created_at`` or ``meta``: the first difference is named),
-or a campaign of that name collected in the app, are refused.
+Every line is checked before anything is written (the database read in a snapshot that holds no
+write lock). The campaign is then written in short transactions
+(:func:`data.io.importers.annotation_rows.write_campaign`), so annotators working on the same
+database wait for one of them at most, never for the whole import. Until the last one it is
+closed (offered to no annotator) and marked ``options.importing``, which the campaign lists and
+look-ups skip; an import that fails half-way deletes what it wrote. The caller's session is
+committed on the way.
+
+Importing the same labels again under the same campaign name changes nothing; different labels
+under that name (a label, its rationale, ``seconds``, ``created_at`` or ``meta``: the first
+difference is named), a campaign of that name collected in the app, or one another import is
+still writing, are refused.
 """
 
 from __future__ import annotations
