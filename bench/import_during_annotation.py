@@ -12,8 +12,9 @@ response, so ``--labels`` / 3 responses are labelled), then:
    in rounds of ``--round-seconds``, until the import process ends.
 
 Prints one JSON object: p50 / p95 / p99 latency of ``submit_and_next`` and ``next_unit`` and the
-errors (refusals such as ``DatabaseBusy``) for both phases, the import's wall time, exit code and
-peak resident memory (``ru_maxrss`` of the child process), and the load average before and after.
+errors (refusals such as ``DatabaseBusy``, whose wait is not in the latencies) for both phases,
+the import's wall time, exit code and peak resident memory (``ru_maxrss`` of the child process),
+and the load average before and after.
 
     python bench/import_during_annotation.py --backend sqlite --labels 300000 --units 100000
     python bench/import_during_annotation.py --backend postgresql --labels 300000 --units 100000
