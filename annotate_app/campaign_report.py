@@ -89,6 +89,8 @@ class CampaignReportRequest:
     unparsed: str = "wrong"
     bootstrap: int = DEFAULT_BOOTSTRAP
     seed: int = DEFAULT_SEED
+    max_disagreements: int = 25
+    """Disagreements listed per judge."""
     by: tuple[str, ...] | None = None
     """Fields to group by (None: task and category where present; () none)."""
     aggregate: str = "mean"
@@ -142,6 +144,7 @@ def build_campaign_report(
         "unparsed": request.unparsed,
         "bootstrap": request.bootstrap,
         "seed": request.seed,
+        "max_disagreements": request.max_disagreements,
         "by": request.by,
         "aggregate": request.aggregate,
         "judges": request.judges,

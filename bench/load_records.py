@@ -37,6 +37,10 @@ class WorkerLog:
     errors: Counter = field(default_factory=Counter)
     skipped: int = 0
     double_submits: int = 0
+    cancelled: int = 0
+    """calls the database cancelled (a deadlock, a lock timeout): "nothing was saved" shown"""
+    false_no_unit: int = 0
+    """"no unit" answers while a unit this annotator never had still had a free slot"""
     finished: bool = False
 
 
@@ -77,6 +81,8 @@ def log_to_json(log: WorkerLog) -> dict[str, Any]:
         "errors": dict(log.errors),
         "skipped": log.skipped,
         "double_submits": log.double_submits,
+        "cancelled": log.cancelled,
+        "false_no_unit": log.false_no_unit,
         "finished": log.finished,
     }
 
@@ -88,6 +94,8 @@ def log_from_json(data: dict[str, Any]) -> WorkerLog:
         errors=Counter(data["errors"]),
         skipped=data["skipped"],
         double_submits=data["double_submits"],
+        cancelled=data["cancelled"],
+        false_no_unit=data["false_no_unit"],
         finished=data["finished"],
     )
     log.latencies.update(data["latencies"])
@@ -182,6 +190,8 @@ def summarize(logs: list[WorkerLog], wall: float) -> dict[str, object]:
         "transactions_per_second": round(sum(len(v) for v in merged.values()) / wall, 2),
         "skips": sum(log.skipped for log in logs),
         "double_submits": sum(log.double_submits for log in logs),
+        "cancelled": sum(log.cancelled for log in logs),
+        "false_no_unit": sum(log.false_no_unit for log in logs),
         "errors": dict(errors),
         "latency": {name: percentiles(values) for name, values in sorted(merged.items())},
     }

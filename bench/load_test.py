@@ -8,7 +8,10 @@ slot bookkeeping is exercised under churn. With ``--processes P`` the annotators
 P OS processes, each with its own engine, as P ``critiquelab serve`` processes behind a reverse
 proxy would be. With ``--think LOW:HIGH`` every annotator works LOW to HIGH seconds on a unit
 (:class:`ThinkTime`: drafts saved meanwhile, arrivals spread); without it the calls follow each
-other at once (the stress run).
+other at once (the stress run). With ``--routing-churn SECONDS`` two judges' scores are stored and
+the campaign's routing alternates (judge-disagreement, least-annotated) every SECONDS while the
+annotators work; calls the database cancelled ("nothing was saved") and false "no unit" answers
+(given while a unit the annotator never had still had a free slot) are counted (issue 25).
 
 After the run the database is checked against what the annotators saw acknowledged: no answer
 lost, no duplicate, overlap K never exceeded, unit counters equal to the rows they count
@@ -36,12 +39,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import event, exists, func, insert, select
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
@@ -60,9 +65,25 @@ from load_records import (  # noqa: E402,F401 - check_integrity and the records 
 
 from data import queue  # noqa: E402
 from data.services.campaigns import CampaignSpec, create_campaign  # noqa: E402
-from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
+from data.services.routing import set_routing  # noqa: E402
+from data.storage.engine import (  # noqa: E402
+    TransactionCancelled,
+    make_engine,
+    session_scope,
+    upgrade_database,
+)
 from schemas.core import stored_id  # noqa: E402
-from schemas.tables import Dataset, Item, Response, Unit, User  # noqa: E402
+from schemas.tables import (  # noqa: E402
+    Assignment,
+    Campaign,
+    Dataset,
+    Item,
+    Judgement,
+    Response,
+    Unit,
+    User,
+    utcnow,
+)
 from tests.pg_cluster import throwaway_postgres  # noqa: E402
 
 LOAD_AVERAGE_BEFORE = os.getloadavg()
@@ -127,8 +148,12 @@ def seed_campaign(
 def _timed(log: WorkerLog, engine: Engine, operation: Callable[..., T], *args: Any, **kw: Any) -> T:
     """Run ``operation(session, *args, **kw)`` in its own transaction and record its latency."""
     start = time.perf_counter()
-    with session_scope(engine) as session:
-        result = operation(session, *args, **kw)
+    try:
+        with session_scope(engine) as session:
+            result = operation(session, *args, **kw)
+    except Exception as error:
+        error.add_note(operation.__name__)  # which call failed, for the log's error counts
+        raise
     log.latencies[operation.__name__].append(time.perf_counter() - start)
     return result
 
@@ -194,6 +219,7 @@ def annotate(
             if view is None:
                 view = _timed(log, engine, queue.next_unit, campaign_id, annotator_id)
                 if view is None:
+                    log.false_no_unit += _work_left(engine, campaign_id, annotator_id)
                     break
             lease = view.assignment_id
             score = float(rng.randint(1, 10))
@@ -223,11 +249,128 @@ def annotate(
             log.acknowledged.append(Acknowledgement(view.unit_id, annotator_id, score, rationale))
             view = step.next_unit
             if view is None:
+                log.false_no_unit += _work_left(engine, campaign_id, annotator_id)
                 break
+        except TransactionCancelled as error:  # "nothing was saved": the person tries again
+            log.cancelled += 1
+            log.errors[_error_key(error)] += 1
+            view = None
         except Exception as error:  # noqa: BLE001 - counted and reported, the run goes on
-            log.errors[f"{type(error).__name__}: {str(error)[:120]}"] += 1
+            log.errors[_error_key(error)] += 1
             view = None
     log.finished = True
+
+
+def _error_key(error: Exception) -> str:
+    """The call that failed, the error's type and its text (the cause named at its end)."""
+    call = "; ".join(getattr(error, "__notes__", ())) or "?"
+    text = str(error)
+    return (
+        f"{call}: {type(error).__name__}: {text[:80]} … {text[-40:]}"
+        if len(text) > 120
+        else (f"{call}: {type(error).__name__}: {text}")
+    )
+
+
+def _work_left(engine: Engine, campaign_id: int, annotator_id: int) -> bool:
+    """Whether a unit this annotator never had still has a free slot (read just after they were
+    told "no unit": True makes that answer a false one). A person told "no unit" leaves, as the
+    simulated one does."""
+    with session_scope(engine) as session:
+        overlap = (
+            select(col(Campaign.overlap)).where(col(Campaign.id) == campaign_id).scalar_subquery()
+        )
+        had = exists().where(
+            col(Assignment.unit_id) == Unit.id, col(Assignment.annotator_id) == annotator_id
+        )
+        free = select(col(Unit.id)).where(
+            col(Unit.campaign_id) == campaign_id,
+            col(Unit.slots_taken) < overlap,
+            ~col(Unit.flagged),
+            ~col(Unit.gold),
+            ~had,
+        )
+        return session.execute(free.limit(1)).first() is not None
+
+
+ROUTING_JUDGES = ("j1", "j2")
+CHURN_SETTINGS = (("judge-disagreement", list(ROUTING_JUDGES)), ("least-annotated", None))
+"""What :func:`churn_routing` alternates between: judge-ranked units, then no ranks."""
+
+
+def judge_campaign(engine: Engine, campaign_id: int, seed: int = 0) -> int:
+    """Store the scores of two judges (``j1``, ``j2``, 1–10, drawn at random) on every response
+    of the campaign, so that judge-disagreement routing ranks its units; return how many."""
+    rng, now = random.Random(seed), utcnow()
+    with session_scope(engine) as session:
+        campaign = session.get(Campaign, campaign_id)
+        assert campaign is not None  # seeded by seed_campaign
+        responses = session.execute(
+            select(col(Response.id), col(Response.response_id))
+            .join(Unit, col(Unit.response_pk) == Response.id)
+            .where(col(Unit.campaign_id) == campaign_id)
+        ).all()
+        rows = [
+            {"judge": judge, "protocol": campaign.protocol, "unit_key": f"r:{response_id}",
+             "response_pk": pk, "score": float(rng.randint(1, 10)), "meta": {}, "usage": {},
+             "created_at": now}
+            for pk, response_id in responses for judge in ROUTING_JUDGES
+        ]  # fmt: skip
+        for start in range(0, len(rows), 5000):
+            session.connection().execute(insert(Judgement), rows[start : start + 5000])
+    return len(rows)
+
+
+@dataclass
+class ChurnLog:
+    """What the routing churn did: changes committed, their latencies (s), errors; ``changed``
+    is set once a first change has committed."""
+
+    changes: int = 0
+    latencies: list[float] = field(default_factory=list)
+    errors: Counter = field(default_factory=Counter)
+    changed: threading.Event = field(default_factory=threading.Event)
+
+
+def churn_routing(
+    engine: Engine, campaign_id: int, every: float, stop: threading.Event, log: ChurnLog
+) -> None:
+    """Change the campaign's routing (:data:`CHURN_SETTINGS` in turn, each its own transaction,
+    as the Campaigns page does) every ``every`` seconds until ``stop`` is set; a churn with
+    ``every`` 0 changes it back to back."""
+    turn = 0
+    while not stop.wait(every):
+        routing, judges = CHURN_SETTINGS[turn % len(CHURN_SETTINGS)]
+        turn += 1
+        start = time.perf_counter()
+        try:
+            with session_scope(engine) as session:
+                set_routing(session, campaign_id, routing, judges)
+        except Exception as error:  # noqa: BLE001 - counted and reported, the churn goes on
+            log.errors[f"{type(error).__name__}: {str(error)[:120]}"] += 1
+            continue
+        log.latencies.append(time.perf_counter() - start)
+        log.changes += 1
+        log.changed.set()
+
+
+@contextmanager
+def routing_churn(engine: Engine, campaign_id: int, every: float | None) -> Iterator[ChurnLog]:
+    """:func:`churn_routing` in a thread for the block's duration (nothing with ``every`` None);
+    the log is complete once the block has ended."""
+    log, stop = ChurnLog(), threading.Event()
+    if every is None:
+        yield log
+        return
+    thread = threading.Thread(
+        target=churn_routing, args=(engine, campaign_id, every, stop, log), name="routing-churn"
+    )
+    thread.start()
+    try:
+        yield log
+    finally:
+        stop.set()
+        thread.join()
 
 
 def run_annotators(
@@ -357,34 +500,48 @@ def run_load(
     units_each: int | None = None,
     skip_rate: float = 0.03,
     double_submit_rate: float = 0.02,
+    routing_churn_every: float | None = None,
 ) -> dict[str, object]:
     """Seed a fresh database at ``url``, run the baseline (one annotator, no think time, in this
     process) and the load (in this process, or over ``processes`` worker processes), check
     integrity. With ``units_each`` every annotator (the baseline's too) stops after that many
-    acknowledged submits; ``duration`` and ``baseline_seconds`` then only bound the run."""
+    acknowledged submits; ``duration`` and ``baseline_seconds`` then only bound the run. With
+    ``routing_churn_every`` two judges' scores are stored and the campaign's routing alternates
+    (:func:`churn_routing`) every that many seconds while the load runs."""
     engine = make_engine(url)
     try:
         upgrade_database(engine)
         started = time.monotonic()
         campaign_id, annotator_ids = seed_campaign(engine, units, annotators + 1, overlap)
+        if routing_churn_every is not None:
+            judge_campaign(engine, campaign_id, seed)
         seed_seconds = time.monotonic() - started
         baseline_logs, baseline_wall = run_annotators(
             engine, campaign_id, annotator_ids[-1:], baseline_seconds, seed + 1,
             units_each=units_each, skip_rate=skip_rate,
             double_submit_rate=double_submit_rate,
         )  # fmt: skip
-        if processes > 1:
-            logs, wall = run_processes(
-                url, campaign_id, annotator_ids[:-1], duration, seed, processes, think=think,
-                units_each=units_each, skip_rate=skip_rate,
-            double_submit_rate=double_submit_rate,
-            )  # fmt: skip
-        else:
-            logs, wall = run_annotators(
-                engine, campaign_id, annotator_ids[:-1], duration, seed, think=think,
-                units_each=units_each, skip_rate=skip_rate,
-            double_submit_rate=double_submit_rate,
-            )  # fmt: skip
+        cancelled: Counter = Counter()
+
+        def note_cancellation(context: Any) -> None:
+            sqlstate = getattr(context.original_exception, "sqlstate", None)
+            if sqlstate in ("40P01", "40001", "55P03"):
+                cancelled[f"{sqlstate}: {' '.join((context.statement or '').split())[:100]}"] += 1
+
+        event.listen(engine, "handle_error", note_cancellation)  # this process's engine only
+        with routing_churn(engine, campaign_id, routing_churn_every) as churn:
+            if processes > 1:
+                logs, wall = run_processes(
+                    url, campaign_id, annotator_ids[:-1], duration, seed, processes, think=think,
+                    units_each=units_each, skip_rate=skip_rate,
+                    double_submit_rate=double_submit_rate,
+                )  # fmt: skip
+            else:
+                logs, wall = run_annotators(
+                    engine, campaign_id, annotator_ids[:-1], duration, seed, think=think,
+                    units_each=units_each, skip_rate=skip_rate,
+                    double_submit_rate=double_submit_rate,
+                )  # fmt: skip
         integrity = check_integrity(engine, campaign_id, [*baseline_logs, *logs])
         with session_scope(engine) as session:
             total_units = session.execute(
@@ -401,6 +558,15 @@ def run_load(
         "seed_seconds": round(seed_seconds, 2),
         "integrity": asdict(integrity) | {"ok": integrity.ok},
         "load": summarize(logs, wall),
+        "cancelled_statements": dict(cancelled),
+        "routing_churn": None
+        if routing_churn_every is None
+        else {
+            "every_seconds": routing_churn_every,
+            "changes": churn.changes,
+            "errors": dict(churn.errors),
+            "change_latency": percentiles(churn.latencies),
+        },
         "baseline_single_annotator": summarize(baseline_logs, baseline_wall),
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
@@ -423,6 +589,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="use this database (emptied schema expected) instead")
     parser.add_argument("--baseline-seconds", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--routing-churn", type=float, default=None, metavar="SECONDS",
+        help="change the campaign's routing every SECONDS while the load runs (judge-ranked, "
+        "then least-annotated, in turn); cancellations and false 'no unit' answers are counted",
+    )  # fmt: skip
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -430,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
     options = dict(
         duration=args.duration, annotators=args.annotators, units=args.units,
         overlap=args.overlap, baseline_seconds=args.baseline_seconds, seed=args.seed,
-        processes=args.processes, think=args.think,
+        processes=args.processes, think=args.think, routing_churn_every=args.routing_churn,
     )  # fmt: skip
     if args.url:
         report = run_load(args.url, **options)

@@ -84,6 +84,9 @@ def calibrate_command(
         1000, "--bootstrap", help="Resamples for intervals, 0–1,000,000; 0 = none."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and of the map split."),
+    max_disagreements: int = typer.Option(
+        25, "--max-disagreements", help="Disagreements listed per judge in the report (0 or more)."
+    ),
     json_out: Path = typer.Option(None, "--json", help="Write the metrics JSON here."),
     html_out: Path = typer.Option(None, "--html", help="Write the HTML audit report here."),
     compare: list[Any] = typer.Option(
@@ -170,6 +173,7 @@ def calibrate_command(
         "unparsed": unparsed,
         "bootstrap": bootstrap,
         "seed": seed,
+        "max_disagreements": max_disagreements,
         "by": None if not by else tuple(f for f in by if f != "none"),
         "aggregate": aggregate,
         "judges": tuple(judge) if judge else None,

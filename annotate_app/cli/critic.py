@@ -82,11 +82,9 @@ def export_sft(
     summary = export_campaign_sft(
         cli.engine(), campaign, output, options, language=language, template=template_file(template)
     )
-    from data.services.admin_audit import record_export
+    from annotate_app.cli.exports import audit_export
 
-    record_export(
-        cli.engine(), None, "sft", source=campaign, export_format="jsonl", rows=summary.records
-    )
+    audit_export(cli, "sft", campaign, "jsonl", summary.records)
     cli.emit(
         summary,
         text=f"wrote {summary.records} records ({summary.train} train, {summary.eval} eval) from "

@@ -27,6 +27,7 @@ from data.queue.records import (
     SubmitStep,
 )
 from data.queue.revisions import revise
+from data.queue.routing_lock import share_queue_of_assignment
 from data.queue.views import others_answers
 from data.storage.audit import record_submission
 from data.storage.campaign_lookup import campaign_row, get_campaign
@@ -55,6 +56,7 @@ def submit(
     :func:`revise` does, and keeps the earlier one.
     """
     now = now or utcnow()
+    share_queue_of_assignment(session, assignment_id)  # first: see data.queue.routing_lock
     session.flush()  # what the ORM statements used to autoflush (a no-op when clean)
     stored = _submit_leased(
         session, assignment_id, annotator_id, score, preference, rationale, seconds, now
@@ -89,6 +91,7 @@ def submit_and_next(
     answer is not stored: the caller reports it, and the saved draft still holds what was typed.
     """
     now = now or utcnow()
+    share_queue_of_assignment(session, assignment_id)  # first: see data.queue.routing_lock
     session.flush()  # what the ORM statements used to autoflush (a no-op when clean)
     stored = _submit_leased(
         session,

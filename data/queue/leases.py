@@ -26,6 +26,7 @@ from data.queue.candidates import (
 )
 from data.queue.common import change_slots
 from data.queue.records import UnitView
+from data.queue.routing_lock import share_campaign_queue
 from data.queue.unit_view import LeaseFacts, view_of_unit
 from data.storage.campaign_lookup import campaign_row, get_campaign
 from schemas.core_tables import ASSIGNMENTS, DRAFTS, UNITS
@@ -72,6 +73,7 @@ def next_unit(
     must qualify first gets gold units only (:mod:`data.queue.gold`).
     """
     now = now or utcnow()
+    share_campaign_queue(session, campaign_id)  # first: a re-rank in progress ends before
     session.flush()  # what the ORM statements below used to autoflush (a no-op when clean)
     campaign = campaign_row(session, campaign_id)
     if campaign.status == "active":
@@ -113,6 +115,7 @@ def next_unit_of_campaign(
     if campaign.status != "active":
         return None
     campaign_id = campaign.id
+    share_campaign_queue(session, campaign_id)  # a no-op when the caller took it, as it should
     expire_leases(session, campaign_id, now)
     entry = gold.gate(session, campaign, annotator_id)
     if entry.mode == "qualifying":
@@ -188,6 +191,7 @@ _EXPIRE = (
 def expire_leases(session: Session, campaign_id: int, now: datetime | None = None) -> int:
     """Return expired leases of the campaign to the pool; the number returned."""
     now = now or utcnow()
+    share_campaign_queue(session, campaign_id)
     session.flush()  # as the ORM-enabled update did (a no-op when clean)
     expired = session.connection().execute(_EXPIRE, {"b_campaign": campaign_id, "b_now": now}).all()
     for (unit_id,) in expired:
@@ -330,16 +334,26 @@ def _insert_lease(
 ) -> LeaseFacts | None:
     """Lease ``found`` (``id``, ``slots_taken``), locked; None if the constraints refuse it.
 
-    Slots fill from 0 up, so the unit's count of live slots is tried first; only when that slot
-    is taken (a lower one was given back) is the free one looked up.
+    On SQLite slots fill from 0 up, so the unit's count of live slots is tried first; only when
+    that slot is taken (a lower one was given back) is the free one looked up. On PostgreSQL the
+    free slot is read first: a guess that hits a live slot whose assignment another transaction
+    is changing (a submit, a skip, in flight) makes the insert's unique check wait for that
+    transaction, which may be waiting for this unit's row, held here: a deadlock (issue 25, seen
+    under routing churn once twelve steps resumed together). A slot free in the read has no live
+    assignment that anyone but a holder of this unit's row could be inserting.
     """
     unit_id = found.id
+    slot, read_first = found.slots_taken, session.connection().dialect.name == "postgresql"
+    if read_first:
+        slot = _free_slot(session, unit_id, campaign.overlap)
+        if slot is None:
+            return None
     shown_order = _random_order(campaign)
     values = dict(
         campaign_id=campaign.id,
         unit_id=unit_id,
         annotator_id=annotator_id,
-        slot=found.slots_taken,
+        slot=slot,
         overlap=campaign.overlap,
         status="leased",
         shown_order=shown_order,
@@ -347,7 +361,7 @@ def _insert_lease(
         expires_at=expires_at,
     )
     assignment_id = session.connection().execute(_LEASE, values).scalar()
-    if assignment_id is None:
+    if assignment_id is None and not read_first:
         values["slot"] = _free_slot(session, unit_id, campaign.overlap)
         if values["slot"] is None:
             return None

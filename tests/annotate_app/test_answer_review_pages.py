@@ -76,7 +76,9 @@ def test_adjudicate_rejects_monitor_accepts_my_work_shows_the_comment(world):
     assert "rejected this answer" in warning.value and "rita" in warning.value
     assert "<b>" not in warning.value.replace("\\<b>", "")  # shown as text, never as HTML
     assert "three" in warning.value
-    assert list(mine.dataframe[0].value["Review"]) == ["rejected: see the comment"]
+    # the list of answers (the opened answer's revision history is another table)
+    (answers,) = [d.value for d in mine.dataframe if "Review" in d.value.columns]
+    assert list(answers["Review"]) == ["rejected: see the comment"]
     with session_scope(engine) as session:
         revised = queue.revise(
             session, ids["ann"], people["ann"].id, score=3, rationale="Three cats, I see now."

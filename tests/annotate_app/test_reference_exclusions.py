@@ -165,3 +165,16 @@ def test_a_rejected_answer_revised_then_accepted_is_counted_once_then_not_at_all
     rejected_answers, ann2 = counted()
     assert rejected_answers == 0
     assert ann2.split("\t")[1:3] == ["6", "0"]
+
+
+def test_max_disagreements_reaches_the_report_and_a_negative_one_is_refused(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    _annotated_campaign(engine)
+    command = ["--db", db_url, "calibrate", "--campaign", "camp-alignmmbench", "--bootstrap", "0"]
+    refused = runner.invoke(app, [*command, "--max-disagreements", "-1"])
+    assert refused.exit_code == 2, refused.output
+    assert "--max-disagreements -1 must be 0 or more" in refused.output
+    html = tmp_path / "report.html"
+    listed = runner.invoke(app, [*command, "--max-disagreements", "0", "--html", str(html)])
+    assert listed.exit_code == 0, listed.output

@@ -112,3 +112,36 @@ def test_think_time_paces_each_annotator(load_test: ModuleType, tmp_path: Path) 
     # bound that a slow machine only makes truer.)
     assert wall >= 2 * 0.4
     assert integrity.ok and integrity.acknowledged == integrity.live_annotations == 4 * 2
+
+
+def test_routing_churn_cancels_nothing_and_hides_no_unit(
+    load_test: ModuleType, pg_url: str
+) -> None:
+    """PostgreSQL, issue 25 A2: the campaign's routing changed back to back (judge-ranked, then
+    least-annotated, in turn) while twelve annotators submit and take the next unit. A routing
+    change re-ranks every unit of the campaign in one transaction; it used to lock the units in
+    whatever order its update met them while annotators' steps held one unit and waited for the
+    next: deadlocks cancelled submits ("nothing was saved"), and leases that met units held by the
+    change answered "no unit" with work left. Now no call is cancelled (this also covers the lease
+    whose guessed slot made its insert wait on another step), every annotator does all its work,
+    and no "no unit" is given (the campaign is far from drained). The annotators start once a
+    first change has committed; the churn goes on until they are done, so at least one more
+    change runs while they work."""
+    engine = make_engine(pg_url)
+    upgrade_database(engine)
+    campaign_id, annotators = load_test.seed_campaign(engine, units=2000, annotators=12, overlap=3)
+    load_test.judge_campaign(engine, campaign_id)
+    with load_test.routing_churn(engine, campaign_id, every=0.0) as churn:
+        assert churn.changed.wait(timeout=CEILING_S), churn.errors
+        logs, _ = load_test.run_annotators(
+            engine, campaign_id, annotators, duration=CEILING_S, seed=5, skip_rate=0.1,
+            units_each=2 * UNITS_EACH, double_submit_rate=0.1,
+        )  # fmt: skip
+    integrity = load_test.check_integrity(engine, campaign_id, logs)
+    engine.dispose()
+    assert churn.errors == {} and churn.changes >= 2
+    assert [log.cancelled for log in logs] == [0] * 12, [dict(log.errors) for log in logs]
+    assert [log.false_no_unit for log in logs] == [0] * 12
+    assert [dict(log.errors) for log in logs if log.errors] == []
+    assert [len(log.acknowledged) for log in logs] == [2 * UNITS_EACH] * 12
+    assert integrity.ok and integrity.acknowledged == integrity.live_annotations

@@ -33,7 +33,8 @@ still writing, are refused.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -59,7 +60,7 @@ from data.io.importers.annotation_rows import (
 )
 from data.io.importers.annotation_units import ImportedUnit, resolve_units
 from data.io.importers.errors import InvalidRecord, Problems
-from data.io.importers.reader import files_sha256, iter_judgements
+from data.io.importers.reader import JudgementLine, files_sha256, iter_judgements
 from data.services.users import case_twins
 from data.storage.audit import record_event
 from data.storage.campaign_lookup import still_importing
@@ -112,11 +113,14 @@ def import_annotations(
     actor_id: int | None = None,
     on_progress: Callable[[int], None] | None = None,
     now: datetime | None = None,
+    read: Callable[[Path, Problems], Iterable[JudgementLine]] = iter_judgements,
 ) -> AnnotationImportSummary:
     """Import the human labels of ``path`` as the closed campaign ``campaign``.
 
     ``dataset`` (a dataset name) is checked against the units' dataset when given;
-    ``protocol`` (with ``scale`` for ``score``) replaces the protocol named on the lines.
+    ``protocol`` (with ``scale`` for ``score``) replaces the protocol named on the lines;
+    ``read`` turns the file into judgement lines (another format's reader, such as
+    :func:`data.io.importers.label_studio.read_label_studio`, gets every rule of this import).
     """
     source = str(path)
     now = now or utcnow()
@@ -126,7 +130,7 @@ def import_annotations(
     problems = Problems()
     chosen = forced_protocol(protocol, scale, source) if protocol else None
     labels: list[Label] = []
-    for line in iter_judgements(path, problems):
+    for line in read(path, problems):
         try:
             chosen = chosen or line_protocol(line)
             labels.append(label_of(line, chosen, forced=protocol is not None))
@@ -139,8 +143,10 @@ def import_annotations(
     revisions = revisions_of(labels, problems)
     engine = session.get_bind()
     assert isinstance(engine, Engine)
-    # the checks read a snapshot: no write lock, no session turn, however long they take
-    with outside_turn(session), read_scope(engine) as reader:
+    # the checks read a snapshot: no write lock, no session turn, however long they take (in
+    # the caller's transaction when it has one: what it wrote is not in a snapshot)
+    snapshot = nullcontext(session) if session.in_transaction() else read_scope(engine)
+    with outside_turn(session), snapshot as reader:
         units = resolve_units(reader, labels, dataset, problems)
         problems.check()
         dataset_name = next(iter(units.values())).dataset_name
