@@ -48,6 +48,11 @@ def get_campaign(session: Session, campaign: str | int) -> Campaign:
         found = session.exec(select(Campaign).where(Campaign.name == campaign)).first()
     if found is None and str(campaign).isdigit():
         found = session.get(Campaign, int(campaign))
+    if found is not None and still_importing(found):
+        raise CampaignNotFound(
+            f"campaign {found.name!r} is still being imported: it can be used when the "
+            "import has finished"
+        )
     if found is None:
         known = list(session.exec(select(Campaign.name).order_by(Campaign.name).limit(20)))
         hint = "known campaigns: " + ", ".join(known) if known else "there are no campaigns yet"
@@ -59,7 +64,15 @@ def get_campaign(session: Session, campaign: str | int) -> Campaign:
 
 
 def list_campaigns(session: Session) -> list[Campaign]:
-    return list(session.exec(select(Campaign).order_by(col(Campaign.created_at), col(Campaign.id))))
+    """Every campaign but those an ``annotations import`` is still writing."""
+    query = select(Campaign).order_by(col(Campaign.created_at), col(Campaign.id))
+    return [campaign for campaign in session.exec(query) if not still_importing(campaign)]
+
+
+def still_importing(campaign: Campaign) -> bool:
+    """Whether an ``annotations import`` is still writing ``campaign`` (its rows are not all
+    there yet: data/io/importers/annotation_rows.py marks it until its last transaction)."""
+    return bool((campaign.options or {}).get("importing"))
 
 
 def unit_key_map(session: Session, campaign_id: int) -> dict[int, str]:

@@ -252,6 +252,49 @@ def _install_writer_gate(engine: Engine, gate: _WriterGate) -> None:
         event.listen(engine, name, let_go)
 
 
+def checkpoint_wal(engine: Engine) -> None:
+    """Copy what SQLite's write-ahead log holds into the database file now.
+
+    A passive checkpoint: it waits for no lock and holds none that writers need. A bulk writer
+    (a large import) calls it between its transactions, so that the commit of the next
+    annotator, which would otherwise run the automatic checkpoint of the import's pages while
+    the others queue behind it, finds little to copy. Nothing on PostgreSQL."""
+    if engine.dialect.name != "sqlite":
+        return
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        cursor.fetchall()
+        cursor.close()
+    finally:
+        raw.close()
+
+
+@contextmanager
+def outside_turn(session: Session) -> Iterator[None]:
+    """Run the block with this thread's session turn on the SQLite file handed to the sessions
+    waiting for it (see :func:`session_scope`), and take it back after them.
+
+    For a long block of short transactions (a large import): called between two of them, after a
+    commit, it lets annotators' sessions of this process run instead of waiting for the whole
+    block. Nothing changes on PostgreSQL, when the thread holds no turn, or while ``session`` is
+    in a transaction (its lock must not be handed over). :class:`DatabaseBusy`
+    when the turn does not come back within the busy timeout."""
+    engine = session.get_bind()
+    turn = _ENGINE_TURNS.get(engine) if isinstance(engine, Engine) else None
+    me = threading.current_thread()
+    if turn is None or not turn.held_by(me) or session.in_transaction():
+        yield
+        return
+    turn.release(me)
+    try:
+        yield
+    finally:
+        if not turn.acquire(me, SQLITE_BUSY_TIMEOUT_MS / 1000):
+            raise _busy(engine)  # type: ignore[arg-type]
+
+
 @contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
     """A session that commits when the block succeeds and rolls back when it raises.

@@ -28,7 +28,7 @@ class AnnotationImportError(ValueError):
     """The labels cannot become the campaign asked for (name taken, mixed datasets...)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Label:
     """One validated line: who labelled which unit how (preference in canonical order)."""
 

@@ -7,18 +7,21 @@ re-import with.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, insert, select
+from sqlalchemy import Table, delete, insert, select
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
 from data.io.importers.annotation_labels import Label, Revisions
 from data.io.importers.annotation_units import ImportedUnit
 from data.storage.audit import record_event
 from data.storage.campaign_lookup import unit_key_map
+from data.storage.engine import checkpoint_wal, outside_turn
 from schemas.core import stored_id
-from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, UNITS
+from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, CAMPAIGNS, UNITS, USERS
 from schemas.protocols import Protocol
 from schemas.tables import Annotation, Campaign, User
 
@@ -81,13 +84,23 @@ def write_campaign(
     revisions: Revisions,
     units: dict[tuple[str, ...], ImportedUnit],
     accounts: dict[str, int],
+    new_accounts: list[User],
+    audit_accounts: Callable[[], None],
     rationale_min: int,
     imported: dict[str, Any],
     actor_id: int | None,
     now: datetime,
 ) -> int:
     """Write the closed campaign with its units, assignments and annotations; return how many
-    annotations (all revisions) were written."""
+    annotations (all revisions) were written.
+
+    ``accounts`` maps the annotators to existing accounts; ``new_accounts`` (unsaved) are added
+    in the first transaction, with the campaign row marked ``options.importing``; then every
+    :data:`ROWS_PER_TRANSACTION` answers are committed with their units and assignments, so
+    other writers on the database (annotators submitting) wait for one such transaction at
+    most; the last transaction writes the audit events (``audit_accounts`` writes the
+    accounts') and drops the mark. When any step fails, what was written is deleted (campaign
+    and ``new_accounts``) and the error raised again."""
     by_unit: dict[tuple[str, ...], list[tuple[str, list[Label]]]] = defaultdict(list)
     for (annotator, unit), labels in revisions.items():
         by_unit[unit].append((annotator, labels))
@@ -95,6 +108,7 @@ def write_campaign(
         entries.sort(key=lambda entry: (_moment(entry[1][0], now), entry[0]))
     overlap = max(len(entries) for entries in by_unit.values())
     dataset_id = next(iter(units.values())).dataset_id
+    options = {"models": None, "pairs": None, "imported": imported}
     campaign = Campaign(
         name=name,
         dataset_id=dataset_id,
@@ -105,113 +119,191 @@ def write_campaign(
         overlap=overlap,
         rationale_min=rationale_min,
         lease_seconds=LEASE_SECONDS,
-        status="active",
+        status="closed",
         created_by=actor_id,
         created_at=now,
-        options={"models": None, "pairs": None, "imported": imported},
+        options={**options, IMPORTING: True},
     )
+    engine = session.get_bind()
+    assert isinstance(engine, Engine)
+    session.add_all(new_accounts)
     session.add(campaign)
     session.flush()
-    assert campaign.id is not None
-    ordered = list(by_unit)
-    unit_ids = _insert(
-        session,
-        UNITS,
-        [
-            {
-                "campaign_id": campaign.id,
-                "item_pk": units[u].item_pk,
-                "response_pk": units[u].response_pk,
-                "pair_pk": units[u].pair_pk,
-                "slots_taken": len(by_unit[u]),
-                "n_submitted": len(by_unit[u]),
-            }
-            for u in ordered
-        ],
-    )
-    record_event(
-        session,
-        actor_id=actor_id,
-        action="campaign.create",
-        entity="campaign",
-        entity_id=campaign.id,
-        detail={
-            "name": name,
-            "dataset": units[ordered[0]].dataset_name,
-            "protocol": protocol.name,
-            "overlap": overlap,
-            "units": len(ordered),
-            "options": campaign.options,
-        },
-    )
+    campaign_id = stored_id(campaign)
+    added = [stored_id(user) for user in new_accounts]
+    accounts = {**accounts, **{user.name: stored_id(user) for user in new_accounts}}
+    session.commit()
+    try:
+        ordered = list(by_unit)
+        revised: list[_Revision] = []
+        written = 0
+        per_chunk = max(1, ROWS_PER_TRANSACTION // overlap)
+        for start in range(0, len(ordered), per_chunk):
+            chunk = ordered[start : start + per_chunk]
+            with outside_turn(session):  # annotators' sessions of this process run meanwhile
+                checkpoint_wal(engine)
+                unit_rows = _unit_rows(campaign_id, chunk, units, by_unit)
+            written += _write_units(
+                session, campaign_id, overlap, chunk, unit_rows, by_unit, accounts, now, revised
+            )
+            session.commit()
+        audit_accounts()
+        record_event(
+            session,
+            actor_id=actor_id,
+            action="campaign.create",
+            entity="campaign",
+            entity_id=campaign_id,
+            detail={
+                "name": name,
+                "dataset": units[ordered[0]].dataset_name,
+                "protocol": protocol.name,
+                "overlap": overlap,
+                "units": len(ordered),
+                "options": options,
+            },
+        )
+        for revision in revised:
+            _audit_revision(session, *revision)
+        record_event(
+            session,
+            actor_id=actor_id,
+            action="annotation.import",
+            entity="campaign",
+            entity_id=campaign_id,
+            detail={
+                **imported,
+                "annotations": written,
+                "annotators": len(accounts),
+                "units": len(ordered),
+            },
+        )
+        record_event(
+            session,
+            actor_id=actor_id,
+            action="campaign.close",
+            entity="campaign",
+            entity_id=campaign_id,
+            detail={"campaign": name, "before": "active", "after": "closed"},
+        )
+        stored = session.get(Campaign, campaign_id)
+        assert stored is not None
+        stored.options = options
+        session.add(stored)
+        session.flush()
+        session.commit()
+    except BaseException:
+        session.rollback()
+        delete_campaign_rows(session, campaign_id, added)
+        session.commit()
+        raise
+    return written
+
+
+IMPORTING = "importing"
+"""The key of ``Campaign.options`` that marks a campaign an import is still writing
+(:func:`data.storage.campaign_lookup.still_importing` reads it)."""
+ROWS_PER_TRANSACTION = 5000
+"""About how many answers one transaction of an import writes (whole units at a time)."""
+
+_Revision = tuple[tuple[int, int, int, list[Label]], tuple[int, Label], Label, int, int]
+
+
+def delete_campaign_rows(session: Session, campaign_id: int, accounts: list[int]) -> None:
+    """Delete a half-written imported campaign: its answers, assignments, units and row, and the
+    external ``accounts`` the import added (nothing else refers to them yet)."""
+    for table in (ANNOTATIONS, ASSIGNMENTS, UNITS):
+        session.connection().execute(delete(table).where(table.c.campaign_id == campaign_id))
+    session.connection().execute(delete(CAMPAIGNS).where(CAMPAIGNS.c.id == campaign_id))
+    if accounts:
+        session.connection().execute(delete(USERS).where(USERS.c.id.in_(accounts)))
+
+
+def _unit_rows(
+    campaign_id: int,
+    chunk: list[tuple[str, ...]],
+    units: dict[tuple[str, ...], ImportedUnit],
+    by_unit: dict[tuple[str, ...], list[tuple[str, list[Label]]]],
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "campaign_id": campaign_id,
+            "item_pk": units[u].item_pk,
+            "response_pk": units[u].response_pk,
+            "pair_pk": units[u].pair_pk,
+            "slots_taken": len(by_unit[u]),
+            "n_submitted": len(by_unit[u]),
+        }
+        for u in chunk
+    ]
+
+
+def _write_units(
+    session: Session,
+    campaign_id: int,
+    overlap: int,
+    chunk: list[tuple[str, ...]],
+    unit_rows: list[dict[str, Any]],
+    by_unit: dict[tuple[str, ...], list[tuple[str, list[Label]]]],
+    accounts: dict[str, int],
+    now: datetime,
+    revised: list[_Revision],
+) -> int:
+    """Units ``chunk`` (their ``unit_rows``) with their assignments and annotations; return the
+    annotations written."""
+    unit_ids = _insert(session, UNITS, unit_rows)
     placed = [
         (unit_id, slot, accounts[annotator], labels)
-        for unit, unit_id in zip(ordered, unit_ids, strict=True)
+        for unit, unit_id in zip(chunk, unit_ids, strict=True)
         for slot, (annotator, labels) in enumerate(by_unit[unit])
     ]
     assignment_ids = _insert(
         session,
         ASSIGNMENTS,
         [
-            _assignment(campaign, unit_id, slot, annotator_id, labels[0], now)
+            _assignment(campaign_id, overlap, unit_id, slot, annotator_id, labels[0], now)
             for unit_id, slot, annotator_id, labels in placed
         ],
     )
-    written = _annotations(session, campaign, placed, assignment_ids, now)
-    record_event(
-        session,
-        actor_id=actor_id,
-        action="annotation.import",
-        entity="campaign",
-        entity_id=campaign.id,
-        detail={
-            **imported,
-            "annotations": written,
-            "annotators": len(accounts),
-            "units": len(ordered),
-        },
-    )
-    campaign.status = "closed"
-    session.add(campaign)
-    record_event(
-        session,
-        actor_id=actor_id,
-        action="campaign.close",
-        entity="campaign",
-        entity_id=campaign.id,
-        detail={"campaign": name, "before": "active", "after": "closed"},
-    )
-    session.flush()
+    written = _annotations(session, campaign_id, placed, assignment_ids, now, revised)
     return written
 
 
 def _assignment(
-    campaign: Campaign, unit_id: int, slot: int, annotator_id: int, first: Label, now: datetime
+    campaign_id: int,
+    overlap: int,
+    unit_id: int,
+    slot: int,
+    annotator_id: int,
+    first: Label,
+    now: datetime,
 ) -> dict[str, Any]:
     submitted = _moment(first, now)
     leased = submitted - timedelta(seconds=first.seconds)
     return {
-        "campaign_id": campaign.id,
+        "campaign_id": campaign_id,
         "unit_id": unit_id,
         "annotator_id": annotator_id,
         "slot": slot,
-        "overlap": campaign.overlap,
+        "overlap": overlap,
         "status": "submitted",
         "shown_order": first.shown_order,
         "leased_at": leased,
-        "expires_at": leased + timedelta(seconds=campaign.lease_seconds),
+        "expires_at": leased + timedelta(seconds=LEASE_SECONDS),
         "closed_at": submitted,
     }
 
 
 def _annotations(
     session: Session,
-    campaign: Campaign,
+    campaign_id: int,
     placed: list[tuple[int, int, int, list[Label]]],
     assignment_ids: list[int],
     now: datetime,
+    revised: list[_Revision],
 ) -> int:
-    """Revision 1 of every answer, then 2, ...: each later one revises the one before."""
+    """Revision 1 of every answer, then 2, ...: each later one revises the one before (the
+    events that audit it are added to ``revised``, written with the import's last transaction)."""
     previous: dict[int, tuple[int, Label]] = {}  # position in ``placed`` -> (id, label)
     written = 0
     depth = max(len(labels) for *_, labels in placed)
@@ -229,7 +321,7 @@ def _annotations(
                 meta["revises"] = previous[position][0]
             rows.append(
                 {
-                    "campaign_id": campaign.id,
+                    "campaign_id": campaign_id,
                     "unit_id": unit_id,
                     "annotator_id": annotator_id,
                     "assignment_id": assignment_ids[position],
@@ -248,8 +340,8 @@ def _annotations(
         ids = _insert(session, ANNOTATIONS, rows)
         for (position, label, _live), annotation_id in zip(batch, ids, strict=True):
             if revision > 1:
-                _audit_revision(
-                    session, placed[position], previous[position], label, annotation_id, revision
+                revised.append(
+                    (placed[position], previous[position], label, annotation_id, revision)
                 )
             previous[position] = (annotation_id, label)
         written += len(rows)

@@ -16,21 +16,31 @@ its units, written exactly as the app would have left it had the labels been col
 * audit events ``user.create`` (external accounts), ``campaign.create``, ``annotation.import``
   and ``campaign.close``.
 
-Every line is checked before anything is written, all in the caller's transaction. Importing the
-same labels again under the same campaign name changes nothing; different labels under that name
-(a label, its rationale, ``seconds``, ``created_at`` or ``meta``: the first difference is named),
-or a campaign of that name collected in the app, are refused.
+Every line is checked before anything is written (the database read in a snapshot that holds no
+write lock). The campaign is then written in short transactions
+(:func:`data.io.importers.annotation_rows.write_campaign`), so annotators working on the same
+database wait for one of them at most, never for the whole import. Until the last one it is
+closed (offered to no annotator) and marked ``options.importing``, which the campaign lists and
+look-ups skip; an import that fails half-way deletes what it wrote. The caller's session is
+committed on the way.
+
+Importing the same labels again under the same campaign name changes nothing; different labels
+under that name (a label, its rationale, ``seconds``, ``created_at`` or ``meta``: the first
+difference is named), a campaign of that name collected in the app, or one another import is
+still writing, are refused.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from data.io.importers.annotation_labels import (
@@ -50,9 +60,11 @@ from data.io.importers.annotation_rows import (
 )
 from data.io.importers.annotation_units import ImportedUnit, resolve_units
 from data.io.importers.errors import InvalidRecord, Problems
-from data.io.importers.reader import JudgementLine, files_sha256, read_judgements
+from data.io.importers.reader import JudgementLine, files_sha256, iter_judgements
 from data.services.users import case_twins
 from data.storage.audit import record_event
+from data.storage.campaign_lookup import still_importing
+from data.storage.engine import outside_turn, read_scope
 from schemas.core import stored_id
 from schemas.ids import id_problem
 from schemas.protocols import Protocol
@@ -101,7 +113,7 @@ def import_annotations(
     actor_id: int | None = None,
     on_progress: Callable[[int], None] | None = None,
     now: datetime | None = None,
-    read: Callable[[Path, Problems], list[JudgementLine]] = read_judgements,
+    read: Callable[[Path, Problems], Iterable[JudgementLine]] = iter_judgements,
 ) -> AnnotationImportSummary:
     """Import the human labels of ``path`` as the closed campaign ``campaign``.
 
@@ -129,22 +141,36 @@ def import_annotations(
     problems.check()
     assert chosen is not None  # the reader refuses a file without lines
     revisions = revisions_of(labels, problems)
-    units = resolve_units(session, labels, dataset, problems)
-    problems.check()
-    dataset_name = next(iter(units.values())).dataset_name
-    existing = session.exec(select(Campaign).where(Campaign.name == campaign)).first()
-    if existing is not None:
-        return _same_campaign(session, existing, chosen, revisions, units, dataset_name)
-    accounts = _accounts(session, revisions, problems)
-    problems.check()
-    accounts_added = _add_accounts(session, accounts, actor_id, source)
+    engine = session.get_bind()
+    assert isinstance(engine, Engine)
+    # the checks read a snapshot: no write lock, no session turn, however long they take (in
+    # the caller's transaction when it has one: what it wrote is not in a snapshot)
+    snapshot = nullcontext(session) if session.in_transaction() else read_scope(engine)
+    with outside_turn(session), snapshot as reader:
+        units = resolve_units(reader, labels, dataset, problems)
+        problems.check()
+        dataset_name = next(iter(units.values())).dataset_name
+        existing = reader.exec(select(Campaign).where(Campaign.name == campaign)).first()
+        if existing is not None and still_importing(existing):
+            raise AnnotationImportError(
+                f"campaign {campaign!r} is being written by another import (or one that was "
+                "killed half-way): wait for it to finish, or import under another campaign name"
+            )
+        if existing is not None:
+            return _same_campaign(reader, existing, chosen, revisions, units, dataset_name)
+        accounts = _accounts(reader, revisions, problems)
+        problems.check()
+        account_ids = {name: user.id for name, user in accounts.items() if user.id is not None}
+        new_accounts = [user for user in accounts.values() if user.id is None]
     annotations = write_campaign(
         session,
+        accounts=account_ids,
+        new_accounts=new_accounts,
+        audit_accounts=lambda: _audit_accounts(session, new_accounts, actor_id, source),
         name=campaign,
         protocol=chosen,
         revisions=revisions,
         units=units,
-        accounts={name: stored_id(user) for name, user in accounts.items()},
         rationale_min=_rationale_min(labels),
         imported={"source": source, "sha256": files_sha256([Path(path)])},
         actor_id=actor_id,
@@ -157,7 +183,7 @@ def import_annotations(
         created=True,
         units=len(units),
         annotators=len(accounts),
-        accounts_added=accounts_added,
+        accounts_added=len(new_accounts),
         annotations=annotations,
         overlap=_overlap(revisions),
     )
@@ -218,13 +244,7 @@ def _accounts(
     return accounts
 
 
-def _add_accounts(
-    session: Session, accounts: dict[str, User], actor_id: int | None, source: str
-) -> int:
-    added = [user for user in accounts.values() if user.id is None]
-    for user in added:
-        session.add(user)
-    session.flush()
+def _audit_accounts(session: Session, added: list[User], actor_id: int | None, source: str) -> None:
     for user in added:
         record_event(
             session,
@@ -234,7 +254,6 @@ def _add_accounts(
             entity_id=stored_id(user),
             detail={"name": user.name, "role": user.role, "external": True, "source": source},
         )
-    return len(added)
 
 
 def _same_campaign(

@@ -94,12 +94,24 @@ def read_judgement_files(paths: Iterable[Path]) -> list[JudgementLine]:
     return _read_judgements([Path(path) for path in paths], None)
 
 
+def iter_judgements(path: Path, problems: Problems) -> Iterator[JudgementLine]:
+    """:func:`read_judgements` one line at a time, so a large file is not held whole: bad lines
+    go to ``problems``, which the caller checks when the lines are consumed."""
+    return _judgement_lines([Path(path)], problems)
+
+
 def _read_judgements(paths: list[Path], problems: Problems | None) -> list[JudgementLine]:
     collector = problems if problems is not None else Problems()
-    lines: list[JudgementLine] = []
+    lines = list(_judgement_lines(paths, collector))
+    if problems is None:
+        collector.check()
+    return lines
+
+
+def _judgement_lines(paths: list[Path], collector: Problems) -> Iterator[JudgementLine]:
     seen: dict[tuple[Any, ...], str] = {}
     for path in paths:
-        before = len(lines)
+        count = 0
         for location, raw in _rows(path, collector, decode_table_row):
             source = str(path)
             try:
@@ -120,12 +132,10 @@ def _read_judgements(paths: list[Path], problems: Problems | None) -> list[Judge
                 )
                 continue
             seen[key] = line.where if len(paths) > 1 else f"line {location}"
-            lines.append(line)
-        if len(lines) == before and not collector:
+            count += 1
+            yield line
+        if count == 0 and not collector:
             raise InvalidFile([InvalidRecord(str(path), None, None, "holds no judgements")])
-    if problems is None:
-        collector.check()
-    return lines
 
 
 def read_dataset(path: Path, problems: Problems | None = None) -> Iterator[ItemPlan]:
