@@ -31,6 +31,7 @@ from calibration.reference import consensus as human_consensus
 from calibration.scale import Scale
 from critic.judge_prompt import build_prompt
 from critic.prompts import PromptTemplate, builtin_template, format_target
+from critic.sft_errors import SftFileError
 from data.io.campaign_input import standing_exclusions
 from data.io.critic_io import (
     AnnotatedUnit,
@@ -52,11 +53,6 @@ SftFormat = Literal["jsonl", "hf"]
 """``jsonl``: one conversation per line; ``hf``: a Hugging Face ``datasets`` folder
 (:mod:`critic.sft_hf`)."""
 SFT_FORMATS: dict[str, SftFormat] = {"jsonl": "jsonl", "hf": "hf"}
-
-
-class SftFileError(ValueError):
-    """A training file line that cannot be used (file, line, field and the fix), or a place
-    where training data cannot be written."""
 
 
 @dataclass(frozen=True)
@@ -316,7 +312,13 @@ def write_sft(
             raise ValueError("a datasets folder is written to a path, not to a stream")
         from critic.sft_hf import write_sft_dataset
 
-        return write_sft_dataset(records, Path(target))
+        counted = SftCounts()
+        rows = (
+            (record.split, record.messages, record.images, record.meta)
+            for record in map(counted.count, records)
+        )
+        write_sft_dataset(rows, Path(target))
+        return counted
     counts = SftCounts()
     lines = (counts.count(record).to_json() + "\n" for record in records)
     if not isinstance(target, str | Path):
@@ -351,7 +353,7 @@ def read_sft(path: Path) -> list[SftRecord]:
         if not is_sft_dataset(path):
             raise SftFileError(
                 f"{path} is a folder but not a datasets folder (no dataset_dict.json or "
-                "dataset_info.json): give a JSONL file or a folder from export sft --format hf"
+                "dataset_info.json): give a JSONL file or a datasets folder the SFT export wrote"
             )
         rows = read_sft_dataset(path)
     else:

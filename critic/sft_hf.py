@@ -21,16 +21,17 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from critic.sft import SftCounts, SftRecord
+from critic.sft_errors import SftFileError
 
 SPLITS = ("train", "eval")
+SftRow = tuple[str, Any, Any, Any]
+"""One record to write: its split, chat ``messages``, image paths and ``meta``."""
 _CACHE = "critiquelab-sft-images"
 
 
-def write_sft_dataset(records: Iterable[SftRecord], folder: Path) -> SftCounts:
+def write_sft_dataset(records: Iterable[SftRow], folder: Path) -> None:
     """Save records as a ``datasets`` folder at ``folder`` (written beside it, then moved into
     place; nothing is left behind if making a record fails). ``folder`` must not exist yet, or
     be a folder this writer made before (``dataset_dict.json`` in it), which is replaced."""
@@ -38,18 +39,14 @@ def write_sft_dataset(records: Iterable[SftRecord], folder: Path) -> SftCounts:
 
     import datasets
 
-    from critic.sft import SftCounts, SftFileError
-
     folder = Path(folder)
     if folder.exists() and not (folder / "dataset_dict.json").is_file():
         raise SftFileError(
             f"{folder} exists and is not a dataset folder written by export sft: give a new folder"
         )
-    counts = SftCounts()
     rows: dict[str, list[dict[str, Any]]] = {split: [] for split in SPLITS}
-    for record in records:
-        counts.count(record)
-        rows["eval" if record.split == "eval" else "train"].append(_row(record))
+    for split, messages, images, meta in records:
+        rows["eval" if split == "eval" else "train"].append(_row(messages, images, meta))
     vision = any(row["images"] for split in rows.values() for row in split)
     features = _features(datasets, vision=vision)
     splits = {}
@@ -69,7 +66,6 @@ def write_sft_dataset(records: Iterable[SftRecord], folder: Path) -> SftCounts:
         raise
     shutil.rmtree(folder, ignore_errors=True)
     partial.replace(folder)
-    return counts
 
 
 def is_sft_dataset(path: Path) -> bool:
@@ -89,8 +85,6 @@ def read_sft_dataset(folder: Path) -> list[tuple[str, dict[str, Any]]]:
     Embedded images are written once, named by their content's SHA-256, to a folder in the
     system's temporary directory (the trainer opens images by path)."""
     import datasets
-
-    from critic.sft import SftFileError
 
     with _quiet(datasets):
         loaded = datasets.load_from_disk(str(folder))
@@ -129,13 +123,12 @@ def _quiet(datasets: Any) -> Iterator[None]:
             datasets.enable_progress_bars()
 
 
-def _row(record: SftRecord) -> dict[str, Any]:
+def _row(messages: Any, image_paths: Iterable[str], meta: Any) -> dict[str, Any]:
     images = []
-    for path in record.images:
+    for path in image_paths:
         data = Path(path).read_bytes()
         images.append({"bytes": data, "path": Path(path).name})
-    meta = json.dumps(record.meta, ensure_ascii=False)
-    return {"messages": record.messages, "images": images, "meta": meta}
+    return {"messages": messages, "images": images, "meta": json.dumps(meta, ensure_ascii=False)}
 
 
 def _features(datasets: Any, *, vision: bool) -> Any:

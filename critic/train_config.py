@@ -23,8 +23,8 @@ class TrainConfig:
 
     data: Path = field(
         metadata={
-            "help": "SFT file or datasets folder (critiquelab export sft [--format hf]); records "
-            "with meta.split == 'eval' are held out."
+            "help": "SFT file (JSON Lines) or datasets folder, as the SFT export writes them; "
+            "records with meta.split == 'eval' are held out."
         }
     )
     base_model: Path = field(
