@@ -92,9 +92,7 @@ def mace(
     log_likelihood, iterations, converged = state[0], 0, False
     for iterations in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
         spam_counts, know_counts, strategy = state[2], state[3], state[4]
-        pair = np.column_stack([spam_counts, know_counts]) + smoothing
-        theta = pair[:, 1] / pair.sum(axis=1)
-        xi = (strategy + smoothing) / (strategy + smoothing).sum(axis=1, keepdims=True)
+        theta, xi = _rater_parameters(spam_counts, know_counts, strategy, smoothing)
         state = _e_step(theta, xi, raters, rows, answers, units, n_labels)
         gain = state[0] - log_likelihood
         log_likelihood = state[0]
@@ -115,6 +113,16 @@ def mace(
         iterations,
         converged,
     )
+
+
+def _rater_parameters(
+    spam_counts: np.ndarray, know_counts: np.ndarray, strategy: np.ndarray, smoothing: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """MACE's M-step for the raters (both models): θ, the smoothed share of answers given
+    knowingly, and ξ, each rater's smoothed distribution of answers given at random."""
+    pair = np.column_stack([spam_counts, know_counts]) + smoothing
+    smoothed = strategy + smoothing
+    return pair[:, 1] / pair.sum(axis=1), smoothed / smoothed.sum(axis=1, keepdims=True)
 
 
 def _e_step(theta, xi, raters, rows, answers, units, n_labels):
@@ -217,9 +225,7 @@ def ordinal_mace(
     log_likelihood, iterations, converged = state[0], 0, False
     for iterations in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
         _, posteriors, spam_counts, know_counts, strategy, attentive = state
-        pair = np.column_stack([spam_counts, know_counts]) + smoothing
-        theta = pair[:, 1] / pair.sum(axis=1)
-        xi = (strategy + smoothing) / (strategy + smoothing).sum(axis=1, keepdims=True)
+        theta, xi = _rater_parameters(spam_counts, know_counts, strategy, smoothing)
         priors = units @ posteriors + smoothing
         priors /= priors.sum()
         if width is None:

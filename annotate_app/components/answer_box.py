@@ -26,8 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import streamlit as st
+from sqlalchemy.engine import Engine
 
+from data import queue
 from data.queue import DraftView
+from data.storage.engine import session_scope
+from schemas.core import stored_id
 from schemas.protocols import MAX_CHOICES, Protocol
 
 _DIR = Path(__file__).resolve().parent
@@ -53,6 +57,37 @@ class AnswerPayload:
     rationale: str
     seconds: float
     edited_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class SavedRevision:
+    """An answer's new revision, saved from the panel."""
+
+    annotation_id: int
+    revision: int
+
+
+def save_revision(
+    engine: Engine, key: str, annotation_id: int, user_id: int
+) -> SavedRevision | None:
+    """Save what the panel ``key`` submitted for the answer ``annotation_id`` as its next revision
+    (:func:`data.queue.revise`: audited, the earlier one kept), for Annotate's Undo / Previous and
+    *My work* alike; None when the panel sent nothing for that answer. Raises
+    :class:`data.queue.QueueError` or :class:`data.storage.engine.DatabaseProblem`."""
+    payload = read_payload(key, "submit")
+    if payload is None or payload.unit != annotation_id:
+        return None
+    with session_scope(engine) as session:
+        new = queue.revise(
+            session,
+            annotation_id,
+            user_id,
+            score=payload.score,
+            preference=payload.preference,
+            rationale=payload.rationale,
+            extra_seconds=payload.seconds,
+        )
+        return SavedRevision(stored_id(new), new.revision)
 
 
 def store_key(user_id: int, campaign_id: int, unit: int) -> str:

@@ -33,7 +33,13 @@ from sqlmodel import Session
 from streamlit.delta_generator import DeltaGenerator
 
 from annotate_app.auth import require_role
-from annotate_app.components.answer_box import AnswerPayload, answer_box, read_payload, store_key
+from annotate_app.components.answer_box import (
+    AnswerPayload,
+    answer_box,
+    read_payload,
+    save_revision,
+    store_key,
+)
 from annotate_app.db import get_engine
 from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
@@ -136,28 +142,20 @@ def _leave_back() -> None:
 
 def _save_back(key: str, annotation_id: int, campaign_id: int, what: str) -> None:
     """Save the change to an earlier answer as its next revision (audited, the old one kept)."""
-    payload = read_payload(key, "submit")
-    if payload is None or payload.unit != annotation_id:
-        return
     try:
-        with session_scope(engine) as session:
-            new = queue.revise(
-                session,
-                annotation_id,
-                user.id,
-                score=payload.score,
-                preference=payload.preference,
-                rationale=payload.rationale,
-                extra_seconds=payload.seconds,
-            )
-            revision, new_id = new.revision, stored_id(new)
+        saved = save_revision(engine, key, annotation_id, user.id)
     except (queue.QueueError, DatabaseProblem) as error:
         attempt, _ = state.get("annotate_back_refused", (0, ""))
         state["annotate_back_refused"] = (attempt + 1, str(error))
         return
+    if saved is None:
+        return
     _leave_back()
     state["annotate_saved"] = _Saved(
-        campaign_id, new_id, f"revision {revision} of {what}", datetime.now(UTC)
+        campaign_id,
+        saved.annotation_id,
+        f"revision {saved.revision} of {what}",
+        datetime.now(UTC),
     )
 
 

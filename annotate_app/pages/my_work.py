@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app.auth import require_role
-from annotate_app.components.answer_box import answer_box, read_payload
+from annotate_app.components.answer_box import answer_box, save_revision
 from annotate_app.db import get_engine
 from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
@@ -39,27 +39,17 @@ state = st.session_state
 
 
 def _save_revision(key: str, annotation_id: int) -> None:
-    payload = read_payload(key, "submit")
-    if payload is None or payload.unit != annotation_id:
-        return
     try:
-        with session_scope(engine) as session:
-            new = queue.revise(
-                session,
-                annotation_id,
-                user.id,
-                score=payload.score,
-                preference=payload.preference,
-                rationale=payload.rationale,
-                extra_seconds=payload.seconds,
-            )
+        saved = save_revision(engine, key, annotation_id, user.id)
     except (queue.QueueError, DatabaseProblem) as error:
         attempt, _ = state.get("my_work_refused", (0, ""))
         state["my_work_refused"] = (attempt + 1, str(error))
         return
+    if saved is None:
+        return
     state.pop("my_work_refused", None)
-    state["my_work_notice"] = f"Saved as revision {new.revision}."
-    st.query_params["annotation"] = str(new.id)
+    state["my_work_notice"] = f"Saved as revision {saved.revision}."
+    st.query_params["annotation"] = str(saved.annotation_id)
 
 
 def _asked_annotation() -> int | None:

@@ -169,6 +169,16 @@ def _children(pid: int) -> list[int]:
     return [int(child) for child in path.read_text().split()] if path.exists() else []
 
 
+def _wait_until_listening(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    """Poll until the served port accepts connections (a state no event announces); fail with
+    the log when the server exits first. 120 s only bounds a server that never listens."""
+    deadline = time.monotonic() + 120
+    while not _listening(port):
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "the server never listened"
+        time.sleep(0.2)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_stops_the_server_and_its_child(tmp_path: Path, stop: signal.Signals) -> None:
@@ -179,11 +189,7 @@ def test_a_signal_stops_the_server_and_its_child(tmp_path: Path, stop: signal.Si
     log = (tmp_path / "serve.log").open("wb")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        while not _listening(port):
-            assert process.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "the server never listened"
-            time.sleep(0.2)
+        _wait_until_listening(process, port, tmp_path / "serve.log")
         [child] = _children(process.pid)
         process.send_signal(stop)
         status = process.wait(timeout=60)  # a ceiling for a hang, not a speed test
@@ -232,11 +238,7 @@ def test_the_real_server_answers_only_its_host_names_and_trusts_no_forwarded_add
         return answer
 
     try:
-        deadline = time.monotonic() + 120
-        while not _listening(port):
-            assert process.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "the server never listened"
-            time.sleep(0.2)
+        _wait_until_listening(process, port, tmp_path / "serve.log")
         for host in ("rebound.attacker.example", f"rebound.attacker.example:{port}"):
             for method, path in (("GET", "/"), ("POST", "/session/login")):
                 status, body = ask(method, path, host)
