@@ -8,8 +8,10 @@
   sample project.
 * ``browser`` (one per run): Debian's Chromium driven by Playwright; skips (fails under
   ``CRITIQUELAB_REQUIRE_E2E=1``) when no Chromium is found (:mod:`tests.system_binaries`).
-* ``page``: a fresh browser context per test; a screenshot of the page at the end of every test
-  goes to ``test-artifacts/<module>-<test>.png`` (``-FAILED`` added when the test failed).
+* ``page``: a fresh browser context per test; when a test fails, a screenshot of the whole page
+  goes to ``test-artifacts/<module>-<test>-FAILED.png``. ``CRITIQUELAB_SCREENSHOTS=all`` saves
+  one after every test (``<module>-<test>.png``), to look at the pages after a UI change; left
+  off by default because a full-page screenshot per test cost about a second each.
 * ``login``: ``login(page, base_url, name, password)`` logs in through the app's login endpoint
   (:func:`login_by_request`) and waits until the app shows the user as logged in. The form itself
   is driven by :func:`login_in_browser`, in the tests whose subject is logging in.
@@ -58,6 +60,7 @@ SERVER_START_TIMEOUT_S = 120
 UI_TIMEOUT_MS = 60_000
 SLOW_UI_TIMEOUT_MS = 300_000
 """For what a page computes first (calibration with bootstrap, a judge audit)."""
+SCREENSHOT_EVERY_TEST = os.environ.get("CRITIQUELAB_SCREENSHOTS") == "all"
 LoginHelper = Callable[[Any, str, str, str], None]
 _FAILED = pytest.StashKey[bool]()
 
@@ -208,7 +211,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @pytest.fixture
 def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A page in a fresh browser context; screenshot saved when the test ends."""
+    """A page in a fresh browser context; a screenshot saved when the test fails (after every
+    test with ``CRITIQUELAB_SCREENSHOTS=all``)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
     context.set_default_timeout(UI_TIMEOUT_MS)
     new_page = context.new_page()
@@ -219,10 +223,12 @@ def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{Path(module).stem}-{test}")
         failed = request.node.stash.get(_FAILED, False)
         ARTIFACTS.mkdir(exist_ok=True)
-        (ARTIFACTS / f"{name}{'' if failed else '-FAILED'}.png").unlink(missing_ok=True)
+        for stale in (f"{name}.png", f"{name}-FAILED.png"):
+            (ARTIFACTS / stale).unlink(missing_ok=True)
         try:
-            path = ARTIFACTS / f"{name}{'-FAILED' if failed else ''}.png"
-            new_page.screenshot(path=str(path), full_page=True)
+            if failed or SCREENSHOT_EVERY_TEST:
+                path = ARTIFACTS / f"{name}{'-FAILED' if failed else ''}.png"
+                new_page.screenshot(path=str(path), full_page=True)
         finally:
             context.close()
 
