@@ -18,8 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 
+import data.services.users
 from data.storage.engine import make_engine, upgrade_database
 from tests.skips import missing
 from tests.system_binaries import postgres_bindir, postgres_missing
@@ -46,6 +48,19 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     with one process per core a core sat idle meanwhile. On the 2-core machine the whole suite took
     691 s with four processes against 752 s with two (quiet machine, same commit)."""
     return 2 * len(os.sched_getaffinity(0))
+
+
+# Real argon2 at its smallest cost in every test: the production cost (64 MiB, 3 passes) took
+# 0.2 s of CPU per hash, and hundreds of tests create users (2-6 each) or log in. The hashes
+# still carry their own parameters, so verification is the real thing. The one test of the
+# production cost opts out with ``@pytest.mark.production_password_cost``.
+CHEAP_PASSWORD_HASHER = PasswordHasher(time_cost=1, memory_cost=1024)
+
+
+@pytest.fixture(autouse=True)
+def cheap_password_hashing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("production_password_cost") is None:
+        monkeypatch.setattr(data.services.users, "_hasher", CHEAP_PASSWORD_HASHER)
 
 
 @pytest.fixture(scope="session")

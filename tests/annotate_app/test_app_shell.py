@@ -6,13 +6,11 @@ import ast
 from pathlib import Path
 
 import pytest
-from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
 import data.services.auth as auth_service
-import data.services.users
 from annotate_app.auth import TOKEN_KEY, USER_KEY
 from annotate_app.navigation import APP_DIR, PAGES, pages_for
 from annotate_app.text import escape_markdown
@@ -25,14 +23,6 @@ from schemas.tables import AuthSession, Dataset, Item, Response
 APP = str(APP_DIR / "app.py")
 PASSWORD = "correct horse battery"
 TIMEOUT = 30
-
-
-@pytest.fixture(autouse=True)
-def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real argon2 with the smallest cost, so that the many logins here stay fast."""
-    monkeypatch.setattr(
-        data.services.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024)
-    )
 
 
 @pytest.fixture

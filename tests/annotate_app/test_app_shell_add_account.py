@@ -4,11 +4,9 @@ password); an accepted one empties the form."""
 from __future__ import annotations
 
 import pytest
-from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 
-import data.services.users
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
 from annotate_app.text import escape_markdown
@@ -16,14 +14,6 @@ from data.services.users import UserRecord, create_user, get_user
 from data.storage.engine import session_scope
 
 TIMEOUT = 60
-
-
-@pytest.fixture(autouse=True)
-def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real argon2 with the smallest cost, so that the many logins here stay fast."""
-    monkeypatch.setattr(
-        data.services.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024)
-    )
 
 
 @pytest.fixture

@@ -7,13 +7,11 @@ from collections.abc import Iterator
 from http.cookies import SimpleCookie
 
 import pytest
-from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-import data.services.users
 from annotate_app.session_routes import (
     COOKIE_NAME,
     LOGIN_PATH,
@@ -28,14 +26,6 @@ from schemas.tables import LoginAttempt
 
 PASSWORD = "correct horse battery"
 ORIGIN = {"Origin": "http://testserver"}
-
-
-@pytest.fixture(autouse=True)
-def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real argon2 with the smallest cost, so that the many logins here stay fast."""
-    monkeypatch.setattr(
-        data.services.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024)
-    )
 
 
 @pytest.fixture

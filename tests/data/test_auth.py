@@ -8,12 +8,10 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 import data.services.auth
-import data.services.users
 from data.services.auth import (
     MAX_CLIENT_FAILURES,
     MAX_FAILED_ATTEMPTS,
@@ -30,14 +28,6 @@ from schemas.tables import AuthSession, LoginAttempt, utcnow
 
 PASSWORD = "correct horse battery"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real argon2 with the smallest cost, so that the many logins here stay fast."""
-    monkeypatch.setattr(
-        data.services.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024)
-    )
 
 
 @pytest.fixture

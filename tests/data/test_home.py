@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-import data.services.users
 from data.queue import next_unit, submit
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.home import campaigns_for_user
@@ -17,14 +14,6 @@ from schemas.tables import Campaign, Dataset, Item, Response
 
 PASSWORD = "correct horse battery"
 RATIONALE = "Clear, correct and complete answer to the question."
-
-
-@pytest.fixture(autouse=True)
-def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real argon2 with the smallest cost, so that the many logins here stay fast."""
-    monkeypatch.setattr(
-        data.services.users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024)
-    )
 
 
 def _dataset(session: Session, items: int = 2) -> None:

@@ -34,6 +34,7 @@ def _database_bytes(db_url: str) -> bytes:
     return b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal")) if p.exists())
 
 
+@pytest.mark.production_password_cost
 def test_passwords_are_stored_as_slow_argon2id_hashes(engine: Engine, db_url: str) -> None:
     with session_scope(engine) as session:
         create_user(session, "alice", PASSWORD, "annotator")
