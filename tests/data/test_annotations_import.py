@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from pairwise_import_items import pairwise_items, write_jsonl
 from sqlmodel import Session, col, select
 from typer.testing import CliRunner
 
@@ -16,19 +16,7 @@ from schemas.tables import Annotation, Assignment, AuditEvent, Campaign, Unit, U
 
 runner = CliRunner()
 
-ITEMS = [
-    {
-        "item_id": f"q{i}",
-        "benchmark": "generic",
-        "question": f"question {i}",
-        "responses": [
-            {"response_id": f"q{i}/a", "model": "m1", "content": f"answer a{i}"},
-            {"response_id": f"q{i}/b", "model": "m2", "content": f"answer b{i}"},
-        ],
-        "pairs": [[f"q{i}/a", f"q{i}/b"]],
-    }
-    for i in range(3)
-]
+ITEMS = pairwise_items(3)
 
 
 def _label(annotator: str, i: int, preference: str, **extra: object) -> dict:
@@ -53,18 +41,13 @@ LABELS = [
 ]
 
 
-def _write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
-    return path
-
-
 def _cli(db_url: str, *args: str):
     return runner.invoke(app, ["--db", db_url, *args])
 
 
 @pytest.fixture
 def dataset(engine, db_url, tmp_path) -> Path:
-    result = _cli(db_url, "import", "jsonl", str(_write(tmp_path / "data.jsonl", ITEMS)))
+    result = _cli(db_url, "import", "jsonl", str(write_jsonl(tmp_path / "data.jsonl", ITEMS)))
     assert result.exit_code == 0, result.output
     return tmp_path
 
@@ -78,7 +61,7 @@ def _counts(engine) -> dict[str, int]:
 
 
 def test_labels_become_a_closed_campaign_written_as_the_app_writes_it(engine, db_url, dataset):
-    result = _cli(db_url, "annotations", "import", str(_write(dataset / "h.jsonl", LABELS)),
+    result = _cli(db_url, "annotations", "import", str(write_jsonl(dataset / "h.jsonl", LABELS)),
                   "--campaign", "ext")  # fmt: skip
     assert result.exit_code == 0, result.output
     assert result.output.strip() == (
@@ -114,7 +97,7 @@ def test_labels_become_a_closed_campaign_written_as_the_app_writes_it(engine, db
 
 
 def test_external_accounts_cannot_log_in_even_with_a_password(engine, db_url, dataset):
-    _cli(db_url, "annotations", "import", str(_write(dataset / "h.jsonl", LABELS)),
+    _cli(db_url, "annotations", "import", str(write_jsonl(dataset / "h.jsonl", LABELS)),
          "--campaign", "ext")  # fmt: skip
     with Session(engine) as session:
         user = session.exec(select(User).where(User.name == "ann1")).one()
@@ -126,14 +109,14 @@ def test_external_accounts_cannot_log_in_even_with_a_password(engine, db_url, da
 
 
 def test_reimport_changes_nothing_and_different_labels_are_refused(engine, db_url, dataset):
-    path = _write(dataset / "h.jsonl", LABELS)
+    path = write_jsonl(dataset / "h.jsonl", LABELS)
     assert _cli(db_url, "annotations", "import", str(path), "--campaign", "ext").exit_code == 0
     before = _counts(engine)
     again = _cli(db_url, "annotations", "import", str(path), "--campaign", "ext")
     assert again.exit_code == 0, again.output
     assert "already holds these 6 labels: nothing changed" in again.output
     assert _counts(engine) == before
-    changed = _write(dataset / "h2.jsonl", [*LABELS[:-1], _label("ann1", 2, "B")])
+    changed = write_jsonl(dataset / "h2.jsonl", [*LABELS[:-1], _label("ann1", 2, "B")])
     refused = _cli(db_url, "annotations", "import", str(changed), "--campaign", "ext")
     assert refused.exit_code == 2
     assert "campaign 'ext' already holds different imported labels" in refused.output
@@ -152,10 +135,10 @@ def test_a_reimport_that_changes_only_time_or_meta_is_refused_naming_it(
     engine, db_url, dataset, change, field
 ):
     """It said "nothing changed" and dropped the change."""
-    path = _write(dataset / "h.jsonl", LABELS)
+    path = write_jsonl(dataset / "h.jsonl", LABELS)
     assert _cli(db_url, "annotations", "import", str(path), "--campaign", "ext").exit_code == 0
     before = _counts(engine)
-    changed = _write(dataset / "h2.jsonl", [{**LABELS[0], **change}, *LABELS[1:]])
+    changed = write_jsonl(dataset / "h2.jsonl", [{**LABELS[0], **change}, *LABELS[1:]])
     refused = _cli(db_url, "annotations", "import", str(changed), "--campaign", "ext")
     assert refused.exit_code == 2, refused.output
     assert (
@@ -170,7 +153,7 @@ def test_a_campaign_collected_in_the_app_is_not_overwritten(engine, db_url, data
     create = _cli(db_url, "campaign", "create", "amb", "--dataset", "data", "--protocol",
                   "pairwise")  # fmt: skip
     assert create.exit_code == 0, create.output
-    result = _cli(db_url, "annotations", "import", str(_write(dataset / "h.jsonl", LABELS)),
+    result = _cli(db_url, "annotations", "import", str(write_jsonl(dataset / "h.jsonl", LABELS)),
                   "--campaign", "amb")  # fmt: skip
     assert result.exit_code == 2
     assert "campaign 'amb' already exists and was collected in the app" in result.output
@@ -212,7 +195,7 @@ def test_a_campaign_collected_in_the_app_is_not_overwritten(engine, db_url, data
 def test_bad_lines_exit_2_naming_file_and_line_and_nothing_is_written(
     engine, db_url, dataset, line, message
 ):
-    path = _write(dataset / "bad.jsonl", [*LABELS, line])
+    path = write_jsonl(dataset / "bad.jsonl", [*LABELS, line])
     before = _counts(engine)
     result = _cli(db_url, "annotations", "import", str(path), "--campaign", "ext")
     assert result.exit_code == 2, result.output
@@ -224,7 +207,7 @@ def test_a_login_account_of_the_same_name_is_refused(engine, db_url, dataset):
     with Session(engine) as session:
         create_user(session, "ann3", "a long password 123", "annotator")
         session.commit()
-    result = _cli(db_url, "annotations", "import", str(_write(dataset / "h.jsonl", LABELS)),
+    result = _cli(db_url, "annotations", "import", str(write_jsonl(dataset / "h.jsonl", LABELS)),
                   "--campaign", "ext")  # fmt: skip
     assert result.exit_code == 2
     assert "annotator 'ann3' is the name of an account that logs in here" in result.output
@@ -233,10 +216,9 @@ def test_a_login_account_of_the_same_name_is_refused(engine, db_url, dataset):
 def test_units_outside_the_named_dataset_are_refused(engine, db_url, dataset):
     other = [{**ITEMS[0], "item_id": "z", "responses": [
         {"response_id": "z/a", "model": "m1", "content": "x"}], "pairs": []}]  # fmt: skip
-    assert (
-        _cli(db_url, "import", "jsonl", str(_write(dataset / "other.jsonl", other))).exit_code == 0
-    )
-    result = _cli(db_url, "annotations", "import", str(_write(dataset / "h.jsonl", LABELS)),
+    other_file = write_jsonl(dataset / "other.jsonl", other)
+    assert _cli(db_url, "import", "jsonl", str(other_file)).exit_code == 0
+    result = _cli(db_url, "annotations", "import", str(write_jsonl(dataset / "h.jsonl", LABELS)),
                   "--campaign", "ext", "--dataset", "other")  # fmt: skip
     assert result.exit_code == 2
     assert "'q0/a' belongs to dataset 'data', not 'other'" in result.output
@@ -249,7 +231,7 @@ def test_revisions_round_trip_through_export(engine, db_url, dataset):
         {**LABELS[0], "revision": 2, "preference": "tie", "rationale": "on reflection a tie",
          "created_at": "2026-11-01T11:00:00Z"},
     ]  # fmt: skip
-    path = _write(dataset / "h.jsonl", revised)
+    path = write_jsonl(dataset / "h.jsonl", revised)
     assert _cli(db_url, "annotations", "import", str(path), "--campaign", "ext").exit_code == 0
     with Session(engine) as session:
         rows = session.exec(select(Annotation).order_by(col(Annotation.revision))).all()
@@ -289,7 +271,7 @@ def test_revisions_round_trip_through_export(engine, db_url, dataset):
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_csv_and_parquet_exports_import_as_the_same_campaign(engine, db_url, dataset, fmt):
-    path = _write(dataset / "h.jsonl", LABELS)
+    path = write_jsonl(dataset / "h.jsonl", LABELS)
     assert _cli(db_url, "annotations", "import", str(path), "--campaign", "ext").exit_code == 0
     out = dataset / f"export.{fmt}"
     exported = _cli(db_url, "export", "annotations", "--campaign", "ext", "--format", fmt,
@@ -316,9 +298,9 @@ def test_import_and_reimport_on_sqlite_and_postgresql(any_engine, tmp_path):
     from data.storage.engine import session_scope
 
     with session_scope(any_engine) as session:
-        import_jsonl(session, _write(tmp_path / "data.jsonl", ITEMS))
+        import_jsonl(session, write_jsonl(tmp_path / "data.jsonl", ITEMS))
     revised = [{**LABELS[3], "revision": 1}, {**LABELS[3], "revision": 2, "preference": "A"}]
-    path = _write(tmp_path / "h.jsonl", [*LABELS[:3], *LABELS[4:], *revised])
+    path = write_jsonl(tmp_path / "h.jsonl", [*LABELS[:3], *LABELS[4:], *revised])
     with session_scope(any_engine) as session:
         summary = import_annotations(session, path, campaign="ext")
     assert (summary.units, summary.annotations, summary.overlap) == (3, 7, 3)
@@ -331,7 +313,7 @@ def test_import_and_reimport_on_sqlite_and_postgresql(any_engine, tmp_path):
 
 
 def test_a_bad_campaign_name_is_refused(engine, db_url, dataset):
-    result = _cli(db_url, "annotations", "import", str(_write(dataset / "h.jsonl", LABELS)),
+    result = _cli(db_url, "annotations", "import", str(write_jsonl(dataset / "h.jsonl", LABELS)),
                   "--campaign", " ext")  # fmt: skip
     assert result.exit_code == 2
     assert "the campaign name ' ext' starts or ends with white space" in result.output

@@ -4,12 +4,11 @@ last one; an import that fails half-way leaves nothing behind."""
 
 from __future__ import annotations
 
-import json
 import threading
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
+from pairwise_import_items import pairwise_items, write_jsonl
 from sqlmodel import Session, select
 
 from data import queue
@@ -23,19 +22,7 @@ from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.tables import Annotation, Assignment, AuditEvent, Campaign, Unit, User
 
-ITEMS = [
-    {
-        "item_id": f"q{i}",
-        "benchmark": "generic",
-        "question": f"question {i}",
-        "responses": [
-            {"response_id": f"q{i}/a", "model": "m1", "content": f"answer a{i}"},
-            {"response_id": f"q{i}/b", "model": "m2", "content": f"answer b{i}"},
-        ],
-        "pairs": [[f"q{i}/a", f"q{i}/b"]],
-    }
-    for i in range(4)
-]
+ITEMS = pairwise_items(4)
 LABELS = [
     {
         "judge": f"annotator:ext{rater}",
@@ -52,11 +39,6 @@ RATIONALE = "A counts the apples right, B does not."
 GUARD_SECONDS = 120  # only so a broken import cannot hang the run; no step relies on it
 
 
-def _write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
-    return path
-
-
 def _counts(engine) -> dict[str, int]:
     with Session(engine) as session:
         return {
@@ -70,7 +52,7 @@ def live(engine, tmp_path) -> tuple[int, int]:
     """A dataset, an open pairwise campaign over it and an annotator holding a unit of it:
     (annotator id, assignment id)."""
     with session_scope(engine) as session:
-        import_jsonl(session, _write(tmp_path / "data.jsonl", ITEMS), dataset="d")
+        import_jsonl(session, write_jsonl(tmp_path / "data.jsonl", ITEMS), dataset="d")
         annotator = create_user(session, "alice", "a long password 123", "annotator")
         campaign = create_campaign(
             session, CampaignSpec(name="live", dataset="d", protocol="pairwise", overlap=1)
@@ -126,7 +108,7 @@ def test_a_submit_made_during_an_import_is_saved_and_the_campaign_stays_hidden(
     try:
         with session_scope(engine) as session:
             summary = import_annotations(
-                session, _write(tmp_path / "h.jsonl", LABELS), campaign="ext"
+                session, write_jsonl(tmp_path / "h.jsonl", LABELS), campaign="ext"
             )
     finally:
         import_over.set()
@@ -147,7 +129,7 @@ def test_a_submit_made_during_an_import_is_saved_and_the_campaign_stays_hidden(
 def test_an_import_that_fails_half_way_leaves_nothing(any_engine, tmp_path, monkeypatch):
     engine = any_engine
     with session_scope(engine) as session:
-        import_jsonl(session, _write(tmp_path / "data.jsonl", ITEMS), dataset="d")
+        import_jsonl(session, write_jsonl(tmp_path / "data.jsonl", ITEMS), dataset="d")
     monkeypatch.setattr(annotation_rows, "ROWS_PER_TRANSACTION", 3, raising=False)
     before = _counts(engine)
     real_insert = annotation_rows._insert
@@ -162,7 +144,7 @@ def test_an_import_that_fails_half_way_leaves_nothing(any_engine, tmp_path, monk
 
     monkeypatch.setattr(annotation_rows, "_insert", insert)
     with pytest.raises(OSError, match="disk is full"), session_scope(engine) as session:
-        import_annotations(session, _write(tmp_path / "h.jsonl", LABELS), campaign="ext")
+        import_annotations(session, write_jsonl(tmp_path / "h.jsonl", LABELS), campaign="ext")
     assert _counts(engine) == before
     monkeypatch.setattr(annotation_rows, "_insert", real_insert)
     with session_scope(engine) as session:  # and the same import then succeeds
@@ -173,7 +155,7 @@ def test_an_import_that_fails_half_way_leaves_nothing(any_engine, tmp_path, monk
 def test_a_campaign_another_import_is_writing_is_not_imported_again(engine, tmp_path, live):
     from data.io.importers.annotation_labels import AnnotationImportError
 
-    path = _write(tmp_path / "h.jsonl", LABELS)
+    path = write_jsonl(tmp_path / "h.jsonl", LABELS)
     with session_scope(engine) as session:
         import_annotations(session, path, campaign="ext")
     with session_scope(engine) as session:  # as a killed import leaves it
