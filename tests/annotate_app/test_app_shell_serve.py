@@ -81,6 +81,7 @@ def test_another_host_is_bound_as_given_and_served_by_its_names() -> None:
     assert flags["server.enableXsrfProtection"] == ["true"]
 
 
+@pytest.mark.slow  # a process of its own: `streamlit config show`
 def test_streamlit_accepts_every_flag() -> None:
     # `streamlit config show` parses the same options as `streamlit run` and prints the result.
     command = [sys.executable, "-m", "streamlit", "config", "show"]

@@ -114,6 +114,7 @@ def test_manifest_covers_corpus(workspace: dict[str, Path]) -> None:
     assert len(listed) >= 30
 
 
+@pytest.mark.slow  # a process of its own: the installed console script
 @pytest.mark.parametrize("file", ["jsonl_invalid_utf8.jsonl", "jsonl_huge_line.jsonl"])
 def test_real_process_exits_2_with_one_line(
     file: str, isolated: dict[str, Path], empty_sqlite_template: Path

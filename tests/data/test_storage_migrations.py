@@ -36,6 +36,7 @@ def test_head_revision_names_the_newest_migration() -> None:
     assert head_revision() == HEAD_REVISION, "set data.storage.engine.HEAD_REVISION to the new head"
 
 
+@pytest.mark.slow  # a process of its own: a fresh interpreter's modules are the point
 def test_an_up_to_date_database_is_opened_without_alembic(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ready.db'}"
     engine = make_engine(url)

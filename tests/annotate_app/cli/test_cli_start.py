@@ -11,6 +11,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each test starts a fresh interpreter (its modules are the point)
+
 REPO = Path(__file__).resolve().parents[3]
 HEAVY = (
     "alembic",
