@@ -7,18 +7,22 @@ from pathlib import Path
 import pytest
 from campaign_factory import build_annotated_campaigns
 from sqlalchemy.engine import Engine
-from tiny_models import build_tiny_llama, build_tiny_llava
 
 
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Llama-style causal LM folder (never modified by tests: train into tmp_path)."""
+    # Imported here, not at collection: tiny_models imports torch and transformers (4.6 s).
+    from tiny_models import build_tiny_llama
+
     return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
 @pytest.fixture(scope="session")
 def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny LLaVA-style vision-language model folder."""
+    from tiny_models import build_tiny_llava
+
     return build_tiny_llava(tmp_path_factory.mktemp("tiny-llava"))
 
 
