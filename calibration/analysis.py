@@ -461,16 +461,16 @@ def _models(data: UnitData, judges: list[str], blocks: dict, scale: Scale) -> di
         judge = sources[f"judge:{name}"]
         scored = ~np.isnan(judge)
         common = scored & ~np.isnan(data.reference)
-        key = np.packbits(common).tobytes()
-        if key not in human_on:
-            human_on[key] = model_scores(
+        units_key = np.packbits(common).tobytes()
+        if units_key not in human_on:
+            human_on[units_key] = model_scores(
                 meta, np.where(common, data.reference, np.nan), protocol, scale
             )
         if np.array_equal(common, scored):  # every unit the judge scored has a reference
             judge_common = per_source[f"judge:{name}"]
         else:
             judge_common = model_scores(meta, np.where(common, judge, np.nan), protocol, scale)
-        blocks[name]["ranking_kendall"] = ranking_kendall(judge_common, human_on[key])
+        blocks[name]["ranking_kendall"] = ranking_kendall(judge_common, human_on[units_key])
     models: dict[str, dict] = {}
     for key, table in per_source.items():
         for model, entry in table.items():
