@@ -22,6 +22,17 @@ from data.queue import ResponseView, UnitView
 from schemas.guidance import ALIGNMMBENCH_TASK_GUIDANCE, MMIE_CRITERIA, MMIE_JUDGE_MAX_IMAGES
 from schemas.protocols import Protocol
 
+# Less blank space above a page's title (Streamlit's default is 6rem), so that at 1280×720 a
+# staff page's work (the unit and its form, the headline chart) starts on the first screen.
+_COMPACT_TOP = """<style>
+[data-testid="stMainBlockContainer"] { padding-top: 2.75rem; }
+</style>"""
+
+
+def compact_page_top() -> None:
+    """Draw the page with less space above its title (one rule for every page that wants it)."""
+    st.html(_COMPACT_TOP)
+
 
 @dataclass(frozen=True)
 class Segment:

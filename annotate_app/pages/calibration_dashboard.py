@@ -39,7 +39,7 @@ from annotate_app.db import get_engine
 from annotate_app.disagreement_review import report_html
 from annotate_app.disagreement_views import render_disagreement_causes
 from annotate_app.pickers import pick_campaign
-from annotate_app.render import render_content, render_history
+from annotate_app.render import compact_page_top, render_content, render_history
 from annotate_app.text import escape_markdown
 from calibration import CalibrationReport
 from calibration.disagreement import disagreement_rule_text
@@ -70,10 +70,6 @@ from schemas.ids import account_name
 from schemas.protocols import Protocol
 
 GROUPINGS = ("(none)", "task", "category", "model", "group")
-# Less blank space above the title: the headline chart starts in the first 1280×720 screen.
-_LAYOUT = """<style>
-[data-testid="stMainBlockContainer"] { padding-top: 2.75rem; }
-</style>"""
 
 
 @st.cache_data(show_spinner="Reading the campaign…", max_entries=16)
@@ -166,7 +162,7 @@ def _dashboard() -> None:
     """The page: require a reviewer or admin, then pick, compute and show."""
     user = require_role("admin", "reviewer")
     engine = get_engine()
-    st.html(_LAYOUT)
+    compact_page_top()
     st.title("Calibration")
     picker_row = st.columns([2, 3, 1.2])
     campaign = pick_campaign(

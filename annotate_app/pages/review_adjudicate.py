@@ -15,7 +15,7 @@ from annotate_app.auth import require_role
 from annotate_app.components.note_box import note_box
 from annotate_app.db import get_engine
 from annotate_app.pickers import pick_campaign
-from annotate_app.render import render_bands, safe_markdown
+from annotate_app.render import compact_page_top, render_bands, safe_markdown
 from annotate_app.review_views import FLASH as REVIEW_FLASH
 from annotate_app.review_views import STATE_TEXT, answer_actions
 from annotate_app.reviewed_unit import render_reviewed_unit
@@ -35,12 +35,6 @@ from schemas.protocols import InvalidJudgement, Protocol
 # Session state: unit id → the final-label fields chosen there and not yet recorded. (A comment:
 # a bare string in a page is drawn by Streamlit.)
 DRAFTS = "adj_drafts"
-
-
-# The unit and its form fit a 1280×720 screen: less blank space above the title.
-_LAYOUT = """<style>
-[data-testid="stMainBlockContainer"] { padding-top: 2.75rem; }
-</style>"""
 
 
 def _form_keys(unit_id: int) -> dict[str, str]:
@@ -95,7 +89,7 @@ user = require_role("reviewer", "admin")
 engine = get_engine()
 FLASH = "adjudicate_flash"
 
-st.html(_LAYOUT)
+compact_page_top()
 st.title("Adjudicate")
 flash = st.session_state.pop(FLASH, None)
 review_flash = st.session_state.pop(REVIEW_FLASH, None)
