@@ -93,25 +93,32 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_until_healthy(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    """Wait until the app server at ``url`` answers its health check; fail with its log when it
-    exits first or never answers."""
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+def wait_until_healthy(
+    url: str,
+    process: subprocess.Popen[bytes],
+    log_path: Path,
+    *,
+    health_path: str = "/_stcore/health",
+    ceiling_s: float = SERVER_START_TIMEOUT_S,
+) -> None:
+    """Wait until the server at ``url`` answers its health check (the app's by default); fail
+    with its log when it exits first or never answers."""
+    deadline = time.monotonic() + ceiling_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(
-                f"the app server exited with status {process.returncode}; log:\n"
+                f"the server exited with status {process.returncode}; log:\n"
                 + log_path.read_text(errors="replace")[-4000:]
             )
         try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            with urllib.request.urlopen(f"{url}{health_path}", timeout=2) as response:
                 if response.status == 200:
                     return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
         time.sleep(0.2)
     raise RuntimeError(
-        f"the app server did not answer {url}/_stcore/health within {SERVER_START_TIMEOUT_S} s;"
+        f"the server did not answer {url}{health_path} within {ceiling_s} s;"
         " log:\n" + log_path.read_text(errors="replace")[-4000:]
     )
 
