@@ -37,8 +37,8 @@ from tests.browser_fixtures import wait_until_healthy
 from tests.pg_cluster import free_port
 from tests.skips import missing
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * START_CEILING_S + 600)]
 START_CEILING_S = 900  # imports torch and transformers: minutes on a loaded 2-core machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * START_CEILING_S + 600)]
 SERVE = "from transformers.cli.transformers import main; main()"
 UNITS = 12  # the "amb" campaign
 
