@@ -33,8 +33,8 @@ from tiny_models import build_tiny_llama  # noqa: E402
 
 from critic.remote import RemoteOptions, judge_campaign_remote  # noqa: E402
 from data.storage.engine import make_engine, upgrade_database  # noqa: E402
-from tests.browser_fixtures import wait_until_healthy  # noqa: E402
 from tests.pg_cluster import free_port  # noqa: E402
+from tests.servers import wait_until_healthy  # noqa: E402
 
 CONCURRENCIES = (1, 2, 4, 8)
 ROUNDS = 3

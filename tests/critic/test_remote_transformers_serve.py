@@ -33,8 +33,8 @@ from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
 from schemas.tables import JudgeCache, Judgement
-from tests.browser_fixtures import wait_until_healthy
 from tests.pg_cluster import free_port
+from tests.servers import wait_until_healthy
 from tests.skips import missing
 
 START_CEILING_S = 900  # imports torch and transformers: minutes on a loaded 2-core machine
