@@ -8,6 +8,7 @@ import io
 from pathlib import Path
 
 import datasets
+import pyarrow.parquet as pq
 import pytest
 from importing_fixtures import snapshot
 from PIL import Image
@@ -131,3 +132,23 @@ def test_import_jsonl_command_takes_the_folder(engine: Engine, tmp_path: Path) -
     assert result.exit_code == 0, result.output
     with session_scope(engine) as session:
         assert len(session.exec(select(Item)).all()) == 1
+
+
+def test_an_image_given_by_path_is_read_under_the_images_root(
+    engine: Engine, tmp_path: Path
+) -> None:
+    (tmp_path / "pictures").mkdir()
+    (tmp_path / "pictures" / "cat.png").write_bytes(RED)
+    row = _row(0, []) | {"images": [{"bytes": None, "path": "pictures/cat.png"}]}
+    table = _dataset([row]).with_format("arrow")[:]
+    assert table.column("images").to_pylist() == [[{"bytes": None, "path": "pictures/cat.png"}]]
+    pq.write_table(table, tmp_path / "by_path.parquet")
+    with session_scope(engine) as session:
+        import_jsonl(session, tmp_path / "by_path.parquet", dataset="hf", images_root=tmp_path)
+    digest = hashlib.sha256(RED).hexdigest()
+    with session_scope(engine) as session:
+        item = session.exec(select(Item)).one()
+        assert item.question[0] == {
+            "type": "image", "image": f"images/{digest[:2]}/{digest}.png",
+            "source": "pictures/cat.png",
+        }  # fmt: skip

@@ -244,7 +244,7 @@ def _dataset_row(
     row: dict[str, Any], kind: str, source: str, location: int | str
 ) -> dict[str, Any]:
     """A CSV, Parquet or ``datasets`` row as its §1 object: JSON text in
-    :data:`DATASET_JSON_COLUMNS`, empty cells left out, ``Image`` values as images
+    :data:`DATASET_JSON_COLUMNS`, empty cells left out; outside CSV, ``Image`` values as images
     (:func:`_with_images`)."""
     decoded: dict[str, Any] = {}
     for key, value in row.items():
@@ -260,7 +260,7 @@ def _dataset_row(
                     source, location, key, f"`{key}` is not valid JSON text ({error.message})"
                 ) from None
         decoded[key] = value
-    return _with_images(decoded, source, location)
+    return decoded if kind == "csv" else _with_images(decoded, source, location)
 
 
 def _is_image_value(value: Any) -> bool:
