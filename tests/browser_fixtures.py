@@ -29,8 +29,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -46,6 +44,7 @@ from annotate_app.session_routes import LOGIN_PATH
 from data.services.users import UserRecord, create_user
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from tests.sample_template import SampleTemplate
+from tests.servers import wait_until_healthy
 from tests.skips import missing
 from tests.system_binaries import chromium_missing, chromium_path
 
@@ -53,7 +52,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO_ROOT / "test-artifacts"
 CHROMIUM = chromium_path()
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-SERVER_START_TIMEOUT_S = 120
 # Ceilings on waits for a state, not speed tests: a test waits for what the page shows, and fails
 # only when it never shows. Two busy cores at load 7 make a Streamlit rerun take tens of seconds,
 # and a page that bootstraps calibration minutes; a ceiling that is too short is a flaky test.
@@ -91,29 +89,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_until_healthy(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    """Wait until the app server at ``url`` answers its health check; fail with its log when it
-    exits first or never answers."""
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(
-                f"the app server exited with status {process.returncode}; log:\n"
-                + log_path.read_text(errors="replace")[-4000:]
-            )
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(
-        f"the app server did not answer {url}/_stcore/health within {SERVER_START_TIMEOUT_S} s;"
-        " log:\n" + log_path.read_text(errors="replace")[-4000:]
-    )
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

@@ -37,14 +37,19 @@ _UPDATE = typer.Option(False, "--update", help="Replace records that changed sin
 @import_app.command("jsonl")
 def jsonl(
     ctx: typer.Context,
-    file: Path = _FILE,
+    file: Path = typer.Argument(
+        ...,
+        exists=True,
+        readable=True,
+        help="The file to import, or a Hugging Face datasets folder (save_to_disk).",
+    ),
     dataset: str = typer.Option(None, "--dataset", help="Dataset name (default: the file name)."),
     images_root: Path = _IMAGES_ROOT,
     allow_missing_images: bool = _ALLOW_MISSING,
     update: bool = _UPDATE,
 ) -> None:
-    """Import a CritiqueLab dataset file (.jsonl, .csv or .parquet): items with responses and
-    pairs (FORMATS.md §1)."""
+    """Import a CritiqueLab dataset (.jsonl, .csv, .parquet or a Hugging Face datasets folder):
+    items with responses and pairs (FORMATS.md §1); datasets/Parquet Image values are images."""
     from data.io.importers.jsonl import import_jsonl
     from data.io.importers.sources import progress_total
     from data.storage.engine import session_scope

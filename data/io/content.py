@@ -17,6 +17,8 @@ Pages and judges reach stored images only through :func:`resolve_image`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import os
 import re
@@ -180,6 +182,40 @@ def check_image(raw_path: Any, root: Path, field: str) -> CheckedImage:
         )
     extension = _verified_extension(path, raw_path, field)
     return CheckedImage(path=path, sha256=_sha256_file(path), extension=extension)
+
+
+def data_url_bytes(reference: str, field: str) -> bytes:
+    """The bytes of a base64 ``data:`` URL (``data:image/png;base64,...``); :class:`ContentError`
+    when it is not base64 or empty."""
+    header, _, payload = reference.partition(",")
+    try:
+        decoded = base64.b64decode(payload, validate=True)
+        if not header.endswith(";base64") or not decoded:
+            raise ValueError
+    except (ValueError, binascii.Error):
+        raise ContentError(
+            field,
+            f"`{field}`: an image `data:` URL must be base64 (data:image/png;base64,...) and not "
+            "empty",
+        ) from None
+    return decoded
+
+
+def check_embedded_image(data: bytes, staging: Path, field: str) -> CheckedImage:
+    """Check image bytes carried in the file itself (a ``data:`` URL, a Hugging Face ``Image``
+    value) as :func:`check_image` checks a file: they are written once, named by their SHA-256,
+    under ``staging`` (a private folder the caller removes after storing the image)."""
+    if len(data) > MAX_IMAGE_BYTES:
+        raise ContentError(
+            field,
+            f"`{field}` holds an image of {len(data):,} bytes, over the {MAX_IMAGE_BYTES:,}-byte "
+            "limit: shrink the image",
+        )
+    name = f"embedded-{hashlib.sha256(data).hexdigest()[:16]}"
+    path = staging / name
+    if not path.exists():
+        path.write_bytes(data)
+    return check_image(name, staging, field)
 
 
 def store_image(image: CheckedImage, root: Path | None = None) -> str:

@@ -22,8 +22,6 @@ with the bytes of one of the stored images of the unit's item.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -33,7 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
-from data.io.content import ContentError, check_image, iter_images
+from data.io.content import ContentError, check_image, data_url_bytes, iter_images
 from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import JudgementLine
 from data.io.importers.sources import open_regular
@@ -347,16 +345,8 @@ def _check_item_images(
 
 def _check_data_url(source: str, where: str, reference: str) -> str:
     """The SHA-256 of the bytes of a base64 ``data:`` URL."""
-    header, _, payload = reference.partition(",")
     try:
-        decoded = base64.b64decode(payload, validate=True)
-        if not header.endswith(";base64") or not decoded:
-            raise ValueError
-    except (ValueError, binascii.Error):
-        raise InvalidRecord(
-            source,
-            where,
-            "data.images",
-            "an image `data:` URL must be base64 (data:image/png;base64,...) and not empty",
-        ) from None
+        decoded = data_url_bytes(reference, "data.images")
+    except ContentError as error:
+        raise InvalidRecord(source, where, error.field, error.message) from None
     return hashlib.sha256(decoded).hexdigest()

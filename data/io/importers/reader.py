@@ -10,8 +10,9 @@ Public API::
     files_sha256(paths) -> str
 
 Files are JSON Lines (``.jsonl``, ``.json``, ``.ndjson``), CSV or Parquet, told apart by their
-extension; :mod:`data.io.importers.sources` opens them (regular files only) and splits them into
-rows. A bad line is collected, not fatal: after the whole file (or :data:`MAX_PROBLEMS`
+extension, or a Hugging Face ``datasets`` folder (``save_to_disk``);
+:mod:`data.io.importers.sources` opens them (regular files or such a folder only) and splits
+them into rows. A bad line is collected, not fatal: after the whole file (or :data:`MAX_PROBLEMS`
 problems) every problem is raised at once as :class:`InvalidFile`, each naming the file, the line,
 the field and the fix. Pass your own :class:`Problems` to add the problems that you find later
 (in the database) to the same report. An empty file is an error: nothing is created from it.
@@ -19,6 +20,7 @@ the field and the fix. Pass your own :class:`Problems` to add the problems that 
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,11 +207,20 @@ def files_sha256(paths: Iterable[Path]) -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    for path in paths:
-        with open_regular(Path(path)) as handle:
+    for path in _data_files(paths):
+        with open_regular(path) as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
+
+
+def _data_files(paths: Iterable[Path]) -> Iterator[Path]:
+    """The files themselves; a ``datasets`` folder stands for its files, in name order."""
+    for path in map(Path, paths):
+        if path.is_dir() and file_kind(path) == "datasets":
+            yield from sorted(child for child in path.iterdir() if child.is_file())
+        else:
+            yield path
 
 
 def _rows(
@@ -232,12 +243,15 @@ def _rows(
 def _dataset_row(
     row: dict[str, Any], kind: str, source: str, location: int | str
 ) -> dict[str, Any]:
-    """A CSV or Parquet dataset row as its §1 object: JSON text in :data:`DATASET_JSON_COLUMNS`,
-    empty cells left out."""
+    """A CSV, Parquet or ``datasets`` row as its §1 object: JSON text in
+    :data:`DATASET_JSON_COLUMNS`, empty cells left out; outside CSV, ``Image`` values as images
+    (:func:`_with_images`)."""
     decoded: dict[str, Any] = {}
     for key, value in row.items():
         if value is None:
             continue
+        if kind != "csv":
+            value = _embedded_images(value, source, location, key)
         if key in DATASET_JSON_COLUMNS and isinstance(value, str):
             try:
                 value = loads(value, source, location)
@@ -246,7 +260,71 @@ def _dataset_row(
                     source, location, key, f"`{key}` is not valid JSON text ({error.message})"
                 ) from None
         decoded[key] = value
-    return decoded
+    return decoded if kind == "csv" else _with_images(decoded, source, location)
+
+
+def _is_image_value(value: Any) -> bool:
+    """A Hugging Face ``Image`` value as Arrow holds it: ``{"bytes": ..., "path": ...}``."""
+    return isinstance(value, dict) and set(value) == {"bytes", "path"}
+
+
+def _embedded_images(value: Any, source: str, location: int | str, field: str) -> Any:
+    """``value`` with every ``Image`` value in it turned into an image reference: its bytes as a
+    base64 ``data:`` URL, or, with no bytes, its ``path`` (relative to the images root)."""
+    if _is_image_value(value):
+        data, path = value["bytes"], value["path"]
+        if isinstance(data, bytes) and data:
+            return "data:application/octet-stream;base64," + base64.b64encode(data).decode()
+        if isinstance(path, str) and path:
+            return path
+        raise InvalidRecord(
+            source,
+            location,
+            field,
+            f"`{field}` is an Image with neither bytes nor a path: give the image, or leave the "
+            "value out",
+        )
+    if isinstance(value, list):
+        return [_embedded_images(v, source, location, f"{field}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _embedded_images(v, source, location, f"{field}.{k}") for k, v in value.items()}
+    return value
+
+
+def _with_images(row: dict[str, Any], source: str, location: int | str) -> dict[str, Any]:
+    """The row's ``images`` column (a list of ``Image``) or ``image`` column (one ``Image``),
+    turned into image segments before the question's text: how vision-language datasets on the
+    Hub keep their pictures."""
+    if not ({"image", "images"} & row.keys()):
+        return row
+    row = dict(row)
+    found: list[Any] = []
+    for key in ("image", "images"):
+        value = row.pop(key, None)
+        if value is None:
+            continue
+        values = value if isinstance(value, list) else [value]
+        for index, reference in enumerate(values):
+            where = key if key == "image" else f"{key}[{index}]"
+            if not isinstance(reference, str):
+                raise InvalidRecord(
+                    source,
+                    location,
+                    where,
+                    f"`{where}` is not an image: make the column a datasets Image (or a list of "
+                    "them), or a relative image path",
+                )
+            found.append(reference)
+    segments = [{"type": "image", "image": reference} for reference in found]
+    question = row.get("question")
+    if isinstance(question, str):
+        segments.append({"type": "text", "text": question})
+    elif isinstance(question, list):
+        segments += question
+    else:
+        return row  # no question: the item is refused for it
+    row["question"] = segments
+    return row
 
 
 def _scalars(meta: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,10 @@ refused everywhere:
   string, as the exporters write them), each line parsed by
   :func:`~data.io.importers.strict_json.loads`;
 - CSV is comma-separated UTF-8 (a byte-order mark is allowed) with one header line; Parquet is read
-  with pyarrow. Rows are numbered as a text editor numbers lines (CSV) or from 1 (Parquet, "row N").
+  with pyarrow; a Hugging Face ``datasets`` folder (``Dataset.save_to_disk``: ``state.json`` beside
+  its Arrow files) with ``datasets``, its ``Image`` values undecoded (``{"bytes", "path"}``, as
+  Parquet holds them). Rows are numbered as a text editor numbers lines (CSV) or from 1 (Parquet
+  and ``datasets``, "row N").
 
 A problem with one line is reported to the caller's :class:`~data.io.importers.errors.Problems` and
 reading goes on; a problem with the file as a whole raises at once.
@@ -31,8 +34,8 @@ from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.strict_json import loads
 from schemas.csv_cells import restored
 
-FileKind = Literal["jsonl", "csv", "parquet"]
-FILE_KINDS: tuple[str, ...] = ("jsonl", "csv", "parquet")
+FileKind = Literal["jsonl", "csv", "parquet", "datasets"]
+FILE_KINDS: tuple[str, ...] = ("jsonl", "csv", "parquet", "datasets")
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """Longest accepted JSON Lines line or CSV field (16 MiB); longer ones are refused, not read."""
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -51,7 +54,19 @@ _SUFFIXES: dict[str, FileKind] = {
 
 def file_kind(path: Path) -> FileKind:
     """``jsonl``, ``csv`` or ``parquet`` from the file name (``.json`` and ``.ndjson`` are JSON
-    Lines). What is not a regular file is refused first: its name says nothing about it."""
+    Lines), ``datasets`` for a folder that ``Dataset.save_to_disk`` wrote. What is not a regular
+    file (or such a folder) is refused first: its name says nothing about it."""
+    if path.is_dir() and (path / "state.json").is_file():
+        return "datasets"
+    if path.is_dir() and (path / "dataset_dict.json").is_file():
+        splits = sorted(child.name for child in path.iterdir() if (child / "state.json").is_file())
+        raise InvalidRecord(
+            str(path),
+            None,
+            None,
+            "is a DatasetDict folder (several splits): give one split's folder, e.g. "
+            + (str(path / splits[0]) if splits else f"{path}/train"),
+        )
     regular_file(path)
     kind = _SUFFIXES.get(path.suffix.lower())
     if kind is None:
@@ -177,9 +192,11 @@ def read_table_rows(
     path: Path, kind: FileKind, problems: Problems | None = None
 ) -> Iterator[tuple[int | str, dict[str, Any]]]:
     """``(location, row)`` of a CSV file (values are strings; an empty cell is ``None``) or a
-    Parquet file (values as pyarrow gives them; a null is ``None``)."""
+    Parquet file or ``datasets`` folder (values as pyarrow gives them; a null is ``None``)."""
     if kind == "csv":
         yield from _csv_rows(path, problems)
+    elif kind == "datasets":
+        yield from _datasets_rows(path)
     else:
         yield from _parquet_rows(path)
 
@@ -268,6 +285,27 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             raise InvalidRecord(
                 source, None, None, f"not a readable Parquet file ({error})"
             ) from None
+
+
+def _datasets_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The rows of a ``save_to_disk`` folder in Arrow form, so that ``Image`` values stay
+    ``{"bytes", "path"}`` structs (no image is decoded here; the import checks them)."""
+    import datasets
+
+    source = str(path)
+    try:
+        dataset = datasets.load_from_disk(str(path))
+    except (OSError, ValueError) as error:
+        raise InvalidRecord(
+            source, None, None, f"not a readable Hugging Face datasets folder ({error})"
+        ) from None
+    if not isinstance(dataset, datasets.Dataset):
+        raise InvalidRecord(source, None, None, "holds several splits: give one split's folder")
+    number = 0
+    for batch in dataset.with_format("arrow").iter(batch_size=4096):
+        for row in batch.to_pylist():
+            number += 1
+            yield f"row {number}", row
 
 
 def report(problems: Problems | None, error: InvalidRecord) -> None:

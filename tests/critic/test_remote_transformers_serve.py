@@ -1,0 +1,172 @@
+"""``judge run`` end to end against a real OpenAI-compatible server: ``transformers serve``
+(transformers' own server, extra ``serving``), started here on a free localhost port with a tiny
+Llama built offline (random weights, a real BPE tokenizer and ChatML chat template).
+
+What a random model can show, and what is checked: the server applies the chat template (the
+prompt tokens it reports are those of ``apply_chat_template`` over the very messages sent), usage
+and latency are stored, its answer (noise) is stored as ``unparsed`` with the raw text, the server
+stopped mid-run leaves a resumable run (the rest stored on the next run against a fresh server,
+nothing twice), and the cache answers a second judge with no request. A parsed answer needs a
+model that answers on the scale; the scripted server of ``test_remote.py`` covers parsing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+from transformers import AutoTokenizer
+
+from critic.judging import plan_jobs
+from critic.prompts import builtin_template
+from critic.remote import RemoteOptions, chat_messages, judge_campaign_remote
+from data.io.critic_io import campaign_units, image_resolver
+from data.storage.campaign_lookup import campaign_protocol, get_campaign
+from data.storage.engine import read_scope, session_scope
+from schemas.core import stored_id
+from schemas.tables import JudgeCache, Judgement
+from tests.pg_cluster import free_port
+from tests.servers import wait_until_healthy
+from tests.skips import missing
+
+START_CEILING_S = 900  # imports torch and transformers: minutes on a loaded 2-core machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * START_CEILING_S + 600)]
+SERVE = "from transformers.cli.transformers import main; main()"
+UNITS = 12  # the "amb" campaign
+
+
+class Server:
+    """``transformers serve MODEL`` in its own process group, logging to a file."""
+
+    def __init__(self, model: Path, port: int, log: Path) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        command = [sys.executable, "-c", SERVE, "serve", str(model), "--host", "127.0.0.1"]
+        command += ["--port", str(port), "--device", "cpu", "--log-level", "warning"]
+        with log.open("ab") as sink:
+            self.process = subprocess.Popen(
+                command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        wait_until_healthy(
+            self.url, self.process, log, health_path="/health", ceiling_s=START_CEILING_S
+        )
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=60)
+
+
+@pytest.fixture
+def model(tiny_llama: Path) -> Path:
+    for module in ("fastapi", "uvicorn", "openai"):
+        if importlib.util.find_spec(module) is None:
+            missing(f"transformers serve needs the `serving` extra ({module} is not installed)")
+    return tiny_llama
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[list[Server]]:
+    started: list[Server] = []
+    yield started
+    for server in started:
+        server.stop()
+
+
+def _options(server: Server, model: Path, judge: str) -> RemoteOptions:
+    return RemoteOptions(
+        base_url=f"{server.url}/v1",
+        model=str(model),
+        judge_name=judge,
+        concurrency=1,
+        max_retries=1,
+        timeout=120.0,
+        backoff_base=0.01,
+        backoff_max=0.05,
+        max_tokens=8,
+        vision=False,
+    )
+
+
+def _sent_prompt_tokens(engine: Engine, model: Path) -> dict[str, int]:
+    """Unit key → the tokens of the chat template applied to the messages ``judge run`` sends,
+    computed here with the model's own tokenizer."""
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    with read_scope(engine) as session:
+        campaign = get_campaign(session, "amb")
+        protocol = campaign_protocol(campaign)
+        units = campaign_units(session, stored_id(campaign))
+        show_reference = campaign.show_reference
+    jobs = plan_jobs(
+        units,
+        protocol,
+        builtin_template(protocol.name, "en"),
+        vision=False,
+        resolve_image=image_resolver(engine),
+        show_reference=show_reference,
+    )
+    counts = {}
+    for job in jobs:
+        ids = tokenizer.apply_chat_template(
+            chat_messages(job.prompt), add_generation_prompt=True, tokenize=True
+        )
+        counts[job.unit.unit_key] = len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    return counts
+
+
+def test_judge_run_against_transformers_serve(
+    engine: Engine, campaigns: dict, model: Path, servers: list[Server], tmp_path: Path
+) -> None:
+    log = tmp_path / "serve.log"
+    servers.append(Server(model, free_port(), log))
+    judged = 0
+
+    def stop_after_the_first_chunk(count: int) -> None:
+        nonlocal judged
+        judged += count
+        if judged:
+            servers[0].stop()  # the next chunk's requests meet a closed port
+
+    first = judge_campaign_remote(
+        engine, "amb", _options(servers[0], model, "served"), progress=stop_after_the_first_chunk
+    )
+    chunk = 8  # concurrency 1 × JOBS_PER_TRANSACTION_PER_SLOT
+    assert (first.units, first.stored, len(first.failed)) == (UNITS, chunk, UNITS - chunk)
+    assert all("ConnectError" in failure for failure in first.failed), first.failed
+    assert first.statuses == {"unparsed": chunk}
+
+    servers.append(Server(model, free_port(), log))
+    second = judge_campaign_remote(engine, "amb", _options(servers[1], model, "served"))
+    assert (second.already_judged, second.stored, second.failed) == (chunk, UNITS - chunk, [])
+    assert second.requests == UNITS - chunk
+
+    expected_tokens = _sent_prompt_tokens(engine, model)
+    with session_scope(engine) as session:
+        rows = list(session.exec(select(Judgement).where(Judgement.judge == "served")))
+        cache = list(session.exec(select(JudgeCache)))
+    assert len(rows) == len({row.unit_key for row in rows}) == UNITS  # nothing twice
+    assert len(cache) == UNITS
+    for row in rows:
+        assert row.parse_status == "unparsed" and row.score is None
+        assert isinstance(row.raw_output, str) and row.raw_output
+        assert row.usage["completion_tokens"] <= 8
+        assert row.usage["prompt_tokens"] == expected_tokens[row.unit_key]
+        assert row.usage["total_tokens"] == (
+            row.usage["prompt_tokens"] + row.usage["completion_tokens"]
+        )
+        assert row.meta["latency"] > 0
+
+    third = judge_campaign_remote(engine, "amb", _options(servers[1], model, "served-again"))
+    assert (third.stored, third.cached, third.requests) == (UNITS, UNITS, 0)
+    with session_scope(engine) as session:
+        again = list(session.exec(select(Judgement).where(Judgement.judge == "served-again")))
+    outputs = {row.unit_key: row.raw_output for row in rows}
+    assert {row.unit_key: row.raw_output for row in again} == outputs
+    assert all(row.meta == {"cached": True} for row in again)
