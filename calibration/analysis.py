@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import platform
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -43,6 +43,7 @@ from calibration.pairwise import LABELS, PairwiseKernel
 from calibration.pointwise import PointwiseKernel
 from calibration.result import AnnotatorsSection, CalibrationResult
 from calibration.scale import Scale
+from calibration.shortcut import ResponseShape, is_baseline, shortcut_judgements
 from calibration.units import UnitData, prepare_units
 from schemas.disagreements import JudgeDisagreement
 from schemas.option_text import OptionText
@@ -151,6 +152,7 @@ def calibrate(
     data_sha256: str | None = None,
     progress: Callable[[int], None] | None = None,
     unlabelled: pd.DataFrame | None = None,
+    shapes: Mapping[str, ResponseShape] | None = None,
 ) -> CalibrationReport:
     """Calibrate every judge of ``frame`` against the humans (METRICS.md).
 
@@ -158,10 +160,15 @@ def calibrate(
     files to record (default: a hash of the frame); ``progress``: called with the number of
     bootstrap resamples just done; ``unlabelled``: judge rows of units outside the labelled
     random sample (a stratified campaign's routed units), which only the model estimates read,
-    as unlabelled units.
+    as unlabelled units; ``shapes``: every response's shape by response id, to add the shortcut
+    baseline (:mod:`calibration.shortcut`) as a judge, fitted by cross-fitting on the reference.
     """
     options.validate()
     data = _units(frame, options, overrides)
+    if shapes is not None:
+        baseline = shortcut_judgements(data, shapes, seed=options.seed)
+        frame = pd.concat([frame, baseline], ignore_index=True)
+        data = _units(frame, options, overrides)
     judges = _judge_names(data, options)
     scale = Scale.of(options.protocol) if options.protocol.is_pointwise else None
     human_alpha = AlphaData.from_matrix(data.humans)
@@ -332,7 +339,7 @@ def _judge_names(data: UnitData, options: CalibrationOptions) -> list[str]:
     if options.judges is None:
         return present
     check_judges(options.judges, present)
-    return list(options.judges)
+    return [*options.judges, *(j for j in present if is_baseline(j) and j not in options.judges)]
 
 
 def _kernel(data: UnitData, name: str, scale: Scale | None, options: CalibrationOptions):
