@@ -9,7 +9,7 @@ unit's verdict has seen its own item's labels. Its rows join the frame as an ord
 named :data:`SHORTCUT_JUDGE` and go through every metric, interval and table unchanged.
 
 * pointwise: ordinary least squares of the reference score on [1, log(1 + characters), has a
-  list marker, one-hot model], the prediction limited to the scale's range (a score outside the
+  list item, one-hot model] (:class:`~schemas.audit_records.ResponseFacts`, the bias audit's), the prediction limited to the scale's range (a score outside the
   scale is no judge's answer);
 * pairwise: a multinomial logistic regression (features standardised, C = 1) of the reference
   label (A / B / tie) on the same features of response A then response B; the verdict is the
@@ -20,9 +20,7 @@ METRICS.md ("Shortcut baselines") defines both.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -31,33 +29,18 @@ from calibration.errors import CalibrationInputError
 from calibration.pairwise import LABELS
 from calibration.scale import Scale
 from calibration.units import META_COLUMNS, UnitData
+from schemas.audit_records import ResponseFacts
 from schemas.ids import parse_unit_key
 
 SHORTCUT_JUDGE = "baseline:shortcut"
 """The shortcut judge's name in the frame and every table (``baseline:`` marks a baseline)."""
 BASELINE_PREFIX = "baseline:"
 SHORTCUT_FOLDS = 5
-_LIST_MARKER = re.compile(r"(?m)^\s*(?:[-*•]|\d+[.)])\s+")
-"""A line that starts with a bullet or a number and a dot or parenthesis."""
 
 
 def is_baseline(judge: str) -> bool:
     """Whether ``judge`` names a baseline (no language model), not a real judge."""
     return judge.startswith(BASELINE_PREFIX)
-
-
-@dataclass(frozen=True)
-class ResponseShape:
-    """What a shortcut judge sees of one response."""
-
-    characters: int
-    list_marker: bool
-    model: str | None
-
-    @classmethod
-    def of(cls, text: str, model: str | None) -> ResponseShape:
-        """The shape of a response's plain ``text`` written by ``model``."""
-        return cls(len(text), bool(_LIST_MARKER.search(text)), model)
 
 
 def item_folds(items: np.ndarray, folds: int, seed: int) -> np.ndarray:
@@ -72,17 +55,19 @@ def item_folds(items: np.ndarray, folds: int, seed: int) -> np.ndarray:
 
 def shortcut_judgements(
     data: UnitData,
-    shapes: Mapping[str, ResponseShape],
+    facts: Iterable[ResponseFacts],
     *,
     folds: int = SHORTCUT_FOLDS,
     seed: int = 0,
 ) -> pd.DataFrame:
     """The shortcut judge's rows (judgement-frame columns) for every unit of ``data``.
 
-    ``shapes``: every response of the units by response id. Raises
+    ``facts``: the length, list format and model of every response of the units
+    (:func:`data.io.judge_facts.campaign_response_facts` for a campaign). Raises
     :class:`CalibrationInputError` when a response has no shape, or when fewer than two items
     have a reference (nothing to fit on outside a fold).
     """
+    shapes = {fact.response_id: fact for fact in facts}
     keys = [parse_unit_key(str(unit)) for unit in data.units]
     missing = sorted({r for key in keys for r in key.response_ids if r not in shapes})
     if missing:
@@ -90,7 +75,7 @@ def shortcut_judgements(
             f"{len(missing)} response(s) have no text for the shortcut baseline, e.g. "
             f"{missing[0]!r}: give the dataset the judgements are about"
         )
-    models = sorted({s.model for s in shapes.values() if s.model is not None})
+    models = sorted({fact.model for fact in shapes.values()})
     features = np.array(
         [np.concatenate([_features(shapes[r], models) for r in key.response_ids]) for key in keys]
     )
@@ -154,6 +139,6 @@ def _pairwise_verdicts(x_train: np.ndarray, codes: np.ndarray, x: np.ndarray) ->
     return np.array([LABELS[int(c)] for c in model.predict(x)], dtype=object)
 
 
-def _features(shape: ResponseShape, models: list[str]) -> np.ndarray:
-    one_hot = [float(shape.model == model) for model in models]
-    return np.array([np.log1p(shape.characters), float(shape.list_marker), *one_hot])
+def _features(fact: ResponseFacts, models: list[str]) -> np.ndarray:
+    one_hot = [float(fact.model == model) for model in models]
+    return np.array([np.log1p(fact.length), float(fact.has_list), *one_hot])

@@ -15,13 +15,9 @@ from calibration import CalibrationOptions
 from calibration.analysis import _units, calibrate
 from calibration.errors import CalibrationInputError
 from calibration.pairwise import LABELS
-from calibration.shortcut import (
-    SHORTCUT_FOLDS,
-    SHORTCUT_JUDGE,
-    ResponseShape,
-    item_folds,
-    shortcut_judgements,
-)
+from calibration.shortcut import SHORTCUT_FOLDS, SHORTCUT_JUDGE, item_folds, shortcut_judgements
+from data.io.judge_facts import contains_list
+from schemas.audit_records import ResponseFacts
 from schemas.protocols import get_protocol
 
 MODELS = ("m1", "m2", "m3")
@@ -37,7 +33,7 @@ def _row(unit: str, rater: str, kind: str, value: object, item: str, model: obje
             "group": None, "model": model}  # fmt: skip
 
 
-def _shapes(seed: int = 0, items: int = 30) -> dict[str, ResponseShape]:
+def _shapes(seed: int = 0, items: int = 30) -> dict[str, ResponseFacts]:
     rng = np.random.default_rng(seed)
     shapes = {}
     for i in range(items):
@@ -45,11 +41,12 @@ def _shapes(seed: int = 0, items: int = 30) -> dict[str, ResponseShape]:
             text = "word " * int(rng.integers(5, 400))
             if rng.random() < 0.4:
                 text = "Steps:\n1. first\n2. second\n" + text
-            shapes[f"{model}-{i}"] = ResponseShape.of(text, model)
+            rid = f"{model}-{i}"
+            shapes[rid] = ResponseFacts(rid, model, len(text), contains_list(text))
     return shapes
 
 
-def _pointwise(shapes: dict[str, ResponseShape], seed: int = 0, labelled: float = 0.8):
+def _pointwise(shapes: dict[str, ResponseFacts], seed: int = 0, labelled: float = 0.8):
     """One annotator per labelled response (so the reference is their score: longer responses
     score higher, with noise) and a real judge on every response."""
     rng = np.random.default_rng(seed)
@@ -58,13 +55,13 @@ def _pointwise(shapes: dict[str, ResponseShape], seed: int = 0, labelled: float 
         item = rid.split("-")[1]
         unit = f"r:{rid}"
         if rng.random() < labelled:
-            score = np.clip(np.round(1 + np.log1p(shape.characters) / 2 + rng.normal(0, 1)), 1, 5)
+            score = np.clip(np.round(1 + np.log1p(shape.length) / 2 + rng.normal(0, 1)), 1, 5)
             rows.append(_row(unit, "annotator:a", "human", float(score), item, shape.model))
         rows.append(_row(unit, "judge", "model", float(rng.integers(1, 6)), item, shape.model))
     return pd.DataFrame(rows)
 
 
-def _pairwise(shapes: dict[str, ResponseShape], seed: int = 0):
+def _pairwise(shapes: dict[str, ResponseFacts], seed: int = 0):
     """Pairs (m1, m2) and (m2, m3) per item; the human prefers the longer response, mostly."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -73,25 +70,18 @@ def _pairwise(shapes: dict[str, ResponseShape], seed: int = 0):
         for a, b in (("m1", "m2"), ("m2", "m3")):
             ra, rb = f"{a}-{item}", f"{b}-{item}"
             unit = f"p:{ra}|{rb}"
-            longer = "A" if shapes[ra].characters > shapes[rb].characters else "B"
+            longer = "A" if shapes[ra].length > shapes[rb].length else "B"
             label = longer if rng.random() < 0.7 else str(rng.choice(["A", "B", "tie"]))
             rows.append(_row(unit, "annotator:a", "human", label, item, None))
             rows.append(_row(unit, "judge", "model", str(rng.choice(["A", "B"])), item, None))
     return pd.DataFrame(rows)
 
 
-def _features(shape: ResponseShape) -> list[float]:
+def _features(shape: ResponseFacts) -> list[float]:
     """The features as METRICS.md defines them, written out apart from the module."""
-    return [np.log1p(shape.characters), float(shape.list_marker)] + [
+    return [np.log1p(shape.length), float(shape.has_list)] + [
         1.0 if shape.model == m else 0.0 for m in MODELS
     ]
-
-
-def test_list_markers_are_lines_that_start_with_a_bullet_or_number():
-    assert ResponseShape.of("Intro\n- a\n- b", "m").list_marker
-    assert ResponseShape.of("1) one\n2) two", "m").list_marker
-    assert not ResponseShape.of("a - b, 3.5 apples", "m").list_marker
-    assert ResponseShape.of("abc", None).characters == 3
 
 
 def test_folds_keep_an_item_whole_and_are_balanced():
@@ -107,7 +97,7 @@ def test_pointwise_fit_equals_sklearn_on_the_other_folds():
     shapes = _shapes()
     options = CalibrationOptions(protocol=_score(), bootstrap=0)
     data = _units(_pointwise(shapes), options, None)
-    rows = shortcut_judgements(data, shapes, seed=3).set_index("unit")
+    rows = shortcut_judgements(data, shapes.values(), seed=3).set_index("unit")
     fold = item_folds(data.meta["item_id"].to_numpy(dtype=object), SHORTCUT_FOLDS, 3)
     x = np.array([_features(shapes[u[2:]]) for u in data.units])
     labelled = ~np.isnan(data.reference)
@@ -130,8 +120,8 @@ def test_a_units_verdict_does_not_see_its_own_folds_reference():
     changed = frame.copy()
     human_in_0 = (changed["kind"] == "human") & changed["unit"].isin(in_fold_0)
     changed.loc[human_in_0, "value"] = 6 - changed.loc[human_in_0, "value"].astype(float)
-    before = shortcut_judgements(data, shapes).set_index("unit")["value"].astype(float)
-    after = shortcut_judgements(_units(changed, options, None), shapes)
+    before = shortcut_judgements(data, shapes.values()).set_index("unit")["value"].astype(float)
+    after = shortcut_judgements(_units(changed, options, None), shapes.values())
     after = after.set_index("unit")["value"].astype(float)
     zero = sorted(in_fold_0)
     others = sorted(set(data.units) - in_fold_0)
@@ -144,7 +134,7 @@ def test_pairwise_fit_equals_sklearn_on_the_other_folds_and_ignores_its_own():
     options = CalibrationOptions(protocol=get_protocol("pairwise"), bootstrap=0)
     frame = _pairwise(shapes)
     data = _units(frame, options, None)
-    rows = shortcut_judgements(data, shapes).set_index("unit")
+    rows = shortcut_judgements(data, shapes.values()).set_index("unit")
     fold = item_folds(data.meta["item_id"].to_numpy(dtype=object), SHORTCUT_FOLDS, 0)
     pairs = [u[2:].split("|") for u in data.units]
     x = np.array([_features(shapes[a]) + _features(shapes[b]) for a, b in pairs])
@@ -161,7 +151,7 @@ def test_pairwise_fit_equals_sklearn_on_the_other_folds_and_ignores_its_own():
     flipped.loc[human_in_0, "value"] = flipped.loc[human_in_0, "value"].map(
         {"A": "B", "B": "A", "tie": "tie"}
     )
-    after = shortcut_judgements(_units(flipped, options, None), shapes).set_index("unit")
+    after = shortcut_judgements(_units(flipped, options, None), shapes.values()).set_index("unit")
     zero = sorted(in_fold_0)
     assert after.loc[zero, "value"].tolist() == rows.loc[zero, "value"].tolist()
 
@@ -169,7 +159,7 @@ def test_pairwise_fit_equals_sklearn_on_the_other_folds_and_ignores_its_own():
 def test_the_baseline_is_a_judge_of_the_calibration_even_beside_chosen_judges():
     shapes = _shapes()
     options = CalibrationOptions(protocol=_score(), bootstrap=0, judges=("judge",))
-    result = calibrate(_pointwise(shapes), options, shapes=shapes).result
+    result = calibrate(_pointwise(shapes), options, facts=list(shapes.values())).result
     assert set(result.judges) == {"judge", SHORTCUT_JUDGE}
     assert result.judges[SHORTCUT_JUDGE].n == result.judges["judge"].n
     without = calibrate(_pointwise(shapes), options).result
@@ -182,7 +172,7 @@ def test_missing_texts_and_too_few_items_are_named():
     data = _units(_pointwise(shapes), options, None)
     partial = dict(list(shapes.items())[1:])
     with pytest.raises(CalibrationInputError, match="no text for the shortcut baseline"):
-        shortcut_judgements(data, partial)
+        shortcut_judgements(data, partial.values())
     one_item = _units(_pointwise({k: v for k, v in shapes.items() if k.endswith("-0")}), options, None)
     with pytest.raises(CalibrationInputError, match="at least two items"):
-        shortcut_judgements(one_item, shapes)
+        shortcut_judgements(one_item, shapes.values())
