@@ -162,7 +162,8 @@ def calibrate(
     bootstrap resamples just done; ``unlabelled``: judge rows of units outside the labelled
     random sample (a stratified campaign's routed units), which only the model estimates read,
     as unlabelled units; ``facts``: every response's length, list format and model, to add the
-    shortcut baseline (:mod:`calibration.shortcut`) as a judge, fitted by cross-fitting on the reference.
+    shortcut baseline (:mod:`calibration.shortcut`) as a judge, fitted by cross-fitting on the
+    reference.
     """
     options.validate()
     data = _units(frame, options, overrides)

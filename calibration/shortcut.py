@@ -9,8 +9,8 @@ unit's verdict has seen its own item's labels. Its rows join the frame as an ord
 named :data:`SHORTCUT_JUDGE` and go through every metric, interval and table unchanged.
 
 * pointwise: ordinary least squares of the reference score on [1, log(1 + characters), has a
-  list item, one-hot model] (:class:`~schemas.audit_records.ResponseFacts`, the bias audit's), the prediction limited to the scale's range (a score outside the
-  scale is no judge's answer);
+  list item, one-hot model] (:class:`~schemas.audit_records.ResponseFacts`, the bias audit's),
+  the prediction limited to the scale's range (a score outside the scale is no judge's answer);
 * pairwise: a multinomial logistic regression (features standardised, C = 1) of the reference
   label (A / B / tie) on the same features of response A then response B; the verdict is the
   most probable label.

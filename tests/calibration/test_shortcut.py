@@ -173,6 +173,8 @@ def test_missing_texts_and_too_few_items_are_named():
     partial = dict(list(shapes.items())[1:])
     with pytest.raises(CalibrationInputError, match="no text for the shortcut baseline"):
         shortcut_judgements(data, partial.values())
-    one_item = _units(_pointwise({k: v for k, v in shapes.items() if k.endswith("-0")}), options, None)
+    one_item = _units(
+        _pointwise({k: v for k, v in shapes.items() if k.endswith("-0")}), options, None
+    )
     with pytest.raises(CalibrationInputError, match="at least two items"):
         shortcut_judgements(one_item, shapes.values())
