@@ -15,6 +15,7 @@ from calibration import CalibrationOptions
 from calibration.analysis import _units, calibrate
 from calibration.errors import CalibrationInputError
 from calibration.pairwise import LABELS
+from calibration.report_compare import side_label
 from calibration.shortcut import SHORTCUT_FOLDS, SHORTCUT_JUDGE, item_folds, shortcut_judgements
 from data.io.judge_facts import contains_list
 from schemas.audit_records import ResponseFacts
@@ -178,3 +179,8 @@ def test_missing_texts_and_too_few_items_are_named():
     )
     with pytest.raises(CalibrationInputError, match="at least two items"):
         shortcut_judgements(one_item, shapes.values())
+
+
+def test_a_baseline_is_named_as_one_where_sides_are_shown():
+    assert side_label(SHORTCUT_JUDGE) == f"{SHORTCUT_JUDGE} (baseline, no language model)"
+    assert side_label("gpt-4o") == "gpt-4o"

@@ -28,7 +28,9 @@ def test_baselines_add_the_shortcut_judge_to_every_table_and_the_comparison(pand
     assert baseline["n"] == 999 and baseline["coverage"] == 1.0
     (comparison,) = summary["comparisons"]
     assert (comparison["a"], comparison["b"]) == ("pandalm-7b", SHORTCUT_JUDGE)
-    assert SHORTCUT_JUDGE in html.read_text()
+    page = html.read_text()
+    assert SHORTCUT_JUDGE in page
+    assert f"pandalm-7b against {SHORTCUT_JUDGE} (baseline, no language model)" in page
 
 
 def test_baselines_in_file_mode_need_the_dataset(pandalm_files, tmp_path):
