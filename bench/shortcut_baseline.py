@@ -14,17 +14,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.pandalm import convert, write_files
 from calibration import CalibrationOptions, calibrate
 from calibration.analysis import with_shortcut_baseline
 from calibration.io import judgement_frame
 from data.io.importers.reader import read_judgement_files
 from data.io.judge_facts import dataset_response_facts
 from schemas.protocols import get_protocol
+
+# bench/ is a folder of scripts: siblings are imported by their own names (bench/judge_quality.py)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pandalm import convert, write_files  # noqa: E402
 
 PANDALM = Path(__file__).resolve().parents[1] / "tests/fixtures/pandalm"
 
