@@ -21,8 +21,8 @@ from pathlib import Path
 
 from calibration import CalibrationOptions, calibrate
 from calibration.analysis import with_shortcut_baseline
-from calibration.io import judgement_frame
-from data.io.importers.reader import read_judgement_files
+from calibration.io import judgement_frame, with_response_metadata
+from data.io.importers.reader import dataset_metadata, read_judgement_files
 from data.io.judge_facts import dataset_response_facts
 from schemas.protocols import get_protocol
 
@@ -45,6 +45,9 @@ def main() -> None:
         files = write_files(convert(PANDALM), Path(folder))
         lines = read_judgement_files([files[k] for k in ("humans", "gpt-3.5-turbo", "pandalm-7b")])
         frame = judgement_frame(((line.where, line.record) for line in lines), protocol)
+        # the items of the responses, as `calibrate --dataset` adds them: the folds are items
+        frame = with_response_metadata(frame, dataset_metadata(files["dataset"]))
+        frame = frame.drop(columns="response_id")
         seconds = {}
         start = time.perf_counter()
         calibrate(frame, options)
