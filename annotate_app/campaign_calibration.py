@@ -21,7 +21,7 @@ import numpy as np
 from sqlalchemy.engine import Engine
 
 from calibration import CalibrationOptions, CalibrationReport, calibrate, krippendorff_alpha
-from calibration.analysis import check_judges
+from calibration.analysis import check_judges, with_shortcut_baseline
 from calibration.annotators import AnnotatorTable, annotator_reliability
 from calibration.audits import JudgeAudit, audit_judges
 from calibration.consistency import ConsistencyReport, cross_protocol_consistency
@@ -140,6 +140,18 @@ def calibrate_campaign(
     reference = result.reference.model_copy(update={"rejected_answers": source.rejected_answers()})
     report = replace(report, result=result.model_copy(update={"reference": reference}))
     return CampaignCalibration(source, chosen, report)
+
+
+def with_shortcut_baseline_source(
+    engine: Engine, source: CampaignCalibrationInput, options: CalibrationOptions
+) -> CampaignCalibrationInput:
+    """``source`` with the shortcut baseline as one more judge of its frame
+    (:func:`calibration.analysis.with_shortcut_baseline`), fitted on the reference of
+    ``options`` from the lengths, list items and models of the campaign's responses."""
+    with read_scope(engine) as session:
+        facts = campaign_response_facts(session, stored_id(get_campaign(session, source.campaign)))
+    frame = with_shortcut_baseline(source.frame, options, facts, overrides=source.overrides)
+    return replace(source, frame=frame)
 
 
 def reference_exclusions(

@@ -37,6 +37,7 @@ from annotate_app.campaign_calibration import (
     judge_audit,
     load_campaign,
     reference_exclusions,
+    with_shortcut_baseline_source,
 )
 from annotate_app.disagreement_review import report_html
 from calibration import CalibrationOptions
@@ -104,6 +105,8 @@ class CampaignReportRequest:
     """Token prices per million, for the cost audit (one for every judge, or per judge)."""
     families: dict[str, str] = field(default_factory=dict)
     """Judge and model names → family, for the self-preference audit."""
+    baselines: bool = False
+    """Add the shortcut baseline as a judge (:mod:`calibration.shortcut`)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,8 @@ def build_campaign_report(
     # The closed sets arrive as the caller's text; CalibrationOptions.validate() checks each
     # one and names the valid values, so the Literal types hold once it has run.
     options = CalibrationOptions(protocol=source.protocol, **fields)  # type: ignore[arg-type]
+    if request.baselines:
+        source = with_shortcut_baseline_source(engine, source, options)
     total = request.bootstrap or None
     comparisons: list[JudgeComparison] = []
     for first, second in request.compare:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import platform
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -43,7 +43,9 @@ from calibration.pairwise import LABELS, PairwiseKernel
 from calibration.pointwise import PointwiseKernel
 from calibration.result import AnnotatorsSection, CalibrationResult
 from calibration.scale import Scale
+from calibration.shortcut import is_baseline, shortcut_judgements
 from calibration.units import UnitData, prepare_units
+from schemas.audit_records import ResponseFacts
 from schemas.disagreements import JudgeDisagreement
 from schemas.option_text import OptionText
 from schemas.protocols import Protocol
@@ -151,6 +153,7 @@ def calibrate(
     data_sha256: str | None = None,
     progress: Callable[[int], None] | None = None,
     unlabelled: pd.DataFrame | None = None,
+    facts: Sequence[ResponseFacts] | None = None,
 ) -> CalibrationReport:
     """Calibrate every judge of ``frame`` against the humans (METRICS.md).
 
@@ -158,10 +161,15 @@ def calibrate(
     files to record (default: a hash of the frame); ``progress``: called with the number of
     bootstrap resamples just done; ``unlabelled``: judge rows of units outside the labelled
     random sample (a stratified campaign's routed units), which only the model estimates read,
-    as unlabelled units.
+    as unlabelled units; ``facts``: every response's length, list format and model, to add the
+    shortcut baseline (:mod:`calibration.shortcut`) as a judge, fitted by cross-fitting on the
+    reference.
     """
     options.validate()
     data = _units(frame, options, overrides)
+    if facts is not None:
+        frame = with_shortcut_baseline(frame, options, facts, overrides=overrides)
+        data = _units(frame, options, overrides)
     judges = _judge_names(data, options)
     scale = Scale.of(options.protocol) if options.protocol.is_pointwise else None
     human_alpha = AlphaData.from_matrix(data.humans)
@@ -242,6 +250,21 @@ def calibrate(
     if "rationale" in data.frame.columns:  # a frame read from files carries its rationales
         return report.with_rationales(data.frame)
     return report
+
+
+def with_shortcut_baseline(
+    frame: pd.DataFrame,
+    options: CalibrationOptions,
+    facts: Iterable[ResponseFacts],
+    *,
+    overrides: dict[str, object] | None = None,
+) -> pd.DataFrame:
+    """``frame`` with the shortcut baseline's rows added (:mod:`calibration.shortcut`), fitted
+    on the reference of ``options`` and ``overrides``: every table, interval and comparison then
+    treats it as one more judge."""
+    data = _units(frame, options, overrides)
+    baseline = shortcut_judgements(data, facts, seed=options.seed)
+    return pd.concat([frame, baseline], ignore_index=True)
 
 
 def frame_sha256(frame: pd.DataFrame) -> str:
@@ -332,7 +355,7 @@ def _judge_names(data: UnitData, options: CalibrationOptions) -> list[str]:
     if options.judges is None:
         return present
     check_judges(options.judges, present)
-    return list(options.judges)
+    return [*options.judges, *(j for j in present if is_baseline(j) and j not in options.judges)]
 
 
 def _kernel(data: UnitData, name: str, scale: Scale | None, options: CalibrationOptions):

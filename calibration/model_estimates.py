@@ -11,7 +11,8 @@ The leaderboards (:mod:`calibration.leaderboard`'s values):
 
 * AlignMMBench: per task, and the average as the unweighted mean of the per-task estimates
   (:func:`~calibration.ppi.mean_of_estimates`);
-* MMIE: mean points / scale maximum × 100 (percent);
+* MMIE: mean points / scale maximum × 100 (percent), overall and per category (the units of
+  the category);
 * another scale: the mean of the unit scores;
 * pairwise: each model's win rate over the pairs it is in, a pair's value being 1 when the
   preference is for the model, 0.5 for a tie and 0 otherwise (the human reference's for ``Y``,
@@ -69,7 +70,8 @@ class ModelEstimate:
     judge: str
     model: str
     leaderboard: str
-    """:data:`AVERAGE`, :data:`WIN_RATE` or ``task:NAME`` (AlignMMBench per task)."""
+    """:data:`AVERAGE`, :data:`WIN_RATE`, ``task:NAME`` (AlignMMBench per task) or
+    ``category:NAME`` (MMIE per category, beside its overall percent)."""
     judge_only: float | None
     """The judge's value on every unit it scored, labelled or not: biased by its errors."""
     humans_only: MeanEstimate | None
@@ -157,6 +159,11 @@ def _pointwise(
     factor = 100.0 / scale.high if scale.percent else 1.0
     models = meta["model"].to_numpy(dtype=object)
     tasks = meta["task"].to_numpy(dtype=object)
+    categories = (
+        meta["category"].map(lambda c: None if c is None or c != c else str(c)).to_numpy(object)
+        if "category" in meta.columns
+        else np.full(len(meta), None, dtype=object)
+    )
     y = np.asarray(reference, dtype=np.float64) * factor
     f = np.asarray(values, dtype=np.float64) * factor
     result: list[ModelEstimate] = []
@@ -181,6 +188,12 @@ def _pointwise(
             result.extend(per_task)
         else:
             result.append(_estimate(judge, model, AVERAGE, mine, y, f, blocked, confidence))
+            if protocol == "mmie":  # MMIE's leaderboard is per category and overall
+                result.extend(
+                    _estimate(judge, model, f"category:{name}", mine & (categories == name), y,
+                              f, blocked, confidence)
+                    for name in sorted({str(c) for c in categories[mine] if c is not None})
+                )  # fmt: skip
     return result
 
 

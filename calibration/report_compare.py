@@ -11,6 +11,7 @@ from html import escape
 import pandas as pd
 
 from calibration.compare import HUMAN, JudgeComparison, MetricComparison
+from calibration.shortcut import is_baseline
 
 _BETTER_WORDS = {
     "higher": "higher",
@@ -21,8 +22,11 @@ _BETTER_WORDS = {
 
 
 def side_label(name: str) -> str:
-    """How a side is named to a reader: the human ceiling gets words, a judge its name."""
-    return "one more human (leave-one-out)" if name == HUMAN else name
+    """How a side is named to a reader: the human ceiling gets words, a baseline is marked as
+    one, a judge its name."""
+    if name == HUMAN:
+        return "one more human (leave-one-out)"
+    return f"{name} (baseline, no language model)" if is_baseline(name) else name
 
 
 def comparison_table(comparison: JudgeComparison) -> pd.DataFrame:

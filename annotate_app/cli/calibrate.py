@@ -122,6 +122,13 @@ def calibrate_command(
         "--prices",
         help='JSON file: {"judge": {"input": N, "output": N}}, prices ≥ 0 per million tokens.',
     ),
+    baselines: bool = typer.Option(
+        False,
+        "--baselines",
+        help="Add the shortcut baseline 'baseline:shortcut' as a judge: no language model, "
+        "only the responses' lengths, list items and models, fitted on the reference by "
+        "cross-fitting over item folds (METRICS.md); file mode needs --dataset.",
+    ),
     families: Path = typer.Option(
         None,
         "--families",
@@ -178,11 +185,15 @@ def calibrate_command(
         "aggregate": aggregate,
         "judges": tuple(judge) if judge else None,
     }
+    if baselines and campaign is None and dataset is None:
+        raise CalibrationInputError(
+            "--baselines in file mode needs --dataset: the baseline reads the responses' texts"
+        )
     scale_bounds = parse_scale(scale) if scale else None
     pairs = tuple(dict.fromkeys((str(a), str(b)) for a, b in compare or ()))  # each pair once
     if campaign is None:
         _calibrate_files(cli, judgments, dataset, protocol, scale_bounds, pairs, shared,
-                         json_out, html_out)  # fmt: skip
+                         json_out, html_out, baselines=baselines)  # fmt: skip
         return
     from annotate_app.campaign_report import CampaignReportRequest, build_campaign_report
     from annotate_app.cli.calibrate_audits import AuditOutputs
@@ -199,6 +210,7 @@ def calibrate_command(
         delta=audit_inputs.delta,
         prices=audit_inputs.prices,
         families=audit_inputs.families,
+        baselines=baselines,
         **shared,  # type: ignore[arg-type]
     )
     report = build_campaign_report(cli.engine(), request, progress=cli.progress)
@@ -223,6 +235,8 @@ def _calibrate_files(
     shared: dict,
     json_out: Path | None,
     html_out: Path | None,
+    *,
+    baselines: bool = False,
 ) -> None:
     """File mode: judgement files calibrated as they are (no database, no audits)."""
     from calibration import CalibrationInputError, CalibrationOptions, calibrate
@@ -244,6 +258,12 @@ def _calibrate_files(
     # The options' closed sets arrive as the user's text; CalibrationOptions.validate() checks
     # each one and names the valid values, so the Literal types hold once it has run.
     options = CalibrationOptions(protocol=chosen, **fields)
+    if baselines and dataset is not None:
+        from calibration.analysis import with_shortcut_baseline
+        from data.io.judge_facts import dataset_response_facts
+
+        options.validate()
+        frame = with_shortcut_baseline(frame, options, dataset_response_facts(dataset))
     total = options.bootstrap or None
     comparisons = []  # first, so that a misspelt judge is named before the long calibration
     for first, second in compare:

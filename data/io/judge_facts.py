@@ -8,6 +8,7 @@ Both come from one set-based query each and are returned as the typed records of
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from sqlalchemy import select
 from sqlmodel import Session, col
@@ -59,6 +60,23 @@ def campaign_response_facts(session: Session, campaign_id: int) -> list[Response
         ),
         key=lambda facts: facts.response_id,
     )
+
+
+def dataset_response_facts(path: Path) -> list[ResponseFacts]:
+    """Model, length and list format of every response of a dataset file (FORMATS.md §1), read
+    and checked as ``import`` reads it (:class:`~data.io.importers.errors.InvalidFile` naming
+    every problem)."""
+    from data.io.importers.errors import Problems
+    from data.io.importers.reader import read_dataset
+
+    problems = Problems()
+    facts = [
+        ResponseFacts(r.response_id, r.model, response_length(r.content), contains_list(r.content))
+        for plan in read_dataset(path, problems)
+        for r in plan.responses
+    ]
+    problems.check()
+    return sorted(facts, key=lambda fact: fact.response_id)
 
 
 def campaign_judgement_usage(
@@ -114,6 +132,7 @@ def _seconds(value: object) -> float | None:
 __all__ = [
     "campaign_judgement_usage",
     "campaign_response_facts",
+    "dataset_response_facts",
     "contains_list",
     "response_length",
 ]

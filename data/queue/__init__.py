@@ -1,7 +1,9 @@
 """The annotation queue: who annotates which unit next, drafts, submits, skips, flags, edits.
 
 Assignment is least-annotated-first: an annotator gets the unit of the campaign with the fewest
-live assignments (leased or submitted) that they have never been given. A lease occupies one of
+live assignments (leased or submitted) that they have never been given, ties in a seeded random
+order (:func:`~data.queue.priority.plan_routing`: a part-labelled campaign's labelled units are a
+random sample, as prediction-powered estimates need). A lease occupies one of
 the unit's ``overlap`` slots; the database guarantees the rules under concurrency (see
 :mod:`schemas.tables`): ``uq_assignment_unit_annotator`` (never twice to one annotator),
 ``uq_assignment_live_slot`` + ``ck_assignment_slot_in_overlap`` (never more than K live). A

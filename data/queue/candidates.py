@@ -65,11 +65,12 @@ _CANDIDATE_READ = (
             ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
         )
     )
-    .order_by(UNITS.c.slots_taken, UNITS.c.id)
+    .order_by(UNITS.c.slots_taken, UNITS.c.priority, UNITS.c.id)
     .limit(1)
 )
-"""The least-annotated unit with a free slot that the annotator never had (no lock); gold units
-are served apart (:mod:`data.queue.gold`)."""
+"""The least-annotated unit with a free slot that the annotator never had (no lock), ties broken
+by the seeded random key in ``priority`` (:func:`data.queue.priority.plan_routing`; a campaign
+created before it has none: lowest id); gold units are served apart (:mod:`data.queue.gold`)."""
 
 _CORE_CANDIDATE = _CANDIDATE_READ.with_for_update(skip_locked=True, of=UNITS, key_share=True)
 """:data:`_CANDIDATE_READ`, locked (PostgreSQL) and skipped if another transaction holds it."""

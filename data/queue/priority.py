@@ -22,7 +22,8 @@ B = 0 (canonical order). Then:
 
 Units with a signal come first, largest first; ties and units without a signal follow a seeded
 random key (not the import order). ``least-annotated`` gives no order: the queue's own
-least-annotated-first rule applies, as it does when no unit has a signal (the plan says so).
+least-annotated-first rule applies, as it does when no unit has a signal (the plan says so); its
+ties are broken by a seeded random key per unit (:func:`random_key`, stored as the priority).
 """
 
 from __future__ import annotations
@@ -90,8 +91,10 @@ class RoutingPlan:
     note: str
     """One line for the user: what ordered the units, or why routing fell back."""
     priorities: Mapping[int, int] = field(default_factory=dict)
-    """What ``Unit.priority`` stores, lowest first: :func:`serving_key` of each unit, or under
-    ``stratified`` its position (the interleave is a global order); empty when there is none."""
+    """What ``Unit.priority`` stores, lowest first: :func:`serving_key` of each unit, under
+    ``stratified`` its position (the interleave is a global order), under ``least-annotated`` a
+    seeded random key that breaks ties among the least-annotated units; empty when there is
+    none (a routing that fell back)."""
 
     @property
     def fell_back(self) -> bool:
@@ -182,7 +185,12 @@ def plan_routing(
     if routing not in ROUTING_MODES:
         raise ValueError(f"unknown routing {routing!r}: choose one of {', '.join(ROUTING_MODES)}")
     if routing == "least-annotated":
-        return RoutingPlan(routing, (), None, 0, "least-annotated first (no judge signal used)")
+        # ties among the least-annotated units in a seeded random order: a campaign stopped
+        # part-way has then labelled a simple random sample (what PPI needs), not the first
+        # units imported
+        ties = {unit: random_key(seed, unit) >> (64 - _TIE_BITS) for unit in units}
+        note = "least-annotated first, ties in a seeded random order (no judge signal used)"
+        return RoutingPlan(routing, (), None, 0, note, ties)
     guide = routing_guide(routing, judges)
     signal = {unit: unit_signal(guide, readings.get(unit, {}), judges) for unit in units}
     scored = sum(value is not None for value in signal.values())

@@ -137,7 +137,8 @@ def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None =
     session.flush()
     assert campaign.id is not None
     units = insert_units(session, campaign.id, dataset.id, responses, spec, protocol)
-    routed = apply_routing(session, campaign) if routing != "least-annotated" else None
+    plan = apply_routing(session, campaign)  # least-annotated too: its random tie-break
+    routed = plan if routing != "least-annotated" else None
     routing_detail = {
         "routing": routing,
         "judges": routing_judges,

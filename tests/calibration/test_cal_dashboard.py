@@ -142,7 +142,8 @@ def test_model_scores_show_judge_only_humans_only_and_ppi_on_the_partial_campaig
     sample, monkeypatch
 ):
     """demo-mmie-partial (humans on half the units, judges on all): the page's Model scores
-    table has a PPI++ value and the labels it is worth for every judge and model."""
+        table has a PPI++ value and the labels it is worth for every judge and model, overall, and
+    a row per MMIE category."""
     url, _, _, users, folder = sample
     monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(folder / "data"))
     at = _page(url, users["reviewer"], monkeypatch).run()
@@ -156,6 +157,10 @@ def test_model_scores_show_judge_only_humans_only_and_ppi_on_the_partial_campaig
     table = next(
         frame.value for frame in at.dataframe if "PPI++ ±" in getattr(frame.value, "columns", [])
     )
-    assert len(table) == 8  # two judges × four models
-    assert all(" ± " in cell for cell in table["PPI++ ±"])
-    assert all(cell.split(" worth ")[1].isdigit() for cell in table["worth N labels"])
+    overall = table[table["leaderboard"] == "average"]
+    assert len(overall) == 8  # two judges × four models
+    assert all(" ± " in cell for cell in overall["PPI++ ±"])
+    assert all(cell.split(" worth ")[1].isdigit() for cell in overall["worth N labels"])
+    per_category = table[table["leaderboard"] != "average"]  # MMIE's categories, as it shows
+    assert len(per_category) == 8 * 3
+    assert set(per_category["leaderboard"]) == {"category:MSR", "category:PBL", "category:SA"}

@@ -97,6 +97,26 @@ def test_mmie_is_in_percent() -> None:
     assert estimate.prediction_powered.high == pytest.approx(expected.prediction_powered.high)
 
 
+def test_mmie_has_an_estimate_per_category_beside_the_overall_percent() -> None:
+    frame = _pointwise_frame("mmie", ("SA", "PBL"), labelled=6, units=20)
+    frame["category"], frame["task"] = frame["task"], "physics"  # MMIE's categories, one field
+    result = calibrate(frame, CalibrationOptions(get_protocol("mmie"), bootstrap=0)).result
+    assert result.model_estimates is not None
+    mine = {e.leaderboard: e for e in result.model_estimates.estimates if e.model == "m1"}
+    assert set(mine) == {AVERAGE, "category:PBL", "category:SA"}
+    factor = 100.0 / get_protocol("mmie").scale_max
+    for name in ("PBL", "SA"):
+        part = frame[frame["category"] == name]
+        y, f, f_tilde = _split(part, "m1")
+        expected = prediction_powered_mean(y * factor, f * factor, f_tilde.to_numpy() * factor)
+        _same(mine[f"category:{name}"].prediction_powered, expected.prediction_powered)
+        _same(mine[f"category:{name}"].humans_only, expected.humans_only)
+        assert mine[f"category:{name}"].n_labelled == 6
+    y, f, f_tilde = _split(frame, "m1")
+    overall = prediction_powered_mean(y * factor, f * factor, f_tilde.to_numpy() * factor)
+    _same(mine[AVERAGE].prediction_powered, overall.prediction_powered)
+
+
 def test_alignmmbench_average_is_the_mean_of_task_estimates() -> None:
     frame = _pointwise_frame("alignmmbench", ("ocr", "chart", "meme"), labelled=5, units=15)
     result = calibrate(frame, CalibrationOptions(get_protocol("alignmmbench"), bootstrap=0)).result

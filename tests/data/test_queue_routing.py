@@ -178,18 +178,36 @@ def _submit_next(engine: Engine, view: queue.UnitView, annotator: int) -> queue.
     return _lease(engine, campaign_id=view.campaign_id, annotator_id=annotator)
 
 
-def test_least_annotated_is_unchanged_and_ranks_are_cleared(engine: Engine) -> None:
+def test_least_annotated_after_routing_serves_breadth_first_in_a_seeded_random_order(
+    engine: Engine,
+) -> None:
     campaign_id, (alice, bob) = build_campaign(engine, items=3, protocol="pairwise", overlap=2)
     _judge_pairs(engine, VERDICTS)
     with session_scope(engine) as session:
         set_routing(session, campaign_id, "judge-disagreement", ["j1", "j2"])
         plan = set_routing(session, campaign_id, "least-annotated")
         assert plan.order == () and plan.note.startswith("least-annotated first")
-        ranks = session.exec(select(Unit.priority).where(Unit.campaign_id == campaign_id)).all()
-        assert set(ranks) == {None}
+        ranks = dict(session.exec(select(Unit.id, Unit.priority)).all())
+    units = sorted(ranks)
+    assert ranks == {unit: random_key(campaign_id, unit) >> 24 for unit in units}
+    by_key = sorted(units, key=ranks.__getitem__)
+    assert _lease(engine, campaign_id, alice).unit_id == by_key[0]
+    assert _lease(engine, campaign_id, bob).unit_id == by_key[1]  # breadth first, as before
+
+
+def test_least_annotated_serves_ties_in_a_seeded_random_order_not_by_id(
+    any_engine: Engine,
+) -> None:
+    """PPI needs the labelled units of a campaign stopped part-way to be a random sample: among
+    the least-annotated units the queue serves by each unit's seeded random key."""
+    campaign_id, annotators = build_campaign(
+        any_engine, items=12, protocol="pairwise", overlap=1, annotators=12
+    )
+    with Session(any_engine) as session:
         units = sorted(session.exec(select(Unit.id).where(Unit.campaign_id == campaign_id)))
-    assert _lease(engine, campaign_id, alice).unit_id == units[0]
-    assert _lease(engine, campaign_id, bob).unit_id == units[1]  # breadth first, as before
+    served = [_lease(any_engine, campaign_id, annotator).unit_id for annotator in annotators]
+    assert served == sorted(units, key=lambda unit: random_key(campaign_id, unit))
+    assert served != units  # 12 units: the id order by chance once in 479,001,600
 
 
 def test_new_judgements_re_rank_a_routed_campaign(engine: Engine) -> None:
