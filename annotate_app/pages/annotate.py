@@ -327,7 +327,7 @@ def _held_view(session: Session, assignment_id: int, campaign_id: int) -> queue.
     if view is not None and view.campaign_id != campaign_id:
         return None  # a URL that names one campaign and a unit of another
     if view is None:
-        st.toast(
+        said.append(
             "The unit this tab showed was given back or its lease was lost (in another tab?): "
             "here is your next one."
         )
@@ -359,9 +359,19 @@ protocol = campaign_protocol(campaign)
 state["annotate_served"] = campaign.name
 _keep_in_url("campaign", campaign.name)
 
+# What the page has to tell (a skip done, a draft not saved, a unit lost): drawn in the page's
+# flow right under the header (:func:`_say`), never as a toast: a toast sits in the bottom right
+# corner, over the answer panel's choices and its submit button at 1280×720 (issue 25).
+said: list[str] = []
 notice = state.pop("annotate_notice", None)
 if notice:
-    st.toast(escape_markdown(notice))
+    said.append(notice)
+
+
+def _say() -> None:
+    """Draw what the page has to tell, in the place it is called (the notes under the header)."""
+    for line in said:
+        st.info(escape_markdown(line), icon=":material/info:")
 
 
 def _revise_earlier(annotation_id: int) -> None:
@@ -373,7 +383,7 @@ def _revise_earlier(annotation_id: int) -> None:
             view, own = queue.my_annotation_view(session, annotation_id, user.id)
     except queue.QueueError as problem:  # e.g. revised meanwhile in My work (a newer revision)
         _leave_back()
-        st.toast(escape_markdown(f"That answer cannot be opened here: {problem}"))
+        said.append(f"That answer cannot be opened here: {problem}")
         return
     what = f"{own.unit_label} for item {own.item_id}"
     st.html(_LAYOUT)
@@ -401,7 +411,8 @@ def _revise_earlier(annotation_id: int) -> None:
             on_click=_leave_back,
             type="primary",
         )
-    st.container(key="cl-notes")  # as on a unit's page: the columns keep their place
+    with st.container(key="cl-notes"):  # as on a unit's page: the columns keep their place
+        _say()
     unit_column, answer_column = st.columns([3, 2], gap="medium")
     with answer_column, st.container(key="cl-answer-column"):
         key = f"revise-{own.annotation_id}"
@@ -453,6 +464,7 @@ except queue.AnnotatorHeld as stopped:
     # The queue serves this annotator nothing here (qualification not passed, held or retired
     # by an admin): its words, and the way to the answers they gave.
     st.markdown(f"#### {escape_markdown(campaign.name)}")
+    _say()
     _feedback_panel(campaign_id)
     st.warning(escape_markdown(str(stopped)), icon=":material/pause_circle:")
     st.page_link("pages/my_work.py", label="Review my answers", icon=":material/history:")
@@ -482,6 +494,7 @@ head = st.container(key="cl-head", gap="small")
 # panel in place instead of keeping a stale copy of it elsewhere until the run ends.
 notes = st.container(key="cl-notes", gap="small")
 with notes:
+    _say()
     lost = state.pop("annotate_lost", None)
     if lost:
         message, rationale = lost

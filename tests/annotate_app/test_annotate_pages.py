@@ -554,3 +554,17 @@ def test_undo_reopens_the_answer_just_saved_within_its_window(seeded: dict) -> N
     )
     at.run()
     assert not [b for b in at.get("button") if b.key == f"undo-{saved}"]  # the window is over
+
+
+def test_confirmations_are_drawn_in_the_page_not_as_toasts_over_the_panel(seeded: dict) -> None:
+    """Issue 25: toasts (bottom right) covered the answer panel's choices; a confirmation now
+    stands in the notes under the header, where it covers nothing."""
+    at = _open("pages/annotate.py", seeded["users"]["ann"], campaign="c-alignmmbench")
+    unit = _panel(at)["unit"]
+    at.text_input(key=f"reason-{unit}").input("not my field")
+    at.button(key=f"skip-{unit}").click().run()
+    assert not at.exception, at.exception
+    assert not at.toast
+    assert [i.value for i in at.info if "Skipped" in i.value] == [
+        r"Skipped\: the unit goes to others\."
+    ]
