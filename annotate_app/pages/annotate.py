@@ -15,7 +15,9 @@ campaign), so a reload of the tab comes back to it, and the panel's browser copy
 brings back its text.
 
 Before the first unit of a campaign its guidelines (instructions) stand above the unit until the
-annotator closes them; the header's *Guidelines* brings them back. *Previous* (and *Undo*, for
+annotator closes them, which is stored per annotator and campaign
+(:func:`data.queue.mark_guidelines_read`), so a reload does not show them again; the header's
+*Guidelines* brings them back. *Previous* (and *Undo*, for
 :data:`UNDO_WINDOW` after a submit) opens an earlier answer in the panel: a change is saved as
 its next revision (:func:`data.queue.revise`, audited, the earlier revision kept, as in My work),
 and the page goes back to the unit the annotator was on.
@@ -164,6 +166,17 @@ def _guidelines(view: queue.UnitView) -> None:
     if view.instructions.strip():
         st.markdown(safe_markdown(view.instructions))
     render_rubric(view, instructions=False)
+
+
+def _mark_read(campaign_id: int) -> None:
+    """The annotator closed the guidelines: stored, so they do not stand before the unit again."""
+    try:
+        with session_scope(engine) as session:
+            queue.mark_guidelines_read(session, campaign_id, user.id)
+    except DatabaseProblem as error:
+        state["annotate_notice"] = f"Not recorded, the guidelines will show again: {error}"
+        return
+    state.setdefault("annotate_read", set()).add(campaign_id)
 
 
 def _answered_line(where: DeltaGenerator, revision: int) -> None:
@@ -532,7 +545,11 @@ which = _which(view, progress)
 state["annotate_which"] = (view.assignment_id, which)
 state["annotate_shown"] = (campaign_id, view.assignment_id)
 _keep_in_url("unit", str(view.assignment_id))  # a reload of this tab comes back to it
-read = state.setdefault("annotate_read", set())  # campaigns whose guidelines were closed
+read = state.setdefault("annotate_read", set())  # campaigns whose guidelines this user read
+if campaign_id not in read and view.instructions.strip():
+    with session_scope(engine) as session:  # stored: a reload or another device knows it
+        if queue.guidelines_read(session, campaign_id, user.id):
+            read.add(campaign_id)
 first_unit = progress.my_submitted == 0 and campaign_id not in read
 with head:
     title, tools, bar = st.columns([4, 4, 4], vertical_alignment="bottom")
@@ -574,7 +591,7 @@ if first_unit and view.instructions.strip():
         st.button(
             "I have read them",
             key="guidelines-read",
-            on_click=read.add,
+            on_click=_mark_read,
             args=(campaign_id,),
             type="primary",
         )
