@@ -340,7 +340,7 @@ def _held_view(session: Session, assignment_id: int, campaign_id: int) -> queue.
     if view is not None and view.campaign_id != campaign_id:
         return None  # a URL that names one campaign and a unit of another
     if view is None:
-        said.append(
+        _tell(
             "The unit this tab showed was given back or its lease was lost (in another tab?): "
             "here is your next one."
         )
@@ -372,19 +372,29 @@ protocol = campaign_protocol(campaign)
 state["annotate_served"] = campaign.name
 _keep_in_url("campaign", campaign.name)
 
+
 # What the page has to tell (a skip done, a draft not saved, a unit lost): drawn in the page's
 # flow right under the header (:func:`_say`), never as a toast: a toast sits in the bottom right
 # corner, over the answer panel's choices and its submit button at 1280×720 (issue 25).
-said: list[str] = []
+def _tell(line: str) -> None:
+    """Have the page tell ``line`` (:func:`_say`) until the annotator moves to another unit."""
+    state.setdefault("annotate_said", []).append((line, None))
+
+
+def _say(shown: object) -> None:
+    """Draw what the page has to tell, in the place it is called (the notes under the header).
+    A line stays while the page shows what it showed when the line was first drawn (``shown``:
+    the unit, or the answer opened), through the reruns of drafts, and goes with the next unit:
+    a toast stayed a few seconds; a line drawn once would vanish with the next draft's rerun."""
+    kept = [(line, shown if at is None else at) for line, at in state.get("annotate_said", [])]
+    state["annotate_said"] = [(line, at) for line, at in kept if at == shown]
+    for line, _ in state["annotate_said"]:
+        st.info(escape_markdown(line), icon=":material/info:")
+
+
 notice = state.pop("annotate_notice", None)
 if notice:
-    said.append(notice)
-
-
-def _say() -> None:
-    """Draw what the page has to tell, in the place it is called (the notes under the header)."""
-    for line in said:
-        st.info(escape_markdown(line), icon=":material/info:")
+    _tell(notice)
 
 
 def _revise_earlier(annotation_id: int) -> None:
@@ -396,7 +406,7 @@ def _revise_earlier(annotation_id: int) -> None:
             view, own = queue.my_annotation_view(session, annotation_id, user.id)
     except queue.QueueError as problem:  # e.g. revised meanwhile in My work (a newer revision)
         _leave_back()
-        said.append(f"That answer cannot be opened here: {problem}")
+        _tell(f"That answer cannot be opened here: {problem}")
         return
     what = f"{own.unit_label} for item {own.item_id}"
     st.html(_LAYOUT)
@@ -425,7 +435,7 @@ def _revise_earlier(annotation_id: int) -> None:
             type="primary",
         )
     with st.container(key="cl-notes"):  # as on a unit's page: the columns keep their place
-        _say()
+        _say(("answer", own.annotation_id))
     unit_column, answer_column = st.columns([3, 2], gap="medium")
     with answer_column, st.container(key="cl-answer-column"):
         key = f"revise-{own.annotation_id}"
@@ -477,7 +487,7 @@ except queue.AnnotatorHeld as stopped:
     # The queue serves this annotator nothing here (qualification not passed, held or retired
     # by an admin): its words, and the way to the answers they gave.
     st.markdown(f"#### {escape_markdown(campaign.name)}")
-    _say()
+    _say(("held", campaign_id))
     _feedback_panel(campaign_id)
     st.warning(escape_markdown(str(stopped)), icon=":material/pause_circle:")
     st.page_link("pages/my_work.py", label="Review my answers", icon=":material/history:")
@@ -507,7 +517,7 @@ head = st.container(key="cl-head", gap="small")
 # panel in place instead of keeping a stale copy of it elsewhere until the run ends.
 notes = st.container(key="cl-notes", gap="small")
 with notes:
-    _say()
+    _say(("unit", campaign_id, None if view is None else view.assignment_id))
     lost = state.pop("annotate_lost", None)
     if lost:
         message, rationale = lost
