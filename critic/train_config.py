@@ -11,15 +11,19 @@ restate a default differently. Importing this module loads no torch, which keeps
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
+
+from schemas.bounds import BATCH_SIZE, LIMIT, MAX_NEW_TOKENS, MAX_PROMPT_TOKENS, SEED, Bound
+from schemas.option_text import OptionError
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that shapes a training run; stored in ``critic.json``. Each field's
-    ``metadata["help"]`` says what it does."""
+    ``metadata["help"]`` says what it does; a whole-number field's ``metadata["bound"]`` is its
+    range (:class:`TrainConfigError` out of it: a batch of 10^20 is a typo, not a request)."""
 
     data: Path = field(
         metadata={
@@ -36,8 +40,17 @@ class TrainConfig:
     lora: bool = field(
         default=False, metadata={"help": "Train a LoRA adapter (peft) instead of every weight."}
     )
-    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
-    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scaling of the adapter)."})
+    lora_r: int = field(
+        default=16,
+        metadata={"bound": Bound("lora_r", 1, 4_096, "the adapter's rank"), "help": "LoRA rank."},
+    )
+    lora_alpha: int = field(
+        default=32,
+        metadata={
+            "bound": Bound("lora_alpha", 1, 65_536, "the adapter's scaling"),
+            "help": "LoRA alpha (scaling of the adapter).",
+        },
+    )
     lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout."})
     lora_target: str = field(
         default="all-linear",
@@ -49,8 +62,9 @@ class TrainConfig:
     lora_last_layers: int | None = field(
         default=None,
         metadata={
+            "bound": Bound("lora_last_layers", 1, 10_000, "layers"),
             "help": "LoRA on the last N transformer layers only (peft layers_to_transform): the "
-            "backward pass stops there, several times faster on a CPU. Unset: every layer."
+            "backward pass stops there, several times faster on a CPU. Unset: every layer.",
         },
     )
     merge: bool = field(
@@ -59,27 +73,65 @@ class TrainConfig:
     )
     epochs: float = field(default=1.0, metadata={"help": "Passes over the training split."})
     max_steps: int = field(
-        default=-1, metadata={"help": "Stop after this many optimiser steps (-1: run epochs)."}
+        default=-1,
+        metadata={
+            "bound": Bound("max_steps", -1, 1_000_000_000, "steps; -1 = run the epochs"),
+            "help": "Stop after this many optimiser steps (-1: run epochs).",
+        },
     )
-    batch_size: int = field(default=4, metadata={"help": "Conversations per device and step."})
-    grad_accum: int = field(default=1, metadata={"help": "Gradient accumulation steps."})
+    batch_size: int = field(
+        default=4, metadata={"bound": BATCH_SIZE, "help": "Conversations per device and step."}
+    )
+    grad_accum: int = field(
+        default=1,
+        metadata={
+            "bound": Bound("grad_accum", 1, 10_000, "steps accumulated"),
+            "help": "Gradient accumulation steps.",
+        },
+    )
     learning_rate: float | None = field(
         default=None,
         metadata={"help": "Peak learning rate. Unset: 2e-4 with LoRA, 2e-5 for full fine-tuning."},
     )
-    warmup_steps: int = field(default=0, metadata={"help": "Linear warm-up steps."})
+    warmup_steps: int = field(
+        default=0,
+        metadata={
+            "bound": Bound("warmup_steps", 0, 1_000_000_000, "steps"),
+            "help": "Linear warm-up steps.",
+        },
+    )
     max_length: int = field(
         default=2048,
-        metadata={"help": "Longest conversation in tokens; a longer prompt is cut on the left."},
+        metadata={
+            "bound": Bound("max_length", 1, 10_000_000, "tokens per conversation"),
+            "help": "Longest conversation in tokens; a longer prompt is cut on the left.",
+        },
     )
     seed: int = field(
-        default=0, metadata={"help": "Seed of the initialisation and the data order."}
+        default=0,
+        metadata={"bound": SEED, "help": "Seed of the initialisation and the data order."},
     )
-    save_steps: int = field(default=200, metadata={"help": "Save a checkpoint every N steps."})
+    save_steps: int = field(
+        default=200,
+        metadata={
+            "bound": Bound("save_steps", 1, 1_000_000_000, "steps"),
+            "help": "Save a checkpoint every N steps.",
+        },
+    )
     save_total_limit: int = field(
-        default=2, metadata={"help": "Checkpoints kept (the oldest are deleted)."}
+        default=2,
+        metadata={
+            "bound": Bound("save_total_limit", 1, 10_000, "checkpoints"),
+            "help": "Checkpoints kept (the oldest are deleted).",
+        },
     )
-    logging_steps: int = field(default=10, metadata={"help": "Log the loss every N steps."})
+    logging_steps: int = field(
+        default=10,
+        metadata={
+            "bound": Bound("logging_steps", 1, 1_000_000_000, "steps"),
+            "help": "Log the loss every N steps.",
+        },
+    )
     bf16: bool = field(
         default=True,
         metadata={
@@ -107,14 +159,25 @@ class TrainConfig:
         metadata={"help": "Judge the eval split at the end and write calibration.json."},
     )
     eval_max_new_tokens: int = field(
-        default=256, metadata={"help": "Eval: longest answer in tokens."}
+        default=256,
+        metadata={
+            "bound": replace(MAX_NEW_TOKENS, option="eval_max_new_tokens"),
+            "help": "Eval: longest answer in tokens.",
+        },
     )
     eval_batch_size: int = field(
-        default=8, metadata={"help": "Eval: conversations judged per batch."}
+        default=8,
+        metadata={
+            "bound": replace(BATCH_SIZE, option="eval_batch_size"),
+            "help": "Eval: conversations judged per batch.",
+        },
     )
     eval_limit: int | None = field(
         default=None,
-        metadata={"help": "Eval: judge at most N units (the first in file order). Unset: all."},
+        metadata={
+            "bound": replace(LIMIT, option="eval_limit"),
+            "help": "Eval: judge at most N units (the first in file order). Unset: all.",
+        },
     )
     objective: Literal["generate", "head"] = field(
         default="generate",
@@ -127,14 +190,16 @@ class TrainConfig:
     head_folds: int = field(
         default=5,
         metadata={
+            "bound": Bound("head_folds", 2, 1_000, "folds"),
             "help": "head: folds of the cross-validation (grouped by item) that chooses the L2 "
-            "strength."
+            "strength.",
         },
     )
     head_layers: tuple[int, ...] = field(
         default=(0,),
         metadata={
-            "help": "head: decoder layers (1-based, 0 = last) the cross-validation chooses among."
+            "bound": Bound("head_layers", 0, 10_000, "a layer, 1-based; 0 = the last"),
+            "help": "head: decoder layers (1-based, 0 = last) the cross-validation chooses among.",
         },
     )
     head_targets: Literal["consensus", "annotators"] = field(
@@ -154,8 +219,23 @@ class TrainConfig:
     max_prompt_tokens: int | None = field(
         default=None,
         metadata={
+            "bound": MAX_PROMPT_TOKENS,
             "help": "head: leave out training records whose prompt is longer than this many "
             "tokens, counted in the summary (too_long); the generative objective cuts a longer "
-            "prompt to max-length instead. Unset: no limit."
+            "prompt to max-length instead. Unset: no limit.",
         },
     )
+
+    def __post_init__(self) -> None:
+        for spec in fields(self):
+            bound: Bound | None = spec.metadata.get("bound")
+            value = getattr(self, spec.name)
+            values = value if isinstance(value, tuple) else (value,)
+            for one in values:
+                problem = None if bound is None or one is None else bound.problem(one)
+                if problem is not None:
+                    raise TrainConfigError(problem)
+
+
+class TrainConfigError(OptionError):
+    """A training setting out of its range (bad input)."""

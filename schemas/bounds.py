@@ -56,6 +56,12 @@ MAX_NEW_TOKENS = Bound("max_new_tokens", 1, 1_000_000, "tokens per answer")
 BATCH_SIZE = Bound("batch_size", 1, 4_096, "prompts per batch")
 SAMPLES = Bound("samples", 1, 1_000, "answers per unit")
 LIMIT = Bound("limit", 1, 2**31 - 1, "units")
+SEED = Bound("seed", 0, 2**32 - 1, "a seed: numpy's and torch's generators take 32 bits")
+PORT = Bound("port", 1, 65_535, "a TCP port")
+MAX_DISAGREEMENTS = Bound("max_disagreements", 0, 1_000_000, "disagreements per judge")
+QUALIFY_UNITS = Bound("qualify", 0, 1_000, "gold units before any real unit")
+ROW_ID = Bound("annotation_id", 1, 2**63 - 1, "a stored id")
+MAX_PROMPT_TOKENS = Bound("max_prompt_tokens", 1, 10_000_000, "tokens per prompt")
 
 
 def first_problem(*checks: tuple[Bound, object]) -> OptionText | None:

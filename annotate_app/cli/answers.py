@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import typer
 
-from annotate_app.cli.context import state
+from annotate_app.cli.context import bounded, state
+from schemas.bounds import LIMIT, ROW_ID
 
 answers_app = typer.Typer(
     help="Review single answers: reject (with a comment), accept, reopen; list an annotator's."
 )
 
-_ID = typer.Argument(..., help="The answer's id (as `critiquelab answers list` shows it).")
+_ID = typer.Argument(
+    ..., help="The answer's id (as `critiquelab answers list` shows it).", **bounded(ROW_ID)
+)
 _BY = typer.Option(
     None,
     "--by",
@@ -85,7 +88,7 @@ def list_command(
         "--state",
         help="Only answers in this state: pending, accepted, rejected, resubmitted (repeatable).",
     ),
-    limit: int = typer.Option(200, "--limit", min=1, help="At most this many answers."),
+    limit: int = typer.Option(200, "--limit", help="At most this many answers.", **bounded(LIMIT)),
 ) -> None:
     """One annotator's current answers in a campaign, newest first, with their review state and
     the rejection's comment."""

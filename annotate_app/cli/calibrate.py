@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperCommand, TyperOption
 
-from annotate_app.cli.context import CliState, state
+from annotate_app.cli.context import CliState, bounded, state
+from schemas.bounds import BOOTSTRAP, MAX_DISAGREEMENTS, SEED
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,11 +82,19 @@ def calibrate_command(
     ),
     no_majority: str = typer.Option("tie", "--no-majority", help="tie | drop."),
     bootstrap: int = typer.Option(
-        1000, "--bootstrap", help="Resamples for intervals, 0–1,000,000; 0 = none."
+        1000,
+        "--bootstrap",
+        help="Resamples for intervals, 0–1,000,000; 0 = none.",
+        **bounded(BOOTSTRAP),
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and of the map split."),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the bootstrap and of the map split.", **bounded(SEED)
+    ),
     max_disagreements: int = typer.Option(
-        25, "--max-disagreements", help="Disagreements listed per judge in the report (0 or more)."
+        25,
+        "--max-disagreements",
+        help="Disagreements listed per judge in the report, 0–1,000,000.",
+        **bounded(MAX_DISAGREEMENTS),
     ),
     json_out: Path = typer.Option(None, "--json", help="Write the metrics JSON here."),
     html_out: Path = typer.Option(None, "--html", help="Write the HTML audit report here."),

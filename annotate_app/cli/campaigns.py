@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from annotate_app.cli.context import state, to_jsonable
+from annotate_app.cli.context import bounded, state, to_jsonable
 from annotate_app.cli.disagreements import review_flags
 from annotate_app.cli.gold import (
     GOLD_FEEDBACK,
@@ -17,6 +17,7 @@ from annotate_app.cli.gold import (
     QUALIFY_ACCURACY,
     apply_gold_options,
 )
+from schemas.bounds import LEASE_SECONDS, OVERLAP, RATIONALE_MIN, SEED
 
 if TYPE_CHECKING:
     from data.services.campaigns import PairSampling
@@ -34,12 +35,20 @@ def create(
     dataset: str = typer.Option(..., "--dataset", help="Name of an imported dataset."),
     protocol: str = typer.Option(..., "--protocol", help="alignmmbench | mmie | pairwise | score."),
     scale: str = typer.Option(None, "--scale", help="score protocol: MIN:MAX[:STEP], e.g. 1:5."),
-    overlap: int = typer.Option(3, "--overlap", help="Annotators per unit (K), 1–1,000."),
+    overlap: int = typer.Option(
+        3, "--overlap", help="Annotators per unit (K), 1–1,000.", **bounded(OVERLAP)
+    ),
     rationale_min: int = typer.Option(
-        20, "--rationale-min", help="Minimum rationale length in characters, 0–10,000."
+        20,
+        "--rationale-min",
+        help="Minimum rationale length in characters, 0–10,000.",
+        **bounded(RATIONALE_MIN),
     ),
     lease_seconds: int = typer.Option(
-        900, "--lease-seconds", help="Seconds a unit is held, 1–604,800 (a week)."
+        900,
+        "--lease-seconds",
+        help="Seconds a unit is held, 1–604,800 (a week).",
+        **bounded(LEASE_SECONDS),
     ),
     show_reference: bool = typer.Option(
         True, "--show-reference/--hide-reference", help="Show the reference answer."
@@ -60,7 +69,9 @@ def create(
     pairs: str = typer.Option(
         "dataset", "--pairs", help="pairwise: 'dataset' (imported pairs), 'all', or K per item."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the pair sample (--pairs K)."),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the pair sample (--pairs K).", **bounded(SEED)
+    ),
     disagreement_threshold: float = typer.Option(
         None,
         "--disagreement-threshold",

@@ -5,7 +5,9 @@ field: its flag is the field's name with dashes (``--max-steps``), a ``bool`` is
 (``--lora/--no-lora``), its type gives the parser (``Path``, ``int``, ``float``, ``str``, a
 ``Literal`` is a choice, ``X | None`` may be left out, ``tuple[int, ...]`` is a comma-separated
 list), its default is the field's default (a field without one is a required option) and its help
-is the field's ``metadata["help"]``. A default therefore lives in the dataclass only, and a new
+is the field's ``metadata["help"]``; a field with a ``metadata["bound"]``
+(:class:`schemas.bounds.Bound`) refuses a value out of range as the command line is read, and its
+help ends with the range. A default therefore lives in the dataclass only, and a new
 field is an option as soon as it exists (``tests/annotate_app/cli/test_config_options.py``).
 """
 
@@ -18,6 +20,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import typer
+
+from annotate_app.cli.context import OptionOutOfRange, bounded
+from schemas.bounds import Bound
 
 C = TypeVar("C")
 
@@ -92,15 +97,20 @@ def _option(
     if field.default_factory is not dataclasses.MISSING:
         raise TypeError(f"{where}: a default_factory cannot be shown as an option's default")
     default = ... if field.default is dataclasses.MISSING else field.default
+    bound: Bound | None = field.metadata.get("bound")
+    if bound is not None:
+        help_text = f"{help_text} Range: {bound.low:,} to {bound.high:,}."
     settings: dict[str, Any] = {"help": help_text, **option_settings.get(field.name, {})}
     annotation = field_type
     item_type = _tuple_item_type(field_type)
+    if bound is not None and item_type is None:
+        settings.update(bounded(bound))
     if item_type is not None:
         # a list on the command line is one comma-separated value, parsed back into the tuple
         annotation = str
         if default is not ...:
             default = ",".join(str(item) for item in default)
-        settings["callback"] = _comma_list(item_type)
+        settings["callback"] = _comma_list(item_type, bound)
         settings.setdefault("metavar", f"<{item_type.__name__},...>")
     names = flags or _option_flags(field.name, field_type)
     return annotation, typer.Option(default, *names, **settings)
@@ -117,15 +127,22 @@ def _tuple_item_type(field_type: Any) -> type | None:
     return item
 
 
-def _comma_list(item_type: type) -> Callable[[str | None], tuple[Any, ...] | None]:
-    def parse(text: str | None) -> tuple[Any, ...] | None:
+def _comma_list(
+    item_type: type, bound: Bound | None
+) -> Callable[[typer.CallbackParam, str | None], tuple[Any, ...] | None]:
+    def parse(param: typer.CallbackParam, text: str | None) -> tuple[Any, ...] | None:
         if text is None:
             return None
         try:
-            return tuple(item_type(part.strip()) for part in text.split(","))
+            items = tuple(item_type(part.strip()) for part in text.split(","))
         except ValueError:
             raise typer.BadParameter(
                 f"{text!r} is not a comma-separated list of {item_type.__name__} values"
             ) from None
+        problems = (bound.problem(item) for item in items) if bound is not None else ()
+        for problem in problems:
+            if problem is not None:
+                raise OptionOutOfRange(problem.render(lambda _option: param.opts[0]))
+        return items
 
     return parse

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from schemas.bounds import Bound
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
@@ -145,3 +147,23 @@ def cli_flag(option: str) -> str:
     """How the command line names a library option in an error: its flag (``eval_fraction`` →
     ``--eval-fraction``)."""
     return _FLAGS.get(option, "--" + option.replace("_", "-"))
+
+
+class OptionOutOfRange(ValueError):
+    """A whole-number option outside its :class:`schemas.bounds.Bound` (bad input, exit 2)."""
+
+
+def bounded(bound: Bound) -> dict[str, Any]:
+    """``typer.Option`` / ``typer.Argument`` settings that refuse a value outside ``bound`` while
+    the command line is read, before any work starts: exit 2 with the flag, the value and the
+    allowed range (``--seed is 10…0; give a whole number from 0 to 4,294,967,295 (…)``)."""
+
+    def check(param: typer.CallbackParam, value: int | None) -> int | None:
+        problem = None if value is None else bound.problem(value)
+        if problem is None:
+            return value
+        long_flags = [opt for opt in param.opts if opt.startswith("--")]
+        name = long_flags[0] if long_flags else (param.name or bound.option).upper()
+        raise OptionOutOfRange(problem.render(lambda _option: name))
+
+    return {"callback": check}

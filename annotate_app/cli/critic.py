@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from annotate_app.cli import critic_train, judge
-from annotate_app.cli.context import state
+from annotate_app.cli.context import bounded, state
 from annotate_app.cli.judging_options import (
     BOTH_ORDERS,
     JUDGE_NAME,
@@ -22,6 +22,14 @@ from annotate_app.cli.judging_options import (
     choice,
     judging_line,
     template_file,
+)
+from schemas.bounds import (
+    BATCH_SIZE,
+    LIMIT,
+    MAX_NEW_TOKENS,
+    MAX_PROMPT_TOKENS,
+    SAMPLES,
+    SEED,
 )
 
 critic_app = typer.Typer(help="Train a critic on human judgements and let it judge campaigns.")
@@ -52,7 +60,9 @@ def export_sft(
         help="jsonl | hf (a Hugging Face datasets folder, save_to_disk, for TRL's SFTTrainer).",
     ),
     eval_fraction: float = typer.Option(0.1, "--eval-fraction", help="Share of items held out."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the item split and of pair orders."),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the item split and of pair orders.", **bounded(SEED)
+    ),
     per_annotator: bool = typer.Option(
         False, "--per-annotator", help="One record per annotator instead of the consensus."
     ),
@@ -128,12 +138,23 @@ def score(
     expected_score: bool = typer.Option(
         False, "--expected-score", help="Also store Σ p(s)·s from the score-token probabilities."
     ),
-    batch_size: int = typer.Option(8, "--batch-size", help="Prompts per generation batch."),
-    max_new_tokens: int = typer.Option(256, "--max-new-tokens", help="Longest answer."),
+    batch_size: int = typer.Option(
+        8, "--batch-size", help="Prompts per generation batch.", **bounded(BATCH_SIZE)
+    ),
+    max_new_tokens: int = typer.Option(
+        256, "--max-new-tokens", help="Longest answer.", **bounded(MAX_NEW_TOKENS)
+    ),
     sample: bool = typer.Option(False, "--sample", help="Sample instead of greedy decoding."),
     temperature: float = typer.Option(1.0, "--temperature", help="With --sample."),
-    samples: int = typer.Option(1, "--samples", help="With --sample: answers per unit."),
-    limit: int = typer.Option(None, "--limit", help="Judge at most N units this run (resumable)."),
+    samples: int = typer.Option(
+        1, "--samples", help="With --sample: answers per unit.", **bounded(SAMPLES)
+    ),
+    limit: int = typer.Option(
+        None,
+        "--limit",
+        help="Judge at most N units this run (resumable).",
+        **bounded(LIMIT),
+    ),
     preference_probs: bool = typer.Option(
         False,
         "--preference-probs",
@@ -160,6 +181,7 @@ def score(
         "--max-prompt-tokens",
         help="Leave out units whose prompt is longer (not stored, counted in the summary; a "
         "later run with a higher limit judges them).",
+        **bounded(MAX_PROMPT_TOKENS),
     ),
     language: str = LANGUAGE,
     template: Path = TEMPLATE,

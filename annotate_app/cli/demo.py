@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from annotate_app.cli.context import state
+from annotate_app.cli.context import bounded, state
 from annotate_app.cli.serve import exit_after_serving, serve_app
+from schemas.bounds import PORT
 
 if TYPE_CHECKING:
     from data.sample import SampleSummary
@@ -32,7 +33,9 @@ def register(app: typer.Typer) -> None:
     def demo(
         ctx: typer.Context,
         host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
-        port: int = typer.Option(8501, "--port", help="Port to listen on."),
+        port: int = typer.Option(
+            8501, "--port", help="Port to listen on, 1–65,535.", **bounded(PORT)
+        ),
         no_serve: bool = typer.Option(
             False, "--no-serve", help="Only build the sample project; do not start the app."
         ),

@@ -13,7 +13,8 @@ from typing import Any
 
 import typer
 
-from annotate_app.cli.context import state
+from annotate_app.cli.context import bounded, state
+from schemas.bounds import QUALIFY_UNITS
 
 gold_app = typer.Typer(
     help="Gold units (known answers) and qualification: import, settings, accuracy, standing."
@@ -65,9 +66,8 @@ GOLD_FEEDBACK = typer.Option(
 QUALIFY = typer.Option(
     None,
     "--qualify",
-    min=0,
-    max=1000,
-    help="N: gold units an annotator answers before any real unit (0 = no qualification).",
+    help="N: gold units an annotator answers before any real unit (0 = no qualification), 0–1,000.",
+    **bounded(QUALIFY_UNITS),
 )
 QUALIFY_ACCURACY = typer.Option(
     None,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from annotate_app.cli.context import state
+from annotate_app.cli.context import bounded, state
 from annotate_app.cli.judging_options import (
     BOTH_ORDERS,
     JUDGE_NAME,
@@ -19,6 +19,7 @@ from annotate_app.cli.judging_options import (
     judging_line,
     template_file,
 )
+from schemas.bounds import CONCURRENCY, MAX_RETRIES, MAX_TOKENS
 
 judge_app = typer.Typer(help="Judge campaigns with a remote OpenAI-compatible model.")
 
@@ -38,10 +39,16 @@ def judge_run(
     api_key_env: str = typer.Option(
         "OPENAI_API_KEY", "--api-key-env", help="Environment variable that holds the API key."
     ),
-    concurrency: int = typer.Option(4, "--concurrency", help="Requests in flight at most."),
-    max_retries: int = typer.Option(5, "--max-retries", help="Retries on 429 / 5xx / timeouts."),
+    concurrency: int = typer.Option(
+        4, "--concurrency", help="Requests in flight at most.", **bounded(CONCURRENCY)
+    ),
+    max_retries: int = typer.Option(
+        5, "--max-retries", help="Retries on 429 / 5xx / timeouts.", **bounded(MAX_RETRIES)
+    ),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds per request."),
-    max_tokens: int = typer.Option(512, "--max-tokens", help="Longest answer."),
+    max_tokens: int = typer.Option(
+        512, "--max-tokens", help="Longest answer.", **bounded(MAX_TOKENS)
+    ),
     temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature."),
     both_orders: bool = BOTH_ORDERS,
     vision: bool = typer.Option(True, "--vision/--text-only", help="Send the images."),

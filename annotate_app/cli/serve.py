@@ -39,8 +39,9 @@ from typing import NoReturn
 
 import typer
 
-from annotate_app.cli.context import state
+from annotate_app.cli.context import bounded, state
 from annotate_app.host_guard import ALLOWED_HOSTS_ENV, LOOPBACK_NAMES
+from schemas.bounds import PORT
 
 APP_SCRIPT = Path(__file__).resolve().parents[1] / "asgi.py"
 MAX_UPLOAD_MB = 200
@@ -168,7 +169,9 @@ def register(app: typer.Typer) -> None:
         host: str = typer.Option(
             "127.0.0.1", "--host", help="Address to listen on (0.0.0.0 for every interface)."
         ),
-        port: int = typer.Option(8501, "--port", help="Port to listen on."),
+        port: int = typer.Option(
+            8501, "--port", help="Port to listen on, 1–65,535.", **bounded(PORT)
+        ),
         allowed_host: list[str] = typer.Option(
             None,
             "--allowed-host",

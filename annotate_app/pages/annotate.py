@@ -15,7 +15,9 @@ campaign), so a reload of the tab comes back to it, and the panel's browser copy
 brings back its text.
 
 Before the first unit of a campaign its guidelines (instructions) stand above the unit until the
-annotator closes them; the header's *Guidelines* brings them back. *Previous* (and *Undo*, for
+annotator closes them, which is stored per annotator and campaign
+(:func:`data.queue.mark_guidelines_read`), so a reload does not show them again; the header's
+*Guidelines* brings them back. *Previous* (and *Undo*, for
 :data:`UNDO_WINDOW` after a submit) opens an earlier answer in the panel: a change is saved as
 its next revision (:func:`data.queue.revise`, audited, the earlier revision kept, as in My work),
 and the page goes back to the unit the annotator was on.
@@ -164,6 +166,17 @@ def _guidelines(view: queue.UnitView) -> None:
     if view.instructions.strip():
         st.markdown(safe_markdown(view.instructions))
     render_rubric(view, instructions=False)
+
+
+def _mark_read(campaign_id: int) -> None:
+    """The annotator closed the guidelines: stored, so they do not stand before the unit again."""
+    try:
+        with session_scope(engine) as session:
+            queue.mark_guidelines_read(session, campaign_id, user.id)
+    except DatabaseProblem as error:
+        state["annotate_notice"] = f"Not recorded, the guidelines will show again: {error}"
+        return
+    state.setdefault("annotate_read", set()).add(campaign_id)
 
 
 def _answered_line(where: DeltaGenerator, revision: int) -> None:
@@ -327,7 +340,7 @@ def _held_view(session: Session, assignment_id: int, campaign_id: int) -> queue.
     if view is not None and view.campaign_id != campaign_id:
         return None  # a URL that names one campaign and a unit of another
     if view is None:
-        st.toast(
+        _tell(
             "The unit this tab showed was given back or its lease was lost (in another tab?): "
             "here is your next one."
         )
@@ -359,9 +372,29 @@ protocol = campaign_protocol(campaign)
 state["annotate_served"] = campaign.name
 _keep_in_url("campaign", campaign.name)
 
+
+# What the page has to tell (a skip done, a draft not saved, a unit lost): drawn in the page's
+# flow right under the header (:func:`_say`), never as a toast: a toast sits in the bottom right
+# corner, over the answer panel's choices and its submit button at 1280×720 (issue 25).
+def _tell(line: str) -> None:
+    """Have the page tell ``line`` (:func:`_say`) until the annotator moves to another unit."""
+    state.setdefault("annotate_said", []).append((line, None))
+
+
+def _say(shown: object) -> None:
+    """Draw what the page has to tell, in the place it is called (the notes under the header).
+    A line stays while the page shows what it showed when the line was first drawn (``shown``:
+    the unit, or the answer opened), through the reruns of drafts, and goes with the next unit:
+    a toast stayed a few seconds; a line drawn once would vanish with the next draft's rerun."""
+    kept = [(line, shown if at is None else at) for line, at in state.get("annotate_said", [])]
+    state["annotate_said"] = [(line, at) for line, at in kept if at == shown]
+    for line, _ in state["annotate_said"]:
+        st.info(escape_markdown(line), icon=":material/info:")
+
+
 notice = state.pop("annotate_notice", None)
 if notice:
-    st.toast(escape_markdown(notice))
+    _tell(notice)
 
 
 def _revise_earlier(annotation_id: int) -> None:
@@ -373,7 +406,7 @@ def _revise_earlier(annotation_id: int) -> None:
             view, own = queue.my_annotation_view(session, annotation_id, user.id)
     except queue.QueueError as problem:  # e.g. revised meanwhile in My work (a newer revision)
         _leave_back()
-        st.toast(escape_markdown(f"That answer cannot be opened here: {problem}"))
+        _tell(f"That answer cannot be opened here: {problem}")
         return
     what = f"{own.unit_label} for item {own.item_id}"
     st.html(_LAYOUT)
@@ -401,7 +434,8 @@ def _revise_earlier(annotation_id: int) -> None:
             on_click=_leave_back,
             type="primary",
         )
-    st.container(key="cl-notes")  # as on a unit's page: the columns keep their place
+    with st.container(key="cl-notes"):  # as on a unit's page: the columns keep their place
+        _say(("answer", own.annotation_id))
     unit_column, answer_column = st.columns([3, 2], gap="medium")
     with answer_column, st.container(key="cl-answer-column"):
         key = f"revise-{own.annotation_id}"
@@ -453,6 +487,7 @@ except queue.AnnotatorHeld as stopped:
     # The queue serves this annotator nothing here (qualification not passed, held or retired
     # by an admin): its words, and the way to the answers they gave.
     st.markdown(f"#### {escape_markdown(campaign.name)}")
+    _say(("held", campaign_id))
     _feedback_panel(campaign_id)
     st.warning(escape_markdown(str(stopped)), icon=":material/pause_circle:")
     st.page_link("pages/my_work.py", label="Review my answers", icon=":material/history:")
@@ -482,6 +517,7 @@ head = st.container(key="cl-head", gap="small")
 # panel in place instead of keeping a stale copy of it elsewhere until the run ends.
 notes = st.container(key="cl-notes", gap="small")
 with notes:
+    _say(("unit", campaign_id, None if view is None else view.assignment_id))
     lost = state.pop("annotate_lost", None)
     if lost:
         message, rationale = lost
@@ -519,7 +555,11 @@ which = _which(view, progress)
 state["annotate_which"] = (view.assignment_id, which)
 state["annotate_shown"] = (campaign_id, view.assignment_id)
 _keep_in_url("unit", str(view.assignment_id))  # a reload of this tab comes back to it
-read = state.setdefault("annotate_read", set())  # campaigns whose guidelines were closed
+read = state.setdefault("annotate_read", set())  # campaigns whose guidelines this user read
+if campaign_id not in read and view.instructions.strip():
+    with session_scope(engine) as session:  # stored: a reload or another device knows it
+        if queue.guidelines_read(session, campaign_id, user.id):
+            read.add(campaign_id)
 first_unit = progress.my_submitted == 0 and campaign_id not in read
 with head:
     title, tools, bar = st.columns([4, 4, 4], vertical_alignment="bottom")
@@ -561,7 +601,7 @@ if first_unit and view.instructions.strip():
         st.button(
             "I have read them",
             key="guidelines-read",
-            on_click=read.add,
+            on_click=_mark_read,
             args=(campaign_id,),
             type="primary",
         )

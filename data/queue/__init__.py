@@ -53,6 +53,7 @@ The modules, one concern each:
 from data.queue.answers import submit, submit_and_next, submit_step
 from data.queue.drafts import save_draft
 from data.queue.give_back import flag, skip
+from data.queue.guidelines import guidelines_read, mark_guidelines_read
 from data.queue.leases import expire_leases, next_unit
 from data.queue.progress import unit_progress
 from data.queue.records import (
@@ -125,7 +126,9 @@ __all__ = [
     "assignment_view",
     "expire_leases",
     "flag",
+    "guidelines_read",
     "last_worked_campaign_id",
+    "mark_guidelines_read",
     "my_annotation_view",
     "my_annotations",
     "my_campaigns",

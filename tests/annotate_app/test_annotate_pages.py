@@ -19,7 +19,17 @@ from data import queue
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.users import UserRecord, create_user
 from data.storage.engine import session_scope
-from schemas.tables import Assignment, Campaign, Dataset, Flag, Item, Judgement, Response, Unit
+from schemas.tables import (
+    Assignment,
+    AuditEvent,
+    Campaign,
+    Dataset,
+    Flag,
+    Item,
+    Judgement,
+    Response,
+    Unit,
+)
 
 APP = str(APP_DIR / "app.py")
 PASSWORD = "correct horse battery"
@@ -554,3 +564,51 @@ def test_undo_reopens_the_answer_just_saved_within_its_window(seeded: dict) -> N
     )
     at.run()
     assert not [b for b in at.get("button") if b.key == f"undo-{saved}"]  # the window is over
+
+
+def test_confirmations_are_drawn_in_the_page_not_as_toasts_over_the_panel(seeded: dict) -> None:
+    """Issue 25: toasts (bottom right) covered the answer panel's choices; a confirmation now
+    stands in the notes under the header, where it covers nothing."""
+    at = _open("pages/annotate.py", seeded["users"]["ann"], campaign="c-alignmmbench")
+    unit = _panel(at)["unit"]
+    at.text_input(key=f"reason-{unit}").input("not my field")
+    at.button(key=f"skip-{unit}").click().run()
+    assert not at.exception, at.exception
+    assert not at.toast
+    assert [i.value for i in at.info if "Skipped" in i.value] == [
+        r"Skipped\: the unit goes to others\."
+    ]
+
+
+def test_closing_the_guidelines_is_stored_per_annotator_and_campaign(seeded: dict) -> None:
+    """Issue 25: the gate was kept in the tab's session only, so a reload before the first submit
+    showed it again; it is stored now (an audit event), per annotator and per campaign."""
+    ann, bo, engine = seeded["users"]["ann"], seeded["users"]["bo"], seeded["engine"]
+    at = _open("pages/annotate.py", ann, campaign="c-alignmmbench")
+    at.button(key="guidelines-read").click().run()
+    with session_scope(engine) as session:
+        alignmmbench, pairwise = (
+            seeded["campaigns"]["alignmmbench"],
+            seeded["campaigns"]["pairwise"],
+        )
+        assert queue.guidelines_read(session, alignmmbench, ann.id)
+        assert not queue.guidelines_read(session, pairwise, ann.id)  # per campaign
+        assert not queue.guidelines_read(session, alignmmbench, bo.id)  # per annotator
+        (event,) = session.exec(
+            select(AuditEvent).where(AuditEvent.action == "guidelines.read")
+        ).all()
+        assert (event.actor_id, event.entity_id) == (ann.id, str(alignmmbench))
+    reloaded = _open("pages/annotate.py", ann, campaign="c-alignmmbench")  # nothing submitted
+    assert "Guidelines for this campaign" not in _texts(reloaded.main)
+    (guidelines,) = [p for p in reloaded.get("popover") if "Guidelines" in str(p.proto)]
+    assert "Be **strict** about counts" in _texts(guidelines)  # on demand
+    other = _open("pages/annotate.py", ann, campaign="c-pairwise")
+    assert "Guidelines for this campaign" in _texts(other.main)
+    assert "Guidelines for this campaign" in _texts(
+        _open("pages/annotate.py", bo, campaign="c-alignmmbench").main
+    )
+    with session_scope(engine) as session:  # a second mark records nothing more
+        queue.mark_guidelines_read(session, alignmmbench, ann.id)
+    with session_scope(engine) as session:
+        marks = session.exec(select(AuditEvent).where(AuditEvent.action == "guidelines.read"))
+        assert len(marks.all()) == 1

@@ -674,3 +674,67 @@ def test_undo_reopens_the_answer_just_sent_and_a_change_is_a_revision(
     assert _wait_for_panel(page, "Save revision") == answers[1].id
     page.get_by_role("button", name="Back to my next unit").click()
     assert _wait_for_panel(page, "Submit") == following
+
+
+def _overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )
+
+
+def test_guidelines_gate_once_and_confirmations_cover_no_control(
+    seeded: Any, page: Any, login: Any
+) -> None:
+    """Issue 25: the guidelines stand before the first unit until closed, and a reload does not
+    bring them back (stored per annotator); a confirmation (here a skip) is drawn in the page
+    where it covers none of the panel's controls at 1280×720 (a toast covered the choices)."""
+    with seeded.session() as session:
+        create_campaign(
+            session,
+            CampaignSpec(
+                name="guided",
+                dataset="ds-alignmmbench",
+                protocol="alignmmbench",
+                instructions="Count **every** cat, even half hidden ones.",
+            ),
+        )
+    seeded.add_user("ivy", PASSWORD, "annotator")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    _annotate(page, seeded, "ivy", "guided", login)
+    expect(page.get_by_text("Guidelines for this campaign")).to_be_visible()
+    page.get_by_role("button", name="I have read them").click()
+    expect(page.get_by_text("Guidelines for this campaign")).to_be_hidden()
+    page.reload()
+    expect(page.get_by_test_id("cl-rationale")).to_be_visible()
+    expect(page.get_by_text("Guidelines for this campaign")).to_have_count(0)
+    page.get_by_role("button", name="Guidelines").click()  # on demand
+    expect(page.locator("p:visible", has_text="even half hidden ones")).to_have_count(1)
+    page.keyboard.press("Escape")
+
+    first = _unit(page)
+    page.get_by_role("button", name="Skip or report a problem").click()
+    page.get_by_label("Reason").fill("outside my expertise")
+    page.get_by_role("button", name="Skip this unit").click()
+    _wait_next_unit(page, first)
+    said = page.get_by_text("Skipped: the unit goes to others.")
+    expect(said).to_be_in_viewport()
+    expect(page.get_by_test_id("stToast")).to_have_count(0)
+    box = said.bounding_box()
+    controls = [
+        page.get_by_test_id("cl-submit"),
+        *(page.get_by_test_id(f"cl-choice-{choice}") for choice in "123"),
+    ]
+    for control in controls:
+        expect(control).to_be_in_viewport()
+        assert not _overlaps(box, control.bounding_box()), control
+    menu = page.get_by_role("button", name="Skip or report a problem").bounding_box()
+    assert not _overlaps(box, menu)
+    page.get_by_test_id("cl-rationale").fill("Typing reruns the page for the draft.")
+    _saved_draft(seeded, "ivy", "Typing reruns the page for the draft.")
+    page.get_by_test_id("cl-rationale").blur()
+    wait_for_run_to_end(page)
+    expect(said).to_be_in_viewport()  # stays until the next unit, through the drafts' reruns
+    page.screenshot(path=str(seeded.log_path.parent / "annotate-1280x720-confirmation.png"))

@@ -38,7 +38,9 @@ def test_every_train_config_field_is_an_option_with_the_fields_default_and_help(
     for name, config_field in fields.items():
         option = options[name]
         assert option.param_type_name == "option", name
-        assert option.help == config_field.metadata["help"], name
+        assert option.help.startswith(config_field.metadata["help"]), name
+        if (bound := config_field.metadata.get("bound")) is not None:
+            assert option.help.endswith(f" Range: {bound.low:,} to {bound.high:,}."), name
         if config_field.default is dataclasses.MISSING:
             assert option.required, f"--{name} must be required: the field has no default"
         else:
