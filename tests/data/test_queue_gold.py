@@ -228,9 +228,7 @@ def test_an_admin_hold_says_an_admin_held_them_and_why_even_without_an_account(
         rows = {r.annotator: r for r in standings(session, campaign_id)}
         assert rows["ann1"].why == "held by an admin (boss): answers in 1 s"
         assert rows["ann0"].why == "released by an admin (command line)"
-        events = session.exec(
-            select(AuditEvent).where(AuditEvent.action == "standing.held")
-        ).all()
+        events = session.exec(select(AuditEvent).where(AuditEvent.action == "standing.held")).all()
         details = sorted((e.detail["by_queue"], e.detail["reason"] or "") for e in events)
         assert details == [(False, ""), (False, "answers in 1 s")]
 

@@ -73,7 +73,8 @@ def test_gold_import_settings_and_accuracy(db: list[str], tmp_path: Path) -> Non
     assert by_admin.stdout == "ann is held in campaign 'c': 1 s per unit\n"
     table = runner.invoke(app, [*db, "gold", "standings", "--campaign", "c", "--held"])
     assert table.stdout.splitlines()[1].endswith("\theld by an admin (root): 1 s per unit")
-    not_admin = runner.invoke(app, [*db, "gold", "release", "ann", "--campaign", "c", "--by", "ann"])
+    release = ["gold", "release", "ann", "--campaign", "c"]
+    not_admin = runner.invoke(app, [*db, *release, "--by", "ann"])
     assert not_admin.exit_code == 2 and not_admin.stderr.startswith("error: ")
 
 
