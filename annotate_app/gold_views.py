@@ -178,13 +178,8 @@ def render_gold_monitor(engine: Engine, user_id: int, campaign: Campaign) -> Non
     if not held:
         st.caption("Nobody is held in this campaign.")
     for row in held:
-        why = (
-            f"qualification accuracy {row.accuracy:.0%}"
-            if row.accuracy is not None and row.decided_by is None
-            else f"held by {row.decided_by or 'the queue'}"
-        )
         name, release, retire = st.columns([3, 1, 1], vertical_alignment="center")
-        name.markdown(f"**{escape_markdown(row.annotator)}** — {escape_markdown(why)}")
+        name.markdown(f"**{escape_markdown(row.annotator)}** — {escape_markdown(row.why)}")
         release.button(
             "Release",
             key=f"release-{row.annotator}",

@@ -158,16 +158,28 @@ def _standing_command(action: str) -> None:
         ctx: typer.Context,
         annotator: str = typer.Argument(..., help="The annotator's login name."),
         campaign: str = _CAMPAIGN,
+        reason: str = typer.Option(
+            None, "--reason", help="Why, in words the annotator is shown (at most 500 characters)."
+        ),
+        by: str = typer.Option(
+            None,
+            "--by",
+            help="The admin account to record as the decider (default: none, the command line).",
+        ),
     ) -> None:
-        from data.services.gold import change_standing
+        from data.services.gold import admin_id, change_standing
         from data.storage.engine import session_scope
 
         cli = state(ctx)
         with session_scope(cli.engine()) as session:
-            after = change_standing(session, campaign, annotator, action)
+            after = change_standing(
+                session, campaign, annotator, action, actor_id=admin_id(session, by), reason=reason
+            )
+        given = (reason or "").strip() or None
         cli.emit(
-            {"campaign": campaign, "annotator": annotator, "standing": after},
-            text=f"{annotator} is {after} in campaign {campaign!r}",
+            {"campaign": campaign, "annotator": annotator, "standing": after, "reason": given},
+            text=f"{annotator} is {after} in campaign {campaign!r}"
+            + (f": {given}" if given else ""),
         )
 
     command.__doc__ = {
@@ -195,11 +207,11 @@ def standings_command(
     cli = state(ctx)
     with session_scope(cli.engine()) as session:
         rows = standings(session, campaign, statuses=("held",) if held else None)
-    lines = ["annotator\tstanding\tqualification accuracy\tdecided by\tdecided at"]
+    lines = ["annotator\tstanding\tqualification accuracy\tdecided at\twho and why"]
     lines += [
         f"{r.annotator}\t{r.status}\t"
         f"{'–' if r.accuracy is None else format(r.accuracy, '.0%')}\t"
-        f"{r.decided_by or 'qualification'}\t{r.decided_at:%Y-%m-%d %H:%M}"
+        f"{r.decided_at:%Y-%m-%d %H:%M}\t{r.why}"
         for r in rows
     ]
     cli.emit(rows, text="\n".join(lines))

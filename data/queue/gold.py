@@ -47,7 +47,9 @@ HELD_MESSAGE = (
 ADMIN_HELD_MESSAGE = "An admin has paused your work in this campaign; they will get back to you."
 RETIRED_MESSAGE = "An admin has ended your work in this campaign. Your answers are kept. Thank you."
 
-_STANDING = core_select(STANDINGS.c.status, STANDINGS.c.decided_by).where(
+_STANDING = core_select(
+    STANDINGS.c.status, STANDINGS.c.decided_by, STANDINGS.c.by_queue, STANDINGS.c.reason
+).where(
     STANDINGS.c.campaign_id == bindparam("campaign_id"),
     STANDINGS.c.annotator_id == bindparam("annotator_id"),
 )
@@ -67,7 +69,8 @@ class Gate:
 
 
 def standing(session: Session, campaign_id: int, annotator_id: int) -> Any:
-    """The annotator's standing row (``status``, ``decided_by``) in the campaign, or None."""
+    """The annotator's standing row (``status``, ``decided_by``, ``by_queue``, ``reason``) in the
+    campaign, or None."""
     params = {"campaign_id": campaign_id, "annotator_id": annotator_id}
     return session.connection().execute(_STANDING, params).first()
 
@@ -77,13 +80,18 @@ def gate(session: Session, campaign: Any, annotator_id: int) -> Gate:
     row = standing(session, campaign.id, annotator_id)
     status = None if row is None else row.status
     if status == "retired":
-        return Gate("stopped", status, RETIRED_MESSAGE)
+        return Gate("stopped", status, _with_reason(RETIRED_MESSAGE, row.reason))
     if status == "held":
-        by_admin = row is not None and row.decided_by is not None
-        return Gate("stopped", status, ADMIN_HELD_MESSAGE if by_admin else HELD_MESSAGE)
+        if row.by_queue:
+            return Gate("stopped", status, HELD_MESSAGE)
+        return Gate("stopped", status, _with_reason(ADMIN_HELD_MESSAGE, row.reason))
     if campaign.qualification_gold > 0 and status in (None, "qualifying"):
         return Gate("qualifying", status)
     return Gate("open", status)
+
+
+def _with_reason(message: str, reason: str | None) -> str:
+    return message if not reason else f"{message} Their reason: {reason}"
 
 
 def is_gold(session: Session, unit_id: int) -> bool:
@@ -250,6 +258,7 @@ def decide_qualification(
         annotator_id,
         status,
         actor_id=None,
+        by_queue=True,
         accuracy=accuracy,
         detail={"answered": len(answers), "right": right, "needed": needed},
     )
@@ -263,6 +272,8 @@ def set_standing(
     status: str,
     *,
     actor_id: int | None,
+    by_queue: bool = False,
+    reason: str | None = None,
     accuracy: float | None = None,
     detail: dict[str, Any] | None = None,
 ) -> str | None:
@@ -270,7 +281,8 @@ def set_standing(
     ``standing.<status>`` with the one before; the status before (None: no row).
 
     Held or retired: their open leases are given back at once, so that the K slots they held
-    go to others. ``actor_id`` None: decided by the queue (qualification).
+    go to others. ``by_queue``: decided by the queue (qualification), else by an admin
+    (``actor_id``, None from the command line) for ``reason`` (None: none given).
     """
     now = utcnow()
     before = standing(session, campaign_id, annotator_id)
@@ -285,13 +297,21 @@ def set_standing(
                         accuracy=accuracy,
                         decided_by=actor_id,
                         decided_at=now,
+                        by_queue=by_queue,
+                        reason=reason,
                     )
                 )
                 session.flush()
         except IntegrityError:  # decided meanwhile (another tab): update it instead
             before = standing(session, campaign_id, annotator_id)
     if before is not None:
-        values: dict[str, Any] = {"status": status, "decided_by": actor_id, "decided_at": now}
+        values: dict[str, Any] = {
+            "status": status,
+            "decided_by": actor_id,
+            "decided_at": now,
+            "by_queue": by_queue,
+            "reason": reason,
+        }
         if accuracy is not None:
             values["accuracy"] = accuracy
         session.connection().execute(
@@ -312,6 +332,8 @@ def set_standing(
             "annotator_id": annotator_id,
             "before": None if before is None else before.status,
             "after": status,
+            "by_queue": by_queue,
+            "reason": reason,
             "accuracy": accuracy,
             **(detail or {}),
         },

@@ -32,7 +32,7 @@ from data.io.importers.errors import InvalidFile, InvalidRecord, Problems
 from data.io.importers.sources import read_json_lines
 from data.queue import gold as queue_gold
 from data.services.admin import apply_campaign_changes
-from data.services.roles import require_actor_role
+from data.services.roles import PermissionDenied, require_actor_role
 from data.storage.audit import record_event
 from data.storage.campaign_lookup import CampaignError, campaign_protocol, get_campaign, unit_keys
 from schemas.core import stored_id
@@ -482,6 +482,10 @@ STANDING_ACTIONS: dict[str, tuple[str, tuple[str | None, ...]]] = {
 """action → (status after, statuses it applies to; None = no standing yet)."""
 
 
+MAX_REASON_CHARS = 500
+"""An admin's reason for a standing is a sentence or two for the annotator, not a file."""
+
+
 @dataclass(frozen=True)
 class StandingRow:
     """An annotator's standing in a campaign, for the admin."""
@@ -489,9 +493,39 @@ class StandingRow:
     annotator: str
     status: str
     accuracy: float | None
+    by_queue: bool
+    """decided by the queue (qualification), not by an admin"""
     decided_by: str | None
-    """the admin who decided, or None when the queue did (qualification)"""
+    """the admin's account, or None (the queue, or an admin on the command line without --by)"""
     decided_at: Any
+    reason: str | None
+    """the admin's reason, as the annotator is shown it; None: none given"""
+
+    @property
+    def why(self) -> str:
+        """Who decided and why, in words: "failed qualification (40% right)", or "held by an
+        admin (ada): <reason>"."""
+        if self.by_queue:
+            verdict = "passed" if self.status == "qualified" else "failed"
+            right = "" if self.accuracy is None else f" ({self.accuracy:.0%} right)"
+            said = f"{verdict} qualification{right}"
+        else:
+            said = f"{self.status} by an admin ({self.decided_by or 'command line'})"
+        return said if not self.reason else f"{said}: {self.reason}"
+
+
+def admin_id(session: Session, name: str | None) -> int | None:
+    """The id of the admin called ``name`` (the CLI's ``--by``); None for none."""
+    if name is None:
+        return None
+    user = session.exec(select(User).where(User.name == name)).first()
+    if user is None:
+        raise GoldError(f"no account called {name!r}: see critiquelab users list")
+    try:
+        require_actor_role(session, user.id, "admin")
+    except PermissionDenied as refusal:  # bad input on the command line: exit 2
+        raise GoldError(str(refusal)) from None
+    return user.id
 
 
 def change_standing(
@@ -501,14 +535,22 @@ def change_standing(
     action: str,
     *,
     actor_id: int | None = None,
+    reason: str | None = None,
 ) -> str:
-    """``hold``, ``release`` or ``retire`` an annotator in a campaign; the status after.
+    """``hold``, ``release`` or ``retire`` an annotator in a campaign, as an admin (``actor_id``;
+    None: the command line) for ``reason`` (shown to the annotator; None or blank: none given);
+    the status after.
 
     Released: served real units again (their qualification is not asked again). Held, retired:
     served nothing; their open leases go back to the pool. Audited as ``standing.<status>``.
     """
     if action not in STANDING_ACTIONS:
         raise GoldError(f"{action!r} is not one of: " + ", ".join(STANDING_ACTIONS))
+    reason = (reason or "").strip() or None
+    if reason is not None and len(reason) > MAX_REASON_CHARS:
+        raise GoldError(
+            f"the reason is {len(reason)} characters long: say it in at most {MAX_REASON_CHARS}"
+        )
     found = get_campaign(session, campaign)
     user = session.exec(select(User).where(User.name == annotator)).first()
     if user is None:
@@ -521,16 +563,24 @@ def change_standing(
             f"{annotator} is {status or 'not decided yet'} in {found.name!r}: "
             f"they cannot be {after}"
         )
-    queue_gold.set_standing(session, stored_id(found), stored_id(user), after, actor_id=actor_id)
+    queue_gold.set_standing(
+        session, stored_id(found), stored_id(user), after, actor_id=actor_id, reason=reason
+    )
     return after
 
 
 def change_standing_as(
-    session: Session, actor_id: int | None, campaign: str | int, annotator: str, action: str
+    session: Session,
+    actor_id: int | None,
+    campaign: str | int,
+    annotator: str,
+    action: str,
+    *,
+    reason: str | None = None,
 ) -> str:
     """:func:`change_standing` for an admin."""
     require_actor_role(session, actor_id, "admin")
-    return change_standing(session, campaign, annotator, action, actor_id=actor_id)
+    return change_standing(session, campaign, annotator, action, actor_id=actor_id, reason=reason)
 
 
 def standings(
@@ -552,8 +602,10 @@ def standings(
             name,
             row.status,
             row.accuracy,
+            row.by_queue,
             names.get(row.decided_by) if row.decided_by is not None else None,
             row.decided_at,
+            row.reason,
         )
         for row, name in rows
     ]

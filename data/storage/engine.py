@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-HEAD_REVISION = "0008_account_names_folded"
+HEAD_REVISION = "0009_standing_reason"
 """The newest revision in ``migrations/versions`` (tests/data/test_storage_migrations.py holds it
 to :func:`head_revision`): a database at it is opened without Alembic. Change it with each new
 migration."""

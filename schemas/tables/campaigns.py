@@ -265,8 +265,10 @@ class AnnotatorStanding(SQLModel, table=True):
     campaign asks for qualification, else free to work).
 
     ``qualified`` / ``held`` are decided by the queue after the N-th qualification answer
-    (``decided_by`` null); ``released`` / ``retired`` / ``held`` by an admin. Every change is
-    audited (``standing.<status>``).
+    (``by_queue`` true, ``decided_by`` null); ``released`` / ``retired`` / ``held`` by an admin
+    (``by_queue`` false; ``decided_by`` their account, or null from the command line without
+    ``--by``), with their ``reason`` if they gave one. Every change is audited
+    (``standing.<status>``).
     """
 
     __tablename__ = "annotator_standing"
@@ -285,3 +287,11 @@ class AnnotatorStanding(SQLModel, table=True):
     accuracy: float | None = Field(default=None, description="qualification accuracy, if decided")
     decided_by: int | None = Field(default=None, foreign_key="user_account.id")
     decided_at: datetime = time_field(nullable=False, default_factory=utcnow)
+    by_queue: bool = Field(
+        default=False,
+        sa_column_kwargs={"server_default": "false"},
+        description="decided by the queue (qualification), not by an admin",
+    )
+    reason: str | None = Field(
+        default=None, description="the admin's reason, shown to the annotator; null = none given"
+    )

@@ -627,10 +627,13 @@ def test_the_monitor_lists_held_annotators_and_releases_one(world):
 
     engine, people, campaign_id = world
     with session_scope(engine) as session:
-        change_standing(session, campaign_id, "cat", "hold", actor_id=people["root"].id)
+        change_standing(
+            session, campaign_id, "cat", "hold", actor_id=people["root"].id, reason="rushed"
+        )
     at = _page("pages/admin_monitor.py", people["root"])
     assert not at.exception, at.exception
-    assert "cat" in str([m.value for m in at.markdown])
+    said = escape_markdown(f"held by an admin ({people['root'].name}): rushed")
+    assert f"**cat** — {said}" in [m.value for m in at.markdown]
     at.button(key="release-cat").click().run()
     assert [s.value for s in at.success] == [escape_markdown("cat is released.")]
     with session_scope(engine) as session:

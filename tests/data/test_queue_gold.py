@@ -16,7 +16,7 @@ from data import queue
 from data.io.critic_io import annotated_units, campaign_units
 from data.io.frames import campaign_judgement_frame
 from data.io.importers.errors import InvalidFile
-from data.queue.gold import HELD_MESSAGE, RETIRED_MESSAGE
+from data.queue.gold import ADMIN_HELD_MESSAGE, HELD_MESSAGE, RETIRED_MESSAGE
 from data.services.adjudication import adjudication_queue
 from data.services.campaign_progress import campaign_progress
 from data.services.gold import (
@@ -167,9 +167,12 @@ def test_a_failing_annotator_is_held_until_an_admin_releases_them(any_engine: En
         _next(any_engine, campaign_id, alice)
     assert str(held.value) == HELD_MESSAGE and held.value.status == "held"
     with session_scope(any_engine) as session:
-        assert [r.annotator for r in standings(session, campaign_id, statuses=("held",))] == [
-            "ann0"
-        ]
+        (row,) = standings(session, campaign_id, statuses=("held",))
+        assert (row.annotator, row.by_queue, row.why) == (
+            "ann0",
+            True,
+            "failed qualification (50% right)",
+        )
         with pytest.raises(GoldError):
             change_standing(session, campaign_id, "ann1", "release")  # bob is not held
         admin = User(name="boss", password_hash="-", role="admin")
@@ -187,6 +190,47 @@ def test_a_failing_annotator_is_held_until_an_admin_releases_them(any_engine: En
         _next(any_engine, campaign_id, alice)
     assert str(retired.value) == RETIRED_MESSAGE
     assert _next(any_engine, campaign_id, bob) is not None  # others are not affected
+
+
+def test_an_admin_hold_says_an_admin_held_them_and_why_even_without_an_account(
+    any_engine: Engine,
+) -> None:
+    """The command line holds with no account: that is an admin's hold, not a failed
+    qualification, for the annotator, the admin's list and the audit trail alike."""
+    campaign_id, (alice, bob) = build_campaign(any_engine, items=3, overlap=1, annotators=2)
+    with session_scope(any_engine) as session:
+        assert change_standing(session, campaign_id, "ann0", "hold", reason="  ") == "held"
+    with pytest.raises(queue.AnnotatorHeld) as held:
+        _next(any_engine, campaign_id, alice)
+    assert str(held.value) == ADMIN_HELD_MESSAGE != HELD_MESSAGE
+    with session_scope(any_engine) as session:
+        (row,) = standings(session, campaign_id)
+        assert (row.by_queue, row.decided_by, row.reason, row.why) == (
+            False,
+            None,
+            None,
+            "held by an admin (command line)",
+        )
+        change_standing(session, campaign_id, "ann0", "release")
+        admin = User(name="boss", password_hash="-", role="admin")
+        session.add(admin)
+        session.flush()
+        change_standing(
+            session, campaign_id, "ann1", "hold", actor_id=admin.id, reason="answers in 1 s"
+        )
+        with pytest.raises(GoldError, match="at most 500"):
+            change_standing(session, campaign_id, "ann0", "hold", reason="x" * 501)
+    assert _next(any_engine, campaign_id, alice) is not None  # released
+    with pytest.raises(queue.AnnotatorHeld) as held:
+        _next(any_engine, campaign_id, bob)
+    assert str(held.value) == f"{ADMIN_HELD_MESSAGE} Their reason: answers in 1 s"
+    with session_scope(any_engine) as session:
+        rows = {r.annotator: r for r in standings(session, campaign_id)}
+        assert rows["ann1"].why == "held by an admin (boss): answers in 1 s"
+        assert rows["ann0"].why == "released by an admin (command line)"
+        events = session.exec(select(AuditEvent).where(AuditEvent.action == "standing.held")).all()
+        details = sorted((e.detail["by_queue"], e.detail["reason"] or "") for e in events)
+        assert details == [(False, ""), (False, "answers in 1 s")]
 
 
 def test_gold_units_are_mixed_in_at_the_rate_one_per_block_never_twice(engine: Engine) -> None:

@@ -58,11 +58,24 @@ def test_gold_import_settings_and_accuracy(db: list[str], tmp_path: Path) -> Non
     held = runner.invoke(app, [*db, "gold", "hold", "ann", "--campaign", "c"])
     assert held.stdout == "ann is held in campaign 'c'\n"
     listed = runner.invoke(app, [*db, "--json", "gold", "standings", "--campaign", "c", "--held"])
-    assert [row["annotator"] for row in json.loads(listed.stdout)] == ["ann"]
+    (row,) = json.loads(listed.stdout)
+    assert (row["annotator"], row["by_queue"], row["reason"]) == ("ann", False, None)
+    table = runner.invoke(app, [*db, "gold", "standings", "--campaign", "c"])
+    assert table.stdout.splitlines()[1].endswith("\theld by an admin (command line)")
+    assert "qualification" not in table.stdout.splitlines()[1]
     again = runner.invoke(app, [*db, "gold", "hold", "ann", "--campaign", "c"])
     assert again.exit_code == 2 and again.stderr.startswith("error: ann is held in 'c'")
     released = runner.invoke(app, [*db, "gold", "release", "ann", "--campaign", "c"])
     assert released.stdout == "ann is released in campaign 'c'\n"
+    runner.invoke(app, [*db, "users", "add", "root", "--role", "admin"], input="pw-12345678\n")
+    hold = ["gold", "hold", "ann", "--campaign", "c", "--reason", "1 s per unit", "--by"]
+    by_admin = runner.invoke(app, [*db, *hold, "root"])
+    assert by_admin.stdout == "ann is held in campaign 'c': 1 s per unit\n"
+    table = runner.invoke(app, [*db, "gold", "standings", "--campaign", "c", "--held"])
+    assert table.stdout.splitlines()[1].endswith("\theld by an admin (root): 1 s per unit")
+    release = ["gold", "release", "ann", "--campaign", "c"]
+    not_admin = runner.invoke(app, [*db, *release, "--by", "ann"])
+    assert not_admin.exit_code == 2 and not_admin.stderr.startswith("error: ")
 
 
 @pytest.mark.parametrize(
