@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-HEAD_REVISION = "0008_account_names_folded"
+HEAD_REVISION = "0009_campaign_imports"
 """The newest revision in ``migrations/versions`` (tests/data/test_storage_migrations.py holds it
 to :func:`head_revision`): a database at it is opened without Alembic. Change it with each new
 migration."""
@@ -493,9 +493,11 @@ def upgrade_database(engine: Engine) -> str:
     """Upgrade the schema to the newest revision; return it.
 
     Raises :class:`DatabaseTooNew` when the database carries a revision this version does not
-    know (it was written by a newer CritiqueLab): upgrade CritiqueLab instead.
+    know (it was written by a newer CritiqueLab): upgrade CritiqueLab instead. Then rolls back the
+    campaigns of imports killed half-way (:mod:`data.storage.campaign_imports`).
     """
     if _at_head(engine):  # the common case: no Alembic, no write transaction
+        _roll_back_abandoned_imports(engine)
         return HEAD_REVISION
     from alembic import command
     from alembic.script import ScriptDirectory
@@ -514,4 +516,13 @@ def upgrade_database(engine: Engine) -> str:
     head = head_revision()
     if current != head:  # an up-to-date database is left alone: no write transaction at all
         command.upgrade(alembic_config(engine), "head")
+    _roll_back_abandoned_imports(engine)
     return head
+
+
+def _roll_back_abandoned_imports(engine: Engine) -> None:
+    """Every command opens the database here: a campaign that an import killed half-way left is
+    rolled back now (:mod:`data.storage.campaign_imports`; one read when there is none)."""
+    from data.storage.campaign_imports import roll_back_abandoned_imports
+
+    roll_back_abandoned_imports(engine)
