@@ -148,6 +148,7 @@ def roll_back_abandoned(
     ).first()
     if state is None or not is_abandoned(state, now):
         return None
+    owner = {"host": state.host, "pid": state.pid, "started_at": state.started_at.isoformat()}
     done = roll_back_import(session, campaign_id)
     record_event(
         session,
@@ -160,9 +161,7 @@ def roll_back_abandoned(
             "units": done.units,
             "annotations": done.annotations,
             "accounts": done.accounts,
-            "host": state.host,
-            "pid": state.pid,
-            "started_at": state.started_at.isoformat(),
+            **owner,
         },
     )
     return done
