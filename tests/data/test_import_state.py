@@ -254,3 +254,26 @@ def test_importing_again_over_a_killed_import_replaces_it(any_engine, tmp_path):
     with Session(engine) as session:
         assert [c.name for c in list_campaigns(session)] == ["ext"]
         assert len(annotation_records(session, "ext")) == 18
+
+
+def test_the_checks_of_an_import_open_no_transaction_on_the_callers_session(
+    engine, tmp_path, monkeypatch
+):
+    """On SQLite a transaction of the caller's session holds the write lock: the look-up for a
+    killed import of the same name must not begin one before the checks (which take minutes on a
+    large file and would stall every annotator meanwhile)."""
+    from data.io.importers import annotations
+
+    with session_scope(engine) as session:
+        import_jsonl(session, _write(tmp_path / "data.jsonl", ITEMS), dataset="d")
+    real_resolve_units = annotations.resolve_units
+    seen = {}
+
+    def resolve_units(reader, *args):
+        seen["caller in a transaction"] = caller.in_transaction()
+        return real_resolve_units(reader, *args)
+
+    monkeypatch.setattr(annotations, "resolve_units", resolve_units)
+    with session_scope(engine) as caller:
+        import_annotations(caller, _write(tmp_path / "h.jsonl", LABELS), campaign="ext")
+    assert seen == {"caller in a transaction": False}

@@ -64,7 +64,7 @@ from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import JudgementLine, files_sha256, iter_judgements
 from data.services.users import case_twins
 from data.storage.audit import record_event
-from data.storage.campaign_imports import importing, roll_back_abandoned
+from data.storage.campaign_imports import importing, is_abandoned, roll_back_abandoned
 from data.storage.engine import outside_turn, read_scope
 from schemas.core import stored_id
 from schemas.ids import id_problem
@@ -144,7 +144,7 @@ def import_annotations(
     revisions = revisions_of(labels, problems)
     engine = session.get_bind()
     assert isinstance(engine, Engine)
-    _roll_back_if_abandoned(session, campaign)
+    _roll_back_if_abandoned(session, engine, campaign)
     # the checks read a snapshot: no write lock, no session turn, however long they take (in
     # the caller's transaction when it has one: what it wrote is not in a snapshot)
     snapshot = nullcontext(session) if session.in_transaction() else read_scope(engine)
@@ -191,11 +191,15 @@ def import_annotations(
     )
 
 
-def _roll_back_if_abandoned(session: Session, name: str) -> None:
+def _roll_back_if_abandoned(session: Session, engine: Engine, name: str) -> None:
     """Delete campaign ``name`` if an import that died left it half-written (committed), so that
-    these labels can take its place."""
-    found = session.exec(select(Campaign.id).where(Campaign.name == name)).first()
-    if found is not None and roll_back_abandoned(session, found) is not None:
+    these labels can take its place. Looked for in a snapshot: ``session`` begins no
+    transaction (on SQLite, a write lock held through the checks) unless there is one to undo."""
+    with read_scope(engine) as reader:
+        found = reader.exec(select(Campaign.id).where(Campaign.name == name)).first()
+        state = importing(reader, found) if found is not None else None
+        dead = state is not None and is_abandoned(state)
+    if dead and found is not None and roll_back_abandoned(session, found) is not None:
         session.commit()
 
 
