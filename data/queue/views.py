@@ -18,6 +18,7 @@ from data.queue.records import (
     UnitView,
 )
 from data.queue.unit_view import LeaseFacts, view_of_unit
+from data.storage.campaign_imports import NOT_IMPORTING
 from data.storage.campaign_lookup import get_campaign
 from schemas.core import stored_id
 from schemas.protocols import to_shown
@@ -26,7 +27,7 @@ from schemas.tables import Annotation, Assignment, Campaign, Item, Unit
 
 def open_campaigns(session: Session) -> list[Campaign]:
     """Campaigns an annotator can pick (active or paused), by name."""
-    query = select(Campaign).where(col(Campaign.status).in_(("active", "paused")))
+    query = select(Campaign).where(col(Campaign.status).in_(("active", "paused")), NOT_IMPORTING)
     return list(session.exec(query.order_by(Campaign.name)))
 
 
@@ -34,7 +35,8 @@ def my_campaigns(session: Session, annotator_id: int) -> list[Campaign]:
     """Campaigns the annotator has worked in or can work in now, by name."""
     worked = select(Assignment.campaign_id).where(Assignment.annotator_id == annotator_id)
     query = select(Campaign).where(
-        col(Campaign.id).in_(worked) | col(Campaign.status).in_(("active", "paused"))
+        col(Campaign.id).in_(worked) | col(Campaign.status).in_(("active", "paused")),
+        NOT_IMPORTING,
     )
     return list(session.exec(query.order_by(Campaign.name)))
 

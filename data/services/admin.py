@@ -31,6 +31,7 @@ from data.services.users import (
     set_role,
 )
 from data.storage.audit import record_event
+from data.storage.campaign_imports import NOT_IMPORTING
 from schemas.bounds import LEASE_SECONDS, OVERLAP, RATIONALE_MIN
 from schemas.core import stored_id
 from schemas.tables import Campaign, Dataset, Item, Response, User
@@ -145,7 +146,7 @@ def campaign_settings(campaign: Campaign) -> CampaignSettings:
 
 def _locked_campaign(session: Session, campaign_id: int) -> Campaign:
     """The campaign row, locked until commit so two admins' edits apply one after the other."""
-    query = select(Campaign).where(Campaign.id == campaign_id).with_for_update()
+    query = select(Campaign).where(Campaign.id == campaign_id, NOT_IMPORTING).with_for_update()
     campaign = session.exec(query).first()
     if campaign is None:
         raise CampaignSettingsError(f"no campaign #{campaign_id}: pick one from the list")

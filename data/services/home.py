@@ -14,6 +14,7 @@ from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import Select
 
 from data.services.users import UserRecord
+from data.storage.campaign_imports import NOT_IMPORTING
 from schemas.tables import Annotation, Assignment, Campaign, Dataset, Unit
 
 STAFF_ROLES: tuple[str, ...] = ("reviewer", "admin")
@@ -61,6 +62,7 @@ def campaigns_for_user(session: Session, user: UserRecord) -> list[CampaignSumma
     campaigns = session.exec(
         select(Campaign, Dataset.name)
         .join(Dataset, col(Dataset.id) == col(Campaign.dataset_id))
+        .where(NOT_IMPORTING)
         .order_by(col(Campaign.created_at).desc(), col(Campaign.id).desc())
     ).all()
     if user.role not in STAFF_ROLES:

@@ -34,6 +34,7 @@ from data.queue.priority import (
 )
 from data.queue.routing_lock import hold_campaign_queue
 from data.storage.audit import record_event
+from data.storage.campaign_imports import NOT_IMPORTING
 from data.storage.campaign_lookup import CampaignError, campaign_protocol, get_campaign
 from schemas.core import stored_id
 from schemas.core_tables import UNITS
@@ -222,7 +223,7 @@ def refresh_routing_for_judgements(session: Session, rows: Sequence[Judgement]) 
     pairs = {row.pair_pk for row in rows if row.pair_pk is not None}
     routed = session.exec(  # in id order: two imports hold the campaigns' queues in one order
         select(Campaign)
-        .where(col(Campaign.routing) != "least-annotated")
+        .where(col(Campaign.routing) != "least-annotated", NOT_IMPORTING)
         .order_by(col(Campaign.id))
     )
     for campaign in list(routed):

@@ -2,7 +2,8 @@
 twin :func:`campaign_row`), its protocol, its units' keys, and the errors that say it is not there.
 
 Every part of :mod:`data` that starts from a campaign name or id (the queue, the readers for
-calibration and the critic, the services) finds it here, below all of them.
+calibration and the critic, the services) finds it here, below all of them. A campaign an import
+is still writing (:mod:`data.storage.campaign_imports`) is found by none of them.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ from sqlalchemy import bindparam
 from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
+from data.storage.campaign_imports import NOT_IMPORTING
 from schemas.core_tables import CAMPAIGNS, RESPONSES
 from schemas.ids import pair_unit_key, response_unit_key
 from schemas.option_text import OptionError
 from schemas.protocols import Protocol, get_protocol
 from schemas.tables import Campaign, Item, Pair, Response, Unit
 
-_CAMPAIGN_ROW = core_select(CAMPAIGNS).where(CAMPAIGNS.c.id == bindparam("campaign_id"))
+_CAMPAIGN_ROW = core_select(CAMPAIGNS).where(
+    CAMPAIGNS.c.id == bindparam("campaign_id"), NOT_IMPORTING
+)
 
 
 class CampaignError(OptionError):
@@ -44,17 +48,22 @@ def get_campaign(session: Session, campaign: str | int) -> Campaign:
     """The one campaign look-up: by name, or by id (an ``int``, or a string of digits that is no
     campaign's name). :class:`CampaignNotFound` naming the known campaigns if there is none."""
     found = None
+    visible = select(Campaign).where(NOT_IMPORTING)
     if isinstance(campaign, str):
-        found = session.exec(select(Campaign).where(Campaign.name == campaign)).first()
+        found = session.exec(visible.where(Campaign.name == campaign)).first()
     if found is None and str(campaign).isdigit():
-        found = session.get(Campaign, int(campaign))
-    if found is not None and still_importing(found):
+        found = session.exec(visible.where(Campaign.id == int(campaign))).first()
+    if found is None and _importing_named(session, campaign):
         raise CampaignNotFound(
-            f"campaign {found.name!r} is still being imported: it can be used when the "
+            f"campaign {campaign!r} is still being imported: it can be used when the "
             "import has finished"
         )
     if found is None:
-        known = list(session.exec(select(Campaign.name).order_by(Campaign.name).limit(20)))
+        known = list(
+            session.exec(
+                select(Campaign.name).where(NOT_IMPORTING).order_by(Campaign.name).limit(20)
+            )
+        )
         hint = "known campaigns: " + ", ".join(known) if known else "there are no campaigns yet"
         what = f"called {campaign!r}" if isinstance(campaign, str) else f"with id {campaign}"
         raise CampaignNotFound(
@@ -65,14 +74,16 @@ def get_campaign(session: Session, campaign: str | int) -> Campaign:
 
 def list_campaigns(session: Session) -> list[Campaign]:
     """Every campaign but those an ``annotations import`` is still writing."""
-    query = select(Campaign).order_by(col(Campaign.created_at), col(Campaign.id))
-    return [campaign for campaign in session.exec(query) if not still_importing(campaign)]
+    query = select(Campaign).where(NOT_IMPORTING)
+    return list(session.exec(query.order_by(col(Campaign.created_at), col(Campaign.id))))
 
 
-def still_importing(campaign: Campaign) -> bool:
-    """Whether an ``annotations import`` is still writing ``campaign`` (its rows are not all
-    there yet: data/io/importers/annotation_rows.py marks it until its last transaction)."""
-    return bool((campaign.options or {}).get("importing"))
+def _importing_named(session: Session, campaign: str | int) -> bool:
+    """Whether the campaign of that name or id exists but is still being imported."""
+    match = Campaign.name == str(campaign)
+    if str(campaign).isdigit():
+        match = match | (Campaign.id == int(campaign))
+    return session.exec(select(Campaign.id).where(match, ~NOT_IMPORTING)).first() is not None
 
 
 def unit_key_map(session: Session, campaign_id: int) -> dict[int, str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-HEAD_REVISION = "0009_standing_reason"
+HEAD_REVISION = "0010_campaign_imports"
 """The newest revision in ``migrations/versions`` (tests/data/test_storage_migrations.py holds it
 to :func:`head_revision`): a database at it is opened without Alembic. Change it with each new
 migration."""
@@ -252,23 +253,42 @@ def _install_writer_gate(engine: Engine, gate: _WriterGate) -> None:
         event.listen(engine, name, let_go)
 
 
-def checkpoint_wal(engine: Engine) -> None:
-    """Copy what SQLite's write-ahead log holds into the database file now.
+SQLITE_LONGEST_BUSY_SLEEP_S = 0.1
+"""The longest sleep of SQLite's busy handler between two tries at a lock held by another
+process (``sqliteDefaultBusyCallback``: 1, 2, 5, 10, ... 50, 100, 100 ... ms)."""
+BULK_WRITE_GAP_S = 1.5 * SQLITE_LONGEST_BUSY_SLEEP_S
+"""How long a bulk writer leaves SQLite's write lock free between two of its transactions."""
 
-    A passive checkpoint: it waits for no lock and holds none that writers need. A bulk writer
-    (a large import) calls it between its transactions, so that the commit of the next
-    annotator, which would otherwise run the automatic checkpoint of the import's pages while
-    the others queue behind it, finds little to copy. Nothing on PostgreSQL."""
+
+def between_bulk_transactions(engine: Engine) -> None:
+    """Let other writers in between two transactions of a bulk writer (a large import).
+
+    On a SQLite file, a writer of another process that finds the write lock taken does not queue:
+    its busy handler sleeps and tries again, every 100 ms once it has waited a while. A bulk
+    writer that begins its next transaction right after its commit leaves a gap of a few
+    milliseconds, which those tries mostly miss; an annotator's submit then waits for
+    transaction after transaction until its busy timeout refuses it, while the import goes on
+    (issue 25 A1: 0 to 8 refusals per 300,000-label import). So the lock stays free here for
+    :data:`BULK_WRITE_GAP_S`, longer than the handler's longest sleep: every waiting process
+    tries within the gap and gets the lock, and the threads queued behind it in that process
+    follow through its writer gate. The gap also runs a passive WAL checkpoint, so that the
+    next annotator's commit does not copy the bulk writer's pages while the others wait.
+    Nothing on PostgreSQL, whose row locks let annotators write beside the import."""
     if engine.dialect.name != "sqlite":
         return
+    started = time.monotonic()
     raw = engine.raw_connection()
     try:
         cursor = raw.cursor()
+        # passive: it waits for no lock and holds none that writers need
         cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
         cursor.fetchall()
         cursor.close()
     finally:
         raw.close()
+    rest = BULK_WRITE_GAP_S - (time.monotonic() - started)
+    if rest > 0:
+        time.sleep(rest)  # a pause for other processes' busy handlers, not a synchronisation
 
 
 @contextmanager
@@ -493,9 +513,11 @@ def upgrade_database(engine: Engine) -> str:
     """Upgrade the schema to the newest revision; return it.
 
     Raises :class:`DatabaseTooNew` when the database carries a revision this version does not
-    know (it was written by a newer CritiqueLab): upgrade CritiqueLab instead.
+    know (it was written by a newer CritiqueLab): upgrade CritiqueLab instead. Then rolls back the
+    campaigns of imports killed half-way (:mod:`data.storage.campaign_imports`).
     """
     if _at_head(engine):  # the common case: no Alembic, no write transaction
+        _roll_back_abandoned_imports(engine)
         return HEAD_REVISION
     from alembic import command
     from alembic.script import ScriptDirectory
@@ -514,4 +536,13 @@ def upgrade_database(engine: Engine) -> str:
     head = head_revision()
     if current != head:  # an up-to-date database is left alone: no write transaction at all
         command.upgrade(alembic_config(engine), "head")
+    _roll_back_abandoned_imports(engine)
     return head
+
+
+def _roll_back_abandoned_imports(engine: Engine) -> None:
+    """Every command opens the database here: a campaign that an import killed half-way left is
+    rolled back now (:mod:`data.storage.campaign_imports`; one read when there is none)."""
+    from data.storage.campaign_imports import roll_back_abandoned_imports
+
+    roll_back_abandoned_imports(engine)

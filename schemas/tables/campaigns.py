@@ -85,6 +85,25 @@ class Campaign(SQLModel, table=True):
     )
 
 
+class CampaignImport(SQLModel, table=True):
+    """A campaign an ``annotations import`` is still writing: while this row exists the campaign
+    is in the *importing* state, which every look-up and listing of :mod:`data` treats as "no
+    such campaign" (``data.storage.campaign_imports``). The import deletes the row in the same
+    transaction as its last rows; a row whose import process is gone marks a half campaign that
+    the next command rolls back. ``host`` / ``pid`` name the importing process, ``heartbeat_at``
+    is renewed with each of its transactions, ``accounts`` lists the external accounts it
+    added (rolled back with it)."""
+
+    __tablename__ = "campaign_import"
+
+    campaign_id: int = Field(primary_key=True, foreign_key="campaign.id")
+    host: str
+    pid: int
+    started_at: datetime = time_field(nullable=False, default_factory=utcnow)
+    heartbeat_at: datetime = time_field(nullable=False, default_factory=utcnow)
+    accounts: list[int] = json_field(default_factory=list)
+
+
 class Unit(SQLModel, table=True):
     """One thing to annotate in a campaign: a response (pointwise) or a pair (pairwise).
 

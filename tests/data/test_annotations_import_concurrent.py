@@ -17,6 +17,7 @@ from data.io.importers.annotations import import_annotations
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.users import create_user
 from data.storage import engine as engine_module
+from data.storage.campaign_imports import begin_import
 from data.storage.campaign_lookup import CampaignNotFound, get_campaign, list_campaigns
 from data.storage.engine import session_scope
 from schemas.core import stored_id
@@ -158,10 +159,9 @@ def test_a_campaign_another_import_is_writing_is_not_imported_again(engine, tmp_
     path = write_jsonl(tmp_path / "h.jsonl", LABELS)
     with session_scope(engine) as session:
         import_annotations(session, path, campaign="ext")
-    with session_scope(engine) as session:  # as a killed import leaves it
+    with session_scope(engine) as session:  # as an import running in this process leaves it
         campaign = session.exec(select(Campaign).where(Campaign.name == "ext")).one()
-        campaign.options = {**campaign.options, "importing": True}
-        session.add(campaign)
+        begin_import(session, stored_id(campaign), [])
     before = _counts(engine)
     with (
         pytest.raises(AnnotationImportError, match="being written by another import"),

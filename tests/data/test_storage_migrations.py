@@ -323,3 +323,37 @@ def test_account_names_folded_migration_stops_on_case_twins(tmp_path: Path) -> N
         version = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
     assert version == "0007_review_decisions"
     engine.dispose()
+
+
+def test_campaign_imports_migration_rolls_back_an_unfinished_import(tmp_path: Path) -> None:
+    """0010: a campaign an earlier version's import marked ``options.importing`` and never
+    finished becomes an abandoned import, rolled back as the upgraded database opens; a finished
+    imported campaign stays."""
+    from alembic import command
+    from sqlmodel import Session, select
+
+    from data.storage.engine import alembic_config
+    from schemas.tables import Campaign, CampaignImport, Dataset
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    command.upgrade(alembic_config(engine), "0008_account_names_folded")
+    with Session(engine) as session:
+        dataset = Dataset(name="d", benchmark="generic")
+        session.add(dataset)
+        session.flush()
+        for name, options in (("half", {"importing": True}), ("whole", {"imported": {}})):
+            session.add(
+                Campaign(
+                    name=name,
+                    dataset_id=dataset.id,
+                    protocol="pairwise",
+                    status="closed",
+                    options=options,
+                )  # fmt: skip
+            )
+        session.commit()
+    upgrade_database(engine)
+    with Session(engine) as session:
+        assert [c.name for c in session.exec(select(Campaign))] == ["whole"]
+        assert session.exec(select(CampaignImport)).all() == []
+    engine.dispose()

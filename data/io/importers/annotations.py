@@ -20,8 +20,9 @@ Every line is checked before anything is written (the database read in a snapsho
 write lock). The campaign is then written in short transactions
 (:func:`data.io.importers.annotation_rows.write_campaign`), so annotators working on the same
 database wait for one of them at most, never for the whole import. Until the last one it is
-closed (offered to no annotator) and marked ``options.importing``, which the campaign lists and
-look-ups skip; an import that fails half-way deletes what it wrote. The caller's session is
+in the importing state (:mod:`data.storage.campaign_imports`), which every look-up, listing and
+reader skips; an import that fails half-way deletes what it wrote, and one killed half-way is
+rolled back by the next command (or the next import of that name). The caller's session is
 committed on the way.
 
 Importing the same labels again under the same campaign name changes nothing; different labels
@@ -63,7 +64,7 @@ from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import JudgementLine, files_sha256, iter_judgements
 from data.services.users import case_twins
 from data.storage.audit import record_event
-from data.storage.campaign_lookup import still_importing
+from data.storage.campaign_imports import importing, is_abandoned, roll_back_abandoned
 from data.storage.engine import outside_turn, read_scope
 from schemas.core import stored_id
 from schemas.ids import id_problem
@@ -143,6 +144,7 @@ def import_annotations(
     revisions = revisions_of(labels, problems)
     engine = session.get_bind()
     assert isinstance(engine, Engine)
+    _roll_back_if_abandoned(session, engine, campaign)
     # the checks read a snapshot: no write lock, no session turn, however long they take (in
     # the caller's transaction when it has one: what it wrote is not in a snapshot)
     snapshot = nullcontext(session) if session.in_transaction() else read_scope(engine)
@@ -151,10 +153,10 @@ def import_annotations(
         problems.check()
         dataset_name = next(iter(units.values())).dataset_name
         existing = reader.exec(select(Campaign).where(Campaign.name == campaign)).first()
-        if existing is not None and still_importing(existing):
+        if existing is not None and importing(reader, stored_id(existing)) is not None:
             raise AnnotationImportError(
-                f"campaign {campaign!r} is being written by another import (or one that was "
-                "killed half-way): wait for it to finish, or import under another campaign name"
+                f"campaign {campaign!r} is being written by another import: wait for it to "
+                "finish, or import under another campaign name"
             )
         if existing is not None:
             return _same_campaign(reader, existing, chosen, revisions, units, dataset_name)
@@ -187,6 +189,18 @@ def import_annotations(
         annotations=annotations,
         overlap=_overlap(revisions),
     )
+
+
+def _roll_back_if_abandoned(session: Session, engine: Engine, name: str) -> None:
+    """Delete campaign ``name`` if an import that died left it half-written (committed), so that
+    these labels can take its place. Looked for in a snapshot: ``session`` begins no
+    transaction (on SQLite, a write lock held through the checks) unless there is one to undo."""
+    with read_scope(engine) as reader:
+        found = reader.exec(select(Campaign.id).where(Campaign.name == name)).first()
+        state = importing(reader, found) if found is not None else None
+        dead = state is not None and is_abandoned(state)
+    if dead and found is not None and roll_back_abandoned(session, found) is not None:
+        session.commit()
 
 
 def _accounts(
