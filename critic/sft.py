@@ -234,8 +234,11 @@ def _records(
     eval_items: set[str],
     fitted: dict[int, float | str] | None = None,
 ) -> Iterator[SftRecord]:
-    rng = random.Random(options.seed)
     for position, annotated in enumerate(units):
+        # The shown order drawn for a unit depends on the seed and the unit alone, not on where
+        # it falls in the list: a campaign imported from another tool lists its units in another
+        # order and must give the same file.
+        rng = random.Random(f"{options.seed}/{annotated.unit.unit_key}")
         split = "eval" if annotated.unit.item.item_id in eval_items else "train"
         labels = {label.annotator: _label_value(label, protocol) for label in annotated.labels}
         if options.per_annotator:

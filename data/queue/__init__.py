@@ -35,6 +35,8 @@ The modules, one concern each:
   :mod:`~data.queue.candidates` (which unit a lease tries, and the wait on PostgreSQL) and
   :mod:`~data.queue.unit_view` (what a lease shows) beneath it;
 - :mod:`~data.queue.gold`: gold units, qualification, grading and feedback;
+- :mod:`~data.queue.guidelines`: whether an annotator has read a campaign's guidelines (stored
+  as an audit event, so a reload or another device does not show them again);
 - :mod:`~data.queue.drafts`: drafts saved while typing;
 - :mod:`~data.queue.answers`: submits, alone or with the next unit;
 - :mod:`~data.queue.give_back`: skips and flags (giving a unit back);

@@ -10,7 +10,8 @@ the calibration, critic and export readers start from, and the queries that list
 without a name.
 
 All or nothing for the user: an import killed half-way (its process gone, or silent for
-:data:`STALE_AFTER`) left a campaign that no reader sees; :func:`roll_back_abandoned_imports`
+:data:`STALE_AFTER`) left a campaign that no reader sees;
+:func:`data.storage.engine.roll_back_abandoned_imports`
 deletes it, with the accounts the import added, and records ``campaign.import_rolled_back``.
 Every command runs it when it opens the database (:func:`data.storage.engine.upgrade_database`),
 and an import of the same campaign name runs it first; the labels are then imported again from
@@ -26,7 +27,6 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import ColumnElement, delete, exists, update
 from sqlalchemy import select as core_select
-from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from data.storage.audit import record_event
@@ -164,28 +164,6 @@ def roll_back_abandoned(
             **owner,
         },
     )
-    return done
-
-
-def roll_back_abandoned_imports(
-    engine: Engine, now: datetime | None = None
-) -> list[RolledBackImport]:
-    """Roll back every campaign whose import died half-way, each in its own transaction; the
-    common case (no importing campaign) costs one read that takes no write lock."""
-    from data.storage.engine import read_scope, session_scope
-
-    with read_scope(engine) as reader:
-        candidates = [
-            state.campaign_id
-            for state in reader.exec(select(CampaignImport))
-            if is_abandoned(state, now)
-        ]
-    done = []
-    for campaign_id in candidates:
-        with session_scope(engine) as session:
-            rolled = roll_back_abandoned(session, campaign_id, now)
-        if rolled is not None:
-            done.append(rolled)
     return done
 
 

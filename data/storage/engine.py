@@ -20,16 +20,19 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import event, inspect, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlmodel import Session, create_engine
+from sqlmodel import Session, create_engine, select
 
 import schemas.tables  # noqa: F401  (registers every table on SQLModel.metadata)
+from data.storage.campaign_imports import RolledBackImport, is_abandoned, roll_back_abandoned
 from data.storage.urls import default_db_url
+from schemas.tables import CampaignImport
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -517,7 +520,7 @@ def upgrade_database(engine: Engine) -> str:
     campaigns of imports killed half-way (:mod:`data.storage.campaign_imports`).
     """
     if _at_head(engine):  # the common case: no Alembic, no write transaction
-        _roll_back_abandoned_imports(engine)
+        roll_back_abandoned_imports(engine)
         return HEAD_REVISION
     from alembic import command
     from alembic.script import ScriptDirectory
@@ -536,13 +539,25 @@ def upgrade_database(engine: Engine) -> str:
     head = head_revision()
     if current != head:  # an up-to-date database is left alone: no write transaction at all
         command.upgrade(alembic_config(engine), "head")
-    _roll_back_abandoned_imports(engine)
+    roll_back_abandoned_imports(engine)
     return head
 
 
-def _roll_back_abandoned_imports(engine: Engine) -> None:
-    """Every command opens the database here: a campaign that an import killed half-way left is
-    rolled back now (:mod:`data.storage.campaign_imports`; one read when there is none)."""
-    from data.storage.campaign_imports import roll_back_abandoned_imports
-
-    roll_back_abandoned_imports(engine)
+def roll_back_abandoned_imports(
+    engine: Engine, now: datetime | None = None
+) -> list[RolledBackImport]:
+    """Roll back every campaign whose import died half-way, each in its own transaction; the
+    common case (no importing campaign) costs one read that takes no write lock."""
+    with read_scope(engine) as reader:
+        candidates = [
+            state.campaign_id
+            for state in reader.exec(select(CampaignImport))
+            if is_abandoned(state, now)
+        ]
+    done = []
+    for campaign_id in candidates:
+        with session_scope(engine) as session:
+            rolled = roll_back_abandoned(session, campaign_id, now)
+        if rolled is not None:
+            done.append(rolled)
+    return done

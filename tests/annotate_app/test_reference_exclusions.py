@@ -174,7 +174,7 @@ def test_max_disagreements_reaches_the_report_and_a_negative_one_is_refused(
     command = ["--db", db_url, "calibrate", "--campaign", "camp-alignmmbench", "--bootstrap", "0"]
     refused = runner.invoke(app, [*command, "--max-disagreements", "-1"])
     assert refused.exit_code == 2, refused.output
-    assert "--max-disagreements -1 must be 0 or more" in refused.output
+    assert "--max-disagreements is -1; give a whole number from 0 to" in refused.output
     html = tmp_path / "report.html"
     listed = runner.invoke(app, [*command, "--max-disagreements", "0", "--html", str(html)])
     assert listed.exit_code == 0, listed.output

@@ -26,14 +26,14 @@ from data.io.importers.annotations import import_annotations
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.home import campaigns_for_user
 from data.services.users import UserRecord, create_user
-from data.storage.campaign_imports import (
-    STALE_AFTER,
-    begin_import,
-    is_abandoned,
-    roll_back_abandoned_imports,
-)
+from data.storage.campaign_imports import STALE_AFTER, begin_import, is_abandoned
 from data.storage.campaign_lookup import CampaignNotFound, get_campaign, list_campaigns
-from data.storage.engine import make_engine, session_scope, upgrade_database
+from data.storage.engine import (
+    make_engine,
+    roll_back_abandoned_imports,
+    session_scope,
+    upgrade_database,
+)
 from schemas.core import stored_id
 from schemas.tables import (
     Annotation,

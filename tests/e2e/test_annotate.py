@@ -701,9 +701,9 @@ def test_guidelines_gate_once_and_confirmations_cover_no_control(
                 instructions="Count **every** cat, even half hidden ones.",
             ),
         )
-    seeded.add_user("ivy", PASSWORD, "annotator")
+    seeded.add_user("iris", PASSWORD, "annotator")
     page.set_viewport_size({"width": 1280, "height": 720})
-    _annotate(page, seeded, "ivy", "guided", login)
+    _annotate(page, seeded, "iris", "guided", login)
     expect(page.get_by_text("Guidelines for this campaign")).to_be_visible()
     page.get_by_role("button", name="I have read them").click()
     expect(page.get_by_text("Guidelines for this campaign")).to_be_hidden()
@@ -733,7 +733,7 @@ def test_guidelines_gate_once_and_confirmations_cover_no_control(
     menu = page.get_by_role("button", name="Skip or report a problem").bounding_box()
     assert not _overlaps(box, menu)
     page.get_by_test_id("cl-rationale").fill("Typing reruns the page for the draft.")
-    _saved_draft(seeded, "ivy", "Typing reruns the page for the draft.")
+    _saved_draft(seeded, "iris", "Typing reruns the page for the draft.")
     page.get_by_test_id("cl-rationale").blur()
     wait_for_run_to_end(page)
     expect(said).to_be_in_viewport()  # stays until the next unit, through the drafts' reruns

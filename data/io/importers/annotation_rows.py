@@ -108,7 +108,7 @@ def write_campaign(
     most; the last transaction writes the audit events (``audit_accounts`` writes the
     accounts') and leaves the importing state. When any step fails, what was written is deleted
     (campaign and ``new_accounts``) and the error raised again; when the process dies, the next
-    command does so (:func:`data.storage.campaign_imports.roll_back_abandoned_imports`)."""
+    command does so (:func:`data.storage.engine.roll_back_abandoned_imports`)."""
     by_unit: dict[tuple[str, ...], list[tuple[str, list[Label]]]] = defaultdict(list)
     for (annotator, unit), labels in revisions.items():
         by_unit[unit].append((annotator, labels))
