@@ -1,5 +1,5 @@
-"""The items of the ``annotations import`` tests, in one place: generic questions with two
-model answers each and the pair between them, as a JSONL dataset file."""
+"""The items and labels of the ``annotations import`` tests, in one place: generic questions with
+two model answers each and the pair between them, and raters' preferences on those pairs."""
 
 from __future__ import annotations
 
@@ -22,6 +22,23 @@ def pairwise_items(count: int) -> list[dict]:
             "pairs": [[f"q{i}/a", f"q{i}/b"]],
         }
         for i in range(count)
+    ]
+
+
+def pairwise_labels(count: int, raters: int = 3) -> list[dict]:
+    """Preferences of external raters ``ext0``, ``ext1``, … on the pairs of
+    :func:`pairwise_items` (``count`` items), alternating A and B by item and rater."""
+    return [
+        {
+            "judge": f"annotator:ext{rater}",
+            "judge_kind": "human",
+            "protocol": "pairwise",
+            "pair": [f"q{i}/a", f"q{i}/b"],
+            "preference": "AB"[(i + rater) % 2],
+            "rationale": f"rater {rater} on item {i}",
+        }
+        for i in range(count)
+        for rater in range(raters)
     ]
 
 

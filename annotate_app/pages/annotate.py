@@ -47,7 +47,7 @@ from annotate_app.render import render_rubric, render_unit, safe_markdown
 from annotate_app.text import escape_markdown
 from data import queue
 from data.storage.campaign_lookup import campaign_protocol
-from data.storage.engine import DatabaseProblem, session_scope
+from data.storage.engine import DatabaseProblem, read_scope, session_scope
 from schemas.core import parse_row_id, stored_id
 
 user = require_role("annotator", "reviewer", "admin")
@@ -556,11 +556,14 @@ state["annotate_which"] = (view.assignment_id, which)
 state["annotate_shown"] = (campaign_id, view.assignment_id)
 _keep_in_url("unit", str(view.assignment_id))  # a reload of this tab comes back to it
 read = state.setdefault("annotate_read", set())  # campaigns whose guidelines this user read
-if campaign_id not in read and view.instructions.strip():
-    with session_scope(engine) as session:  # stored: a reload or another device knows it
+# Asked only while the banner could show (before the first answer), in a read that takes no
+# write turn: this runs on every rerun of the page, a draft save included.
+first_unit = progress.my_submitted == 0 and campaign_id not in read
+if first_unit and view.instructions.strip():
+    with read_scope(engine) as session:  # stored: a reload or another device knows it
         if queue.guidelines_read(session, campaign_id, user.id):
             read.add(campaign_id)
-first_unit = progress.my_submitted == 0 and campaign_id not in read
+            first_unit = False
 with head:
     title, tools, bar = st.columns([4, 4, 4], vertical_alignment="bottom")
     title.markdown(f"#### {escape_markdown(campaign.name)}")

@@ -8,7 +8,7 @@ import threading
 from contextlib import contextmanager
 
 import pytest
-from pairwise_import_items import pairwise_items, write_jsonl
+from pairwise_import_items import pairwise_items, pairwise_labels, write_jsonl
 from sqlmodel import Session, select
 
 from data import queue
@@ -24,18 +24,7 @@ from schemas.core import stored_id
 from schemas.tables import Annotation, Assignment, AuditEvent, Campaign, Unit, User
 
 ITEMS = pairwise_items(4)
-LABELS = [
-    {
-        "judge": f"annotator:ext{rater}",
-        "judge_kind": "human",
-        "protocol": "pairwise",
-        "pair": [f"q{i}/a", f"q{i}/b"],
-        "preference": "AB"[(i + rater) % 2],
-        "rationale": f"rater {rater} on item {i}",
-    }
-    for i in range(4)
-    for rater in range(3)
-]
+LABELS = pairwise_labels(4)
 RATIONALE = "A counts the apples right, B does not."
 GUARD_SECONDS = 120  # only so a broken import cannot hang the run; no step relies on it
 

@@ -4,7 +4,6 @@ import process killed with SIGKILL is rolled back by the next command, on SQLite
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -14,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from pairwise_import_items import pairwise_items, pairwise_labels, write_jsonl
 from sqlalchemy import func
 from sqlmodel import Session, select
 
@@ -47,31 +47,8 @@ from schemas.tables import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-ITEMS = [
-    {
-        "item_id": f"q{i}",
-        "benchmark": "generic",
-        "question": f"question {i}",
-        "responses": [
-            {"response_id": f"q{i}/a", "model": "m1", "content": f"answer a{i}"},
-            {"response_id": f"q{i}/b", "model": "m2", "content": f"answer b{i}"},
-        ],
-        "pairs": [[f"q{i}/a", f"q{i}/b"]],
-    }
-    for i in range(6)
-]
-LABELS = [
-    {
-        "judge": f"annotator:ext{rater}",
-        "judge_kind": "human",
-        "protocol": "pairwise",
-        "pair": [f"q{i}/a", f"q{i}/b"],
-        "preference": "AB"[(i + rater) % 2],
-        "rationale": f"rater {rater} on item {i}",
-    }
-    for i in range(6)
-    for rater in range(3)
-]
+ITEMS = pairwise_items(6)
+LABELS = pairwise_labels(6)
 GUARD_SECONDS = 120  # only so a broken child cannot hang the run; no step relies on it
 
 # The import as its own process, paused between two of its transactions (after the campaign
@@ -106,11 +83,6 @@ print("finished", flush=True)
 """
 
 
-def _write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
-    return path
-
-
 def _counts(engine) -> dict[str, int]:
     with Session(engine) as session:
         return {
@@ -124,7 +96,7 @@ def mid_import(any_engine, tmp_path) -> tuple[int, int]:
     """An active campaign ``live`` with an annotator, and the same campaign put in the importing
     state by a (live) import of this process: (campaign id, annotator id)."""
     with session_scope(any_engine) as session:
-        import_jsonl(session, _write(tmp_path / "data.jsonl", ITEMS), dataset="d")
+        import_jsonl(session, write_jsonl(tmp_path / "data.jsonl", ITEMS), dataset="d")
         annotator = create_user(session, "alice", "a long password 123", "annotator")
         campaign = create_campaign(
             session, CampaignSpec(name="live", dataset="d", protocol="pairwise", overlap=1)
@@ -213,9 +185,9 @@ def _kill(child: subprocess.Popen[str]) -> None:
 def test_an_import_killed_half_way_is_rolled_back_by_the_next_command(any_engine, tmp_path):
     engine = any_engine
     with session_scope(engine) as session:
-        import_jsonl(session, _write(tmp_path / "data.jsonl", ITEMS), dataset="d")
+        import_jsonl(session, write_jsonl(tmp_path / "data.jsonl", ITEMS), dataset="d")
     before = _counts(engine)
-    child = _start_paused_import(engine, _write(tmp_path / "h.jsonl", LABELS))
+    child = _start_paused_import(engine, write_jsonl(tmp_path / "h.jsonl", LABELS))
     half = _counts(engine)
     assert half["CampaignImport"] == 1 and half["Campaign"] == before["Campaign"] + 1
     assert 0 < half["Annotation"] - before["Annotation"] < len(LABELS)  # really half-way
@@ -243,8 +215,8 @@ def test_an_import_killed_half_way_is_rolled_back_by_the_next_command(any_engine
 def test_importing_again_over_a_killed_import_replaces_it(any_engine, tmp_path):
     engine = any_engine
     with session_scope(engine) as session:
-        import_jsonl(session, _write(tmp_path / "data.jsonl", ITEMS), dataset="d")
-    labels = _write(tmp_path / "h.jsonl", LABELS)
+        import_jsonl(session, write_jsonl(tmp_path / "data.jsonl", ITEMS), dataset="d")
+    labels = write_jsonl(tmp_path / "h.jsonl", LABELS)
     _kill(_start_paused_import(engine, labels))
     with session_scope(engine) as session:  # no command ran in between: the import rolls back
         summary = import_annotations(session, labels, campaign="ext")
@@ -265,7 +237,7 @@ def test_the_checks_of_an_import_open_no_transaction_on_the_callers_session(
     from data.io.importers import annotations
 
     with session_scope(engine) as session:
-        import_jsonl(session, _write(tmp_path / "data.jsonl", ITEMS), dataset="d")
+        import_jsonl(session, write_jsonl(tmp_path / "data.jsonl", ITEMS), dataset="d")
     real_resolve_units = annotations.resolve_units
     seen = {}
 
@@ -275,5 +247,5 @@ def test_the_checks_of_an_import_open_no_transaction_on_the_callers_session(
 
     monkeypatch.setattr(annotations, "resolve_units", resolve_units)
     with session_scope(engine) as caller:
-        import_annotations(caller, _write(tmp_path / "h.jsonl", LABELS), campaign="ext")
+        import_annotations(caller, write_jsonl(tmp_path / "h.jsonl", LABELS), campaign="ext")
     assert seen == {"caller in a transaction": False}
