@@ -18,7 +18,9 @@ For each annotator (METRICS.md, "Annotators"):
   (:func:`calibration.mace.random_answer_evidence`); none on a continuous scale;
 * **position preference** (preferences): the share of their answers that chose the response
   shown first to them (Wilson interval), beside the share of the others who chose that same
-  response on the same pairs;
+  response on the same pairs, the others being those not flagged ``low_competence`` or
+  ``straight_lining`` (an annotator who answers without reading the pair, always "A" say, would
+  otherwise pull the baseline towards their own habit and get honest annotators flagged);
 * **straight-lining**: the longest run of one answer in their answers' order, beside the
   longest run of the others' consensus on the same units in the same order.
 
@@ -62,6 +64,13 @@ POSITION_GAP = 0.25
 """Position: flag when, over at least 20 pairs, the share choosing the response shown first is
 at least 0.25 away from the others' share on the same pairs, and the others' share lies outside
 the annotator's Wilson interval."""
+POSITION_BASELINE_SKIPS: frozenset[str] = frozenset({"low_competence", "straight_lining"})
+"""Flags that leave an annotator out of the others' share in everyone else's position figure:
+answers that do not depend on the pair say nothing of where its first response stands.
+Chosen on the dev half of PandaLM (bench/annotator_position_rules.py,
+docs/ANNOTATOR_QUALITY.md) over the others' median own share and a test of their decided
+answers against ½: with 20% / 30% always-"A" annotators it flagged 0 of 720 / 630 honest
+annotators for position at n = 30 (everyone counted: 25 and 126)."""
 RUN_MIN = 10
 RUN_RATIO = 2.0
 RUN_CHANCE = 0.001
@@ -225,7 +234,7 @@ def annotator_reliability(
                 competence=float(competence[r]),
                 chance=float(chance[r]),
                 random_evidence=float(evidence[r]),
-                position=_position(data, r, swapped) if pairwise else None,
+                position=None,
                 run=_run(
                     own,
                     others[r],
@@ -236,7 +245,16 @@ def annotator_reliability(
                 flags=(),
             )
         )
-    table = tuple(replace(row, flags=_flags(row, rows, alpha, model, level)) for row in rows)
+    flagged = [_flags(row, rows, alpha, model, level) for row in rows]
+    if pairwise:
+        counted = np.array(
+            [not {f.kind for f in flags} & POSITION_BASELINE_SKIPS for flags in flagged]
+        )
+        for r, row in enumerate(rows):
+            position = _position(data, r, swapped, counted)
+            rows[r] = replace(row, position=position)
+            flagged[r] = _in_kind_order((*flagged[r], *_position_flags(position)))
+    table = tuple(replace(row, flags=flags) for row, flags in zip(rows, flagged, strict=True))
     return AnnotatorTable(model, rule, level, alpha, bootstrap, seed, table)
 
 
@@ -335,9 +353,15 @@ def _pair_metrics(pairs: np.ndarray, scale: Scale | None, names: tuple[str, ...]
     return pointwise
 
 
-def _position(data: np.ndarray, r: int, swapped: np.ndarray | None) -> PositionPreference:
+def _position(
+    data: np.ndarray, r: int, swapped: np.ndarray | None, counted: np.ndarray
+) -> PositionPreference:
+    """Rater ``r``'s share choosing the response shown first, on the pairs that at least one
+    other rater of ``counted`` answered, and those others' mean share choosing it there."""
     own = data[r]
-    others = np.delete(data, r, axis=0)
+    chosen = np.asarray(counted, dtype=bool).copy()
+    chosen[r] = False
+    others = data[chosen]
     flipped = (
         np.zeros(own.size, dtype=bool) if swapped is None else np.asarray(swapped[r], dtype=bool)
     )
@@ -465,20 +489,6 @@ def _flags(
                     f"{competence:.2f}; the others' median θ is {peers:.2f})",
                 )
             )
-    position = row.position
-    if position is not None and position.n >= POSITION_MIN_PAIRS:
-        share = position.share_first
-        outside = not share.low <= position.others_share <= share.high
-        if abs(share.value - position.others_share) >= POSITION_GAP and outside:
-            flags.append(
-                AnnotatorFlag(
-                    "position",
-                    f"chose the response shown first on {_pct(share.value)} of {position.n} "
-                    f"pairs (interval {_pct(share.low)}–{_pct(share.high)}), while the others "
-                    f"chose that same response on {_pct(position.others_share)} of the same "
-                    "pairs",
-                )
-            )
     run = row.run
     if (
         run.length >= RUN_MIN
@@ -495,6 +505,28 @@ def _flags(
             )
         )
     return tuple(flags)
+
+
+def _position_flags(position: PositionPreference) -> tuple[AnnotatorFlag, ...]:
+    if position.n < POSITION_MIN_PAIRS:
+        return ()
+    share = position.share_first
+    outside = not share.low <= position.others_share <= share.high
+    if abs(share.value - position.others_share) < POSITION_GAP or not outside:
+        return ()
+    return (
+        AnnotatorFlag(
+            "position",
+            f"chose the response shown first on {_pct(share.value)} of {position.n} pairs "
+            f"(interval {_pct(share.low)}–{_pct(share.high)}), while the others chose that "
+            f"same response on {_pct(position.others_share)} of the same pairs (others flagged "
+            "low competence or straight-lining not counted)",
+        ),
+    )
+
+
+def _in_kind_order(flags: Sequence[AnnotatorFlag]) -> tuple[AnnotatorFlag, ...]:
+    return tuple(sorted(flags, key=lambda flag: FLAG_KINDS.index(flag.kind)))
 
 
 def _ratio(nats: float) -> str:

@@ -267,6 +267,39 @@ def test_annotator_table_flags_a_position_spammer_in_words():
     assert rows["a"].accuracy is not None and rows["a"].mae is None
 
 
+def test_position_baseline_leaves_out_annotators_who_answer_without_reading():
+    # 24 pairs shown unswapped. Four honest raters answer alike: "A" on 8 (i % 10 in 0, 3, 6),
+    # "B" on 16; two careless raters answer "A" on all 24. Counting everyone, an honest rater's
+    # others chose "A" on (3·8/24 + 2)/5 = 0.60 of the pairs, 0.27 from their own 8/24 = 0.33
+    # and outside its Wilson interval (0.18–0.53): they would be flagged. The careless are
+    # flagged straight-lining (24 in a row; the others' consensus repeats itself at most 3
+    # times) and low competence (Dawid–Skene: always "A" scores what chance does), so the
+    # honest rater's baseline is the other honest raters' 8/24 and the careless one's too.
+    honest = np.array([0.0 if i % 10 in (0, 3, 6) else 1.0 for i in range(24)])
+    matrix = np.vstack([honest] * 4 + [np.zeros(24)] * 2)
+    names = ["h1", "h2", "h3", "h4", "c1", "c2"]
+    table = annotator_reliability(matrix, names, scale=None, bootstrap=0)
+    rows = {row.annotator: row for row in table.rows}
+    for name in ("c1", "c2"):
+        kinds = {flag.kind for flag in rows[name].flags}
+        assert {"straight_lining", "low_competence", "position"} <= kinds
+        position = rows[name].position
+        assert position is not None and position.others_share == pytest.approx(8 / 24)
+        assert (position.n, position.share_first.value) == (24, 1.0)
+    for name in ("h1", "h2", "h3", "h4"):
+        position = rows[name].position
+        assert position is not None and position.n == 24
+        assert position.share_first.value == pytest.approx(8 / 24)
+        assert position.others_share == pytest.approx(8 / 24)
+        assert not rows[name].flags
+    reason = next(f.reason for f in rows["c1"].flags if f.kind == "position")
+    assert reason == (
+        "chose the response shown first on 100% of 24 pairs (interval 86%–100%), while the "
+        "others chose that same response on 33% of the same pairs (others flagged low "
+        "competence or straight-lining not counted)"
+    )
+
+
 def test_annotator_table_runs_and_straight_lining_by_hand():
     # rater s answers 3 on twelve units in a row (their order), then 1; the others vary
     others = np.array(
