@@ -26,6 +26,15 @@ For each annotator (METRICS.md, "Annotators"):
 
 Flags are raised only on clear evidence (the thresholds are the constants below) and each says
 in words why.
+
+**Preferences: two passes.** With a majority of two or three labels per pair, a few careless
+annotators (always "A", always the longer response) are much of the others' consensus on the
+pairs they answered: honest annotators then look worse and the careless better. So on
+preferences the table is computed twice: the second pass takes the leave-one-out figures
+(``loo_n``, ``accuracy``, ``run``) against the consensus of the others who raised no flag in the
+first (and are not ``excluded``), and its flags are the table's. Chosen on PandaLM's dev half
+(docs/ANNOTATOR_QUALITY.md): it raised recall and precision at nearly every share and n; on
+HANNA's scores it did not help, so scores keep one pass.
 """
 
 from __future__ import annotations
@@ -203,6 +212,7 @@ def annotator_reliability(
     each answer in submission order (default: unit order); ``rule``: the others' per-unit
     consensus (default mean / majority); ``excluded``: raters left out of the others' consensus
     (still given a row); ``weights``: each rater's weight in the reference, copied into the rows.
+    Preferences take two passes (the module's docstring).
     """
     data = np.atleast_2d(np.asarray(humans, dtype=np.float64))
     pairwise = scale is None
@@ -212,50 +222,57 @@ def annotator_reliability(
     level: Literal["interval", "nominal"] = "nominal" if pairwise else "interval"
     alpha = _alpha(data, level)
     model, competence, chance, evidence = _latent(data, scale)
-    others = [
-        _others(data, keep, r, rule, no_majority, pairwise=pairwise) for r in range(len(names))
+    rows = [
+        AnnotatorReliability(
+            annotator=name,
+            n=int((~np.isnan(data[r])).sum()),
+            excluded=not keep[r],
+            weight=float((weights or {}).get(name, _NAN)) if keep[r] else _NAN,
+            loo_n=0,
+            mae=None,
+            qwk=None,
+            accuracy=None,
+            alpha_without=_alpha(np.delete(data, r, axis=0), level),
+            competence=float(competence[r]),
+            chance=float(chance[r]),
+            random_evidence=float(evidence[r]),
+            position=None,
+            run=AnswerRun(0, _NAN, 0, None, _NAN),
+            flags=(),
+        )
+        for r, name in enumerate(names)
     ]
-    rows: list[AnnotatorReliability] = []
-    for r, name in enumerate(names):
-        own = data[r]
-        both = ~np.isnan(own) & ~np.isnan(others[r])
-        mae, qwk, accuracy = _agreement(own[both], others[r][both], scale, bootstrap, seed)
-        rows.append(
-            AnnotatorReliability(
-                annotator=name,
-                n=int((~np.isnan(own)).sum()),
-                excluded=not keep[r],
-                weight=float((weights or {}).get(name, _NAN)) if keep[r] else _NAN,
-                loo_n=int(both.sum()),
-                mae=mae,
-                qwk=qwk,
-                accuracy=accuracy,
-                alpha_without=_alpha(np.delete(data, r, axis=0), level),
-                competence=float(competence[r]),
-                chance=float(chance[r]),
-                random_evidence=float(evidence[r]),
-                position=None,
-                run=_run(
-                    own,
-                    others[r],
-                    np.delete(data, r, axis=0),
-                    order[r] if order is not None else None,
-                    scale,
-                ),
-                flags=(),
-            )
-        )
-    flagged = [_flags(row, rows, alpha, model, level) for row in rows]
-    if pairwise:
-        counted = np.array(
-            [not {f.kind for f in flags} & POSITION_BASELINE_SKIPS for flags in flagged]
-        )
+
+    def flagged_rows(counted: np.ndarray) -> list[AnnotatorReliability]:
+        """The rows, their leave-one-out figures against the consensus of ``counted``."""
+        out = []
         for r, row in enumerate(rows):
-            position = _position(data, r, swapped, counted)
-            rows[r] = replace(row, position=position)
-            flagged[r] = _in_kind_order((*flagged[r], *_position_flags(position)))
-    table = tuple(replace(row, flags=flags) for row, flags in zip(rows, flagged, strict=True))
-    return AnnotatorTable(model, rule, level, alpha, bootstrap, seed, table)
+            others = _others(data, counted, r, rule, no_majority, pairwise=pairwise)
+            own = data[r]
+            both = ~np.isnan(own) & ~np.isnan(others)
+            mae, qwk, accuracy = _agreement(own[both], others[both], scale, bootstrap, seed)
+            rest = np.delete(data, r, axis=0)
+            run = _run(own, others, rest, order[r] if order is not None else None, scale)
+            out.append(
+                replace(row, loo_n=int(both.sum()), mae=mae, qwk=qwk, accuracy=accuracy, run=run)
+            )
+        flagged = [_flags(row, out, alpha, model, level) for row in out]
+        if pairwise:
+            baseline = np.array(
+                [not {f.kind for f in flags} & POSITION_BASELINE_SKIPS for flags in flagged]
+            )
+            for r, row in enumerate(out):
+                position = _position(data, r, swapped, baseline)
+                out[r] = replace(row, position=position)
+                flagged[r] = _in_kind_order((*flagged[r], *_position_flags(position)))
+        return [replace(row, flags=flags) for row, flags in zip(out, flagged, strict=True)]
+
+    table = flagged_rows(keep)
+    if pairwise:  # the second pass: a consensus the flagged annotators do not take part in
+        screened = keep & np.array([not row.flags for row in table])
+        if (screened != keep).any():
+            table = flagged_rows(screened)
+    return AnnotatorTable(model, rule, level, alpha, bootstrap, seed, tuple(table))
 
 
 def annotator_label(name: str, excluded: bool, reason: str | None = None) -> str:

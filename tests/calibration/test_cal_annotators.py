@@ -267,17 +267,19 @@ def test_annotator_table_flags_a_position_spammer_in_words():
     assert rows["a"].accuracy is not None and rows["a"].mae is None
 
 
-def test_position_baseline_leaves_out_annotators_who_answer_without_reading():
-    # 24 pairs shown unswapped. Four honest raters answer alike: "A" on 8 (i % 10 in 0, 3, 6),
-    # "B" on 16; two careless raters answer "A" on all 24. Counting everyone, an honest rater's
-    # others chose "A" on (3·8/24 + 2)/5 = 0.60 of the pairs, 0.27 from their own 8/24 = 0.33
-    # and outside its Wilson interval (0.18–0.53): they would be flagged. The careless are
-    # flagged straight-lining (24 in a row; the others' consensus repeats itself at most 3
-    # times) and low competence (Dawid–Skene: always "A" scores what chance does), so the
-    # honest rater's baseline is the other honest raters' 8/24 and the careless one's too.
+def test_careless_annotators_bend_neither_the_position_baseline_nor_the_consensus():
+    # 24 pairs shown unswapped. Three honest raters answer alike: "A" on 8 (i % 10 in 0, 3, 6),
+    # "B" on 16; two careless raters answer "A" on all 24. The careless are flagged
+    # straight-lining (24 in a row; the others' consensus repeats itself at most 3 times) and
+    # low competence (Dawid–Skene: always "A" scores what chance does).
+    # Position: counting everyone, an honest rater's others chose "A" on (2·8/24 + 2)/4 = 0.67
+    # of the pairs, 0.33 from their own 8/24 and outside its Wilson interval (0.18–0.53): they
+    # would be flagged. Without the flagged, the baseline is the honest raters' 8/24.
+    # Consensus: in the first pass an honest rater's others on a "B" pair are B, B, A, A, no
+    # majority, so a tie: agreement 8/24. The second pass leaves out the flagged: agreement 1.
     honest = np.array([0.0 if i % 10 in (0, 3, 6) else 1.0 for i in range(24)])
-    matrix = np.vstack([honest] * 4 + [np.zeros(24)] * 2)
-    names = ["h1", "h2", "h3", "h4", "c1", "c2"]
+    matrix = np.vstack([honest] * 3 + [np.zeros(24)] * 2)
+    names = ["h1", "h2", "h3", "c1", "c2"]
     table = annotator_reliability(matrix, names, scale=None, bootstrap=0)
     rows = {row.annotator: row for row in table.rows}
     for name in ("c1", "c2"):
@@ -286,11 +288,16 @@ def test_position_baseline_leaves_out_annotators_who_answer_without_reading():
         position = rows[name].position
         assert position is not None and position.others_share == pytest.approx(8 / 24)
         assert (position.n, position.share_first.value) == (24, 1.0)
-    for name in ("h1", "h2", "h3", "h4"):
+        accuracy = rows[name].accuracy
+        assert accuracy is not None and accuracy.value == pytest.approx(8 / 24)
+        assert not rows[name].excluded  # screened from the consensus, not from the reference
+    for name in ("h1", "h2", "h3"):
         position = rows[name].position
         assert position is not None and position.n == 24
         assert position.share_first.value == pytest.approx(8 / 24)
         assert position.others_share == pytest.approx(8 / 24)
+        accuracy = rows[name].accuracy
+        assert rows[name].loo_n == 24 and accuracy is not None and accuracy.value == 1.0
         assert not rows[name].flags
     reason = next(f.reason for f in rows["c1"].flags if f.kind == "position")
     assert reason == (
