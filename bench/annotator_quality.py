@@ -22,7 +22,7 @@ annotators.
 **Detection**, per annotator of the pool, from :func:`calibration.annotators.annotator_reliability`
 with the product's defaults (B = 1000, the campaign's seed, answers in the annotator's order):
 ``flags`` (any flag), ``competence`` (its ``low_competence`` flag: Dawid–Skene less than 0.10
-above chance; on scores, ordinal MACE's evidence of random answers ≥ 3 nats; the product's
+above chance; on scores, ordinal MACE's evidence of random answers ≥ 4 nats; the product's
 constants). With gold: 5% of the campaign's units (at least one) carry a known answer, the
 clean majority (scores: the clean median), graded as the queue grades gold (pairs: equal;
 scores: within one point); ``gold`` flags an annotator with at least GOLD_MIN_ANSWERS gold

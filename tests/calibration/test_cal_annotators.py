@@ -325,6 +325,37 @@ def test_annotator_table_runs_and_straight_lining_by_hand():
     assert table.model == "ordinal-mace" and table.rows[0].competence > s.competence
 
 
+def test_low_agreement_on_scores_needs_a_margin_above_the_others_median():
+    # 20 units on 1–5. The consensus is k1, k2, k3 (all 3 everywhere); the others are left out
+    # of it, so each is scored against 3. e1..e5 answer 4 on 19 units and 3 on one: MAE 0.95.
+    # x answers 4 everywhere: MAE 1.00 on every resample, interval 1.00–1.00, above the
+    # others' median 0.95 but by 0.05, within the margin (0.025 of the range 4 = 0.10 points):
+    # no flag. y answers 5 everywhere: MAE 2.00, 1.05 above 0.95: flagged.
+    near = np.full(20, 4.0)
+    matrix = np.vstack(
+        [np.full(20, 3.0)] * 3
+        + [np.where(np.arange(20) == e, 3.0, near) for e in range(5)]
+        + [near, np.full(20, 5.0)]
+    )
+    names = ["k1", "k2", "k3", "e1", "e2", "e3", "e4", "e5", "x", "y"]
+    table = annotator_reliability(
+        matrix, names, scale=Scale(1, 5, 1.0), bootstrap=200, excluded=names[3:]
+    )
+    rows = {row.annotator: row for row in table.rows}
+    x, y = rows["x"].mae, rows["y"].mae
+    assert x is not None and (x.value, x.low, x.high) == (1.0, 1.0, 1.0)
+    assert y is not None and (y.value, y.low) == (2.0, 2.0)
+    for e in range(1, 6):
+        mae = rows[f"e{e}"].mae
+        assert mae is not None and mae.value == pytest.approx(0.95)
+    assert "low_agreement" not in {flag.kind for flag in rows["x"].flags}
+    reason = next(f.reason for f in rows["y"].flags if f.kind == "low_agreement")
+    assert reason == (
+        "is 2.00 points from the others' consensus on average over 20 units (interval "
+        "2.00–2.00); the other annotators' median is 0.95 (the rule's margin: 0.10 points)"
+    )
+
+
 def _frame(matrix: np.ndarray, pairwise: bool) -> pd.DataFrame:
     labels = ("A", "B", "tie")
     rows = []
