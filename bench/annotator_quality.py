@@ -32,9 +32,10 @@ on gold; ``flags+gold`` is either.
 
 **Dev and test halves.** ``--split test`` (the default, what docs/ANNOTATOR_QUALITY.md reports)
 draws the units from one half of each data set, ``--split dev`` from the other (HANNA: by story
-prompt; PandaLM: by pair); ``--split dev --sweep`` prints the table on which RANDOM_EVIDENCE
-(calibration/annotators.py) and GOLD_MIN_ANSWERS were chosen. Precision and
-recall pool the seeds' counts; their 95% intervals are percentile bootstraps over the seeds.
+prompt; PandaLM: by pair); ``--split dev --sweep`` prints the table on which GOLD_MIN_ANSWERS
+was chosen (and evidence alone; RANDOM_EVIDENCE in calibration/annotators.py is now chosen with
+MAE_MARGIN by ``bench/annotator_score_rules.py``). Precision and recall pool the seeds' counts;
+their 95% intervals are percentile bootstraps over the seeds.
 
 **Judges' error.** For each judge and headline metric (pairs: ``acc_with_tie``, unparsed counted
 wrong; scores: ``qwk``, ``mae``, ``pearson`` on the 1–5 points), the metric against the
@@ -568,8 +569,8 @@ def _arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--split", choices=("test", "dev", "all"), default="test",
                         help="half of the units: dev (rules chosen), test (reported)")  # fmt: skip
     parser.add_argument("--sweep", action="store_true",
-                        help="print the dev split's table that chose RANDOM_EVIDENCE and "
-                        "GOLD_MIN_ANSWERS (use with --split dev)")  # fmt: skip
+                        help="print the dev split's table that chose GOLD_MIN_ANSWERS, "
+                        "with random-answer evidence alone (use with --split dev)")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--tables", type=Path, help="print the markdown tables of a JSON run")
