@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -64,8 +65,22 @@ class UnitData:
 
     def judge_rows(self, judge: str) -> pd.DataFrame:
         """The judge's rows of ``frame``, with the index of their unit (``unit_index``)."""
-        chosen = ((self.frame["kind"] == "model") & (self.frame["rater"] == judge)).to_numpy()
-        return self.frame[chosen].assign(unit_index=self.row_units[chosen])
+        chosen = self._judge_positions.get(judge, np.zeros(0, dtype=np.int64))
+        return self.frame.iloc[chosen].assign(unit_index=self.row_units[chosen])
+
+    @cached_property
+    def _judge_positions(self) -> dict[str, np.ndarray]:
+        """Per model judge, the positions of its rows in ``frame`` (ascending): found in one pass,
+        since a calibration selects each judge's rows several times (scores, coverage, parse
+        status, details, groups) and a mask over the whole frame per selection cost
+        judges × rows."""
+        model = np.flatnonzero((self.frame["kind"] == "model").to_numpy())
+        codes, names = pd.factorize(self.frame["rater"].to_numpy()[model])
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+        return {
+            str(name): model[order[bounds[k] : bounds[k + 1]]] for k, name in enumerate(names)
+        }
 
 
 def normalise_frame(frame: pd.DataFrame) -> pd.DataFrame:
