@@ -8,6 +8,7 @@ METRICS.md ("Output"); ``details`` holds what the audit report and the dashboard
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.metadata
 import platform
@@ -380,12 +381,7 @@ def _verdicts(rows: pd.DataFrame) -> np.ndarray:
 
 def _judge_scores(data: UnitData, name: str, column: str = "code") -> np.ndarray:
     """Mean of the judge's parsed values per unit (samples and orders averaged), NaN if none."""
-    rows = data.judge_rows(name)
-    values = pd.to_numeric(rows[column], errors="coerce")
-    means = values.groupby(rows["unit_index"]).mean()
-    result = np.full(data.n_units, np.nan)
-    result[means.index.to_numpy()] = means.to_numpy(dtype=np.float64)
-    return result
+    return data.judge_scores(name, column)
 
 
 def _coverage(data: UnitData, name: str, kernel) -> float:
@@ -472,9 +468,18 @@ def _models(data: UnitData, judges: list[str], blocks: dict, scale: Scale) -> di
     protocol = data.protocol.name
     sources = {"human": data.reference}
     sources.update({f"judge:{name}": _judge_scores(data, name) for name in judges})
-    per_source = {
-        key: model_scores(meta, values, protocol, scale) for key, values in sources.items()
-    }
+    # Judges that gave the same scores (a small campaign's judges, one judge under two names)
+    # have the same leaderboard: each distinct score vector is averaged once, and copied, since
+    # the entries are completed below.
+    leaderboards: dict[bytes, dict] = {}
+
+    def leaderboard(values: np.ndarray) -> dict:
+        key = values.tobytes()
+        if key not in leaderboards:
+            leaderboards[key] = model_scores(meta, values, protocol, scale)
+        return copy.deepcopy(leaderboards[key])
+
+    per_source = {key: leaderboard(values) for key, values in sources.items()}
     alignment = {key: alignment_scores(meta, values) for key, values in sources.items()}
     # The humans' model averages depend on the judge only through the units both scored, and
     # judges of one campaign mostly score the same units: each set of units is averaged once
@@ -486,13 +491,11 @@ def _models(data: UnitData, judges: list[str], blocks: dict, scale: Scale) -> di
         common = scored & ~np.isnan(data.reference)
         units_key = np.packbits(common).tobytes()
         if units_key not in human_on:
-            human_on[units_key] = model_scores(
-                meta, np.where(common, data.reference, np.nan), protocol, scale
-            )
+            human_on[units_key] = leaderboard(np.where(common, data.reference, np.nan))
         if np.array_equal(common, scored):  # every unit the judge scored has a reference
             judge_common = per_source[f"judge:{name}"]
         else:
-            judge_common = model_scores(meta, np.where(common, judge, np.nan), protocol, scale)
+            judge_common = leaderboard(np.where(common, judge, np.nan))
         blocks[name]["ranking_kendall"] = ranking_kendall(judge_common, human_on[units_key])
     models: dict[str, dict] = {}
     for key, table in per_source.items():

@@ -208,11 +208,7 @@ def _judged(data: UnitData, name: str, scale: Scale | None) -> np.ndarray:
 
 def _judge_scores(data: UnitData, name: str) -> np.ndarray:
     """Mean of the judge's parsed values per unit (samples and orders averaged), NaN if none."""
-    rows = data.judge_rows(name)
-    means = pd.to_numeric(rows["code"], errors="coerce").groupby(rows["unit_index"]).mean()
-    values = np.full(data.n_units, np.nan)
-    values[means.index.to_numpy()] = means.to_numpy(dtype=np.float64)
-    return values
+    return data.judge_scores(name)
 
 
 def _verdict_rows(data: UnitData, name: str, keep: np.ndarray):

@@ -68,6 +68,28 @@ class UnitData:
         chosen = self._judge_positions.get(judge, np.zeros(0, dtype=np.int64))
         return self.frame.iloc[chosen].assign(unit_index=self.row_units[chosen])
 
+    def judge_scores(self, judge: str, column: str = "code") -> np.ndarray:
+        """Per unit, the mean of the judge's parsed values in ``column`` (``code``, or
+        ``expected_score``): samples and shown orders averaged, NaN where it has none.
+
+        Computed once per judge and column (a calibration reads each judge's scores for its
+        kernel, its leave-one-out, its maps, the leaderboards and the model estimates); each call
+        returns a fresh array.
+        """
+        key = (judge, column)
+        if key not in self._score_means:
+            rows = self.judge_rows(judge)
+            values = pd.to_numeric(rows[column], errors="coerce")
+            means = values.groupby(rows["unit_index"]).mean()
+            result = np.full(self.n_units, np.nan)
+            result[means.index.to_numpy()] = means.to_numpy(dtype=np.float64)
+            self._score_means[key] = result
+        return self._score_means[key].copy()
+
+    @cached_property
+    def _score_means(self) -> dict[tuple[str, str], np.ndarray]:
+        return {}
+
     @cached_property
     def _judge_positions(self) -> dict[str, np.ndarray]:
         """Per model judge, the positions of its rows in ``frame`` (ascending): found in one pass,
