@@ -100,9 +100,7 @@ class UnitData:
         codes, names = pd.factorize(self.frame["rater"].to_numpy()[model])
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
-        return {
-            str(name): model[order[bounds[k] : bounds[k + 1]]] for k, name in enumerate(names)
-        }
+        return {str(name): model[order[bounds[k] : bounds[k + 1]]] for k, name in enumerate(names)}
 
 
 def normalise_frame(frame: pd.DataFrame) -> pd.DataFrame:
