@@ -346,6 +346,7 @@ def seed_small(folder: Path) -> None:
     from data.sample.build import build_sample_project
     from data.services.campaigns import CampaignSpec, create_campaign
     from data.storage.engine import make_engine, session_scope, upgrade_database
+    from schemas.core import stored_id
     from schemas.tables import Dataset, Item, Judgement, Response, User
 
     engine = make_engine(f"sqlite:///{folder / 'sample.db'}")
@@ -366,13 +367,13 @@ def seed_small(folder: Path) -> None:
         session.flush()
         responses = []
         for n in range(2):
-            item = Item(dataset_id=dataset.id, item_id=f"w-{n}", benchmark="alignmmbench",
+            item = Item(dataset_id=stored_id(dataset), item_id=f"w-{n}", benchmark="alignmmbench",
                         task="Counting", category="Perception & Understanding", group="g",
                         history=[], question=[{"type": "text", "text": f"Question {n}"}],
                         reference=None, meta={}, content_sha256=f"{n:064d}")  # fmt: skip
             session.add(item)
             session.flush()
-            response = Response(response_id=f"w-{n}/m", item_pk=item.id, model="m",
+            response = Response(response_id=f"w-{n}/m", item_pk=stored_id(item), model="m",
                                 content=[{"type": "text", "text": "answer"}], meta={},
                                 content_sha256=f"{n + 2:064d}")  # fmt: skip
             session.add(response)
@@ -384,14 +385,14 @@ def seed_small(folder: Path) -> None:
         )
         for n, annotator in enumerate(annotators):
             for _ in range(2):
-                view = queue.next_unit(session, campaign.id, annotator.id)
+                view = queue.next_unit(session, stored_id(campaign), stored_id(annotator))
                 assert view is not None
                 queue.submit(
                     session,
                     view.assignment_id,
-                    annotator.id,
+                    stored_id(annotator),
                     score=float(1 + n % 10),
-                    rationale=f"note {n}",
+                    rationale=f"Annotator {n} explains the score in a sentence.",
                 )
         for n in range(width):
             for response in responses:
@@ -431,7 +432,10 @@ def measure_small(folder: Path, repeat: int) -> dict:
                 digest.update(text.encode())
                 seconds[f"{database}/{name}/{label}"] = round(best, 3)
         engine.dispose()
+    import calibration
+
     return {
+        "code": str(Path(calibration.__file__).parent.parent),
         "cpu_seconds": seconds,
         "total_cpu": round(sum(seconds.values()), 2),
         "output_sha256": digest.hexdigest(),
