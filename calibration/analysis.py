@@ -195,14 +195,14 @@ def calibrate(
         block["parse_status"] = _parse_status(data, name)
         _add_groups(data, kernel, block, options)
         if scale:
-            judge_values = _judge_scores(data, name)
+            judge_values = data.judge_scores(name)
             block["loo"] = loo.pointwise(judge_values)
             block["maps"] = calibration_maps(
                 judge_values,
                 data.reference,
                 _items(data),
                 scale,
-                expected=_judge_scores(data, name, column="expected_score"),
+                expected=data.judge_scores(name, column="expected_score"),
                 fraction=options.calibration_fraction,
                 seed=options.seed,
             )
@@ -361,7 +361,7 @@ def _judge_names(data: UnitData, options: CalibrationOptions) -> list[str]:
 
 def _kernel(data: UnitData, name: str, scale: Scale | None, options: CalibrationOptions):
     if scale is not None:
-        return PointwiseKernel(_judge_scores(data, name), data.reference, scale)
+        return PointwiseKernel(data.judge_scores(name), data.reference, scale)
     rows = data.judge_rows(name)
     reference = np.array(
         [None if np.isnan(c) else LABELS[int(c)] for c in data.reference], dtype=object
@@ -377,11 +377,6 @@ def _kernel(data: UnitData, name: str, scale: Scale | None, options: Calibration
 
 def _verdicts(rows: pd.DataFrame) -> np.ndarray:
     return np.array([v if v in LABELS else None for v in rows["value"]], dtype=object)
-
-
-def _judge_scores(data: UnitData, name: str, column: str = "code") -> np.ndarray:
-    """Mean of the judge's parsed values per unit (samples and orders averaged), NaN if none."""
-    return data.judge_scores(name, column)
 
 
 def _coverage(data: UnitData, name: str, kernel) -> float:
@@ -467,7 +462,7 @@ def _models(data: UnitData, judges: list[str], blocks: dict, scale: Scale) -> di
     meta = data.meta
     protocol = data.protocol.name
     sources = {"human": data.reference}
-    sources.update({f"judge:{name}": _judge_scores(data, name) for name in judges})
+    sources.update({f"judge:{name}": data.judge_scores(name) for name in judges})
     # Judges that gave the same scores (a small campaign's judges, one judge under two names)
     # have the same leaderboard: each distinct score vector is averaged once, and copied, since
     # the entries are completed below.
@@ -512,7 +507,7 @@ def _model_estimates(
     """Every judge's judge-only, humans-only and PPI++ model values (:mod:`calibration.
     model_estimates`)."""
     if scale is not None:
-        values = {name: _judge_scores(data, name) for name in judges}
+        values = {name: data.judge_scores(name) for name in judges}
     else:
         values = {}
         for name in judges:
