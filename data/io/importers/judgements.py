@@ -22,7 +22,7 @@ from sqlalchemy import insert, select, tuple_, update
 from sqlmodel import Session
 
 from data.io.importers.errors import InvalidRecord, Problems
-from data.io.importers.reader import read_judgements
+from data.io.importers.reader import iter_judgements
 from data.io.judgements import insert_judgements
 from data.storage.audit import record_event
 from schemas.core_tables import JUDGEMENTS, PAIRS, RESPONSES
@@ -91,7 +91,7 @@ def import_judgements(
     forced = _protocol(protocol, scale, source, None) if protocol else None
     problems = Problems()
     lines: list[_Line] = []
-    for line in read_judgements(path, problems):
+    for line in iter_judgements(path, problems):
         try:
             row = _row(line.record, forced, source, line.location)
             lines.append(_Line(line.location, line.record, row))
