@@ -51,23 +51,24 @@ def average_ranks(values: np.ndarray) -> np.ndarray:
 
 
 def average_ranks_per_row(matrix: np.ndarray) -> np.ndarray:
-    """:func:`average_ranks` of each row of ``matrix`` (resamples × units), in one sort.
+    """:func:`average_ranks` of each row of ``matrix`` (resamples × units), without a sort per row.
 
-    Each value's rank is (values below it + 1 + values up to it) / 2 within its row, the same
-    integers halved as :func:`average_ranks`, so the ranks are equal to the bit.
+    Each value's rank is (values below it + 1 + values up to it) / 2 within its row, counted
+    from each row's counts of the distinct values: the same integers halved as
+    :func:`average_ranks`, so the ranks are equal to the bit.
 
     >>> average_ranks_per_row(np.array([[3.0, 1.0, 3.0, 2.0], [1.0, 1.0, 2.0, 2.0]]))
     array([[3.5, 1. , 3.5, 2. ],
            [1.5, 1.5, 3.5, 3.5]])
     """
     rows, width = matrix.shape
-    _, codes = np.unique(matrix, return_inverse=True)
-    codes = codes.reshape(rows, width).astype(np.int64)
-    offsets = np.arange(rows, dtype=np.int64)[:, None]
-    keys = codes + offsets * (int(codes.max(initial=0)) + 1)  # rows apart, ordered within one
-    ordered = np.sort(keys, axis=None)
-    below = np.searchsorted(ordered, keys, side="left") - offsets * width
-    up_to = np.searchsorted(ordered, keys, side="right") - offsets * width
+    distinct, codes = np.unique(matrix, return_inverse=True)
+    codes = codes.reshape(rows, width)
+    offsets = np.arange(rows)[:, None] * distinct.size
+    counts = np.bincount((codes + offsets).ravel(), minlength=rows * distinct.size)
+    counts = counts.reshape(rows, distinct.size)
+    up_to = np.take_along_axis(np.cumsum(counts, axis=1), codes, axis=1)
+    below = up_to - np.take_along_axis(counts, codes, axis=1)
     return (below + 1 + up_to) / 2.0
 
 
