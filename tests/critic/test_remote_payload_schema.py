@@ -12,12 +12,12 @@ accept.
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from PIL import Image
 from pydantic import TypeAdapter, ValidationError
 
@@ -27,7 +27,14 @@ from critic.remote import chat_messages
 from schemas.items import ItemContent, ResponseContent
 from schemas.protocols import MMIE, PAIRWISE
 
-REQUEST = TypeAdapter(CompletionCreateParamsNonStreaming)
+
+@functools.cache
+def _request_type() -> TypeAdapter[Any]:
+    """OpenAI's request type, imported when a test runs: the package takes half a second to
+    import, which every test process would pay while collecting."""
+    from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+
+    return TypeAdapter(CompletionCreateParamsNonStreaming)
 
 
 def _validated(payload: dict[str, Any]) -> Any:
@@ -41,7 +48,7 @@ def _validated(payload: dict[str, Any]) -> Any:
             return [walk(inner) for inner in value]
         return value
 
-    return walk(REQUEST.validate_python(payload))
+    return walk(_request_type().validate_python(payload))
 
 
 def _payload(messages: list[dict[str, Any]]) -> dict[str, Any]:
