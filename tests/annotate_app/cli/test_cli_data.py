@@ -111,7 +111,11 @@ def test_images_go_beside_the_database_named_by_db(
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
-def both_backends(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
+def both_backends(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    # images in the test's folder (on PostgreSQL they went to ./critiquelab_files, the repo's)
+    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "files"))
     if request.param == "sqlite":
         shutil.copyfile(request.getfixturevalue("empty_sqlite_template"), tmp_path / "cli.db")
         return ["--db", f"sqlite:///{tmp_path / 'cli.db'}"]
