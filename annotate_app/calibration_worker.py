@@ -10,8 +10,9 @@ the campaign itself in a read-only snapshot and keeps the last campaign it read,
 filter or option recalculates without reading again. The page receives only small results: what its
 pickers offer (:class:`CampaignOverview`) and the report, never the campaign's rows.
 
-Every request names the campaign's version (:func:`data.io.campaign_input.campaign_version`),
-which is also the key under which the page caches the results.
+Every request names the campaign's version
+(:func:`data.readmodels.campaign_input.campaign_version`), which is also the key under which the
+page caches the results.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ from calibration.consistency import ConsistencyReport
 from calibration.cost import Prices
 from calibration.pairwise import UnparsedRule
 from critic.sft import SftOptions, export_campaign_sft
-from data.io.campaign_input import CampaignCalibrationInput
-from data.io.downloads import annotations_export
+from data.io.exporters.downloads import annotations_export
+from data.readmodels.campaign_input import CampaignCalibrationInput
 from data.storage.engine import make_engine, read_scope
 from schemas.protocols import Protocol
 

@@ -235,7 +235,7 @@ def measure_page_path(path: str, url: str, bootstrap: int, baseline_ref: str) ->
     import pickle
 
     from annotate_app import calibration_worker as worker
-    from data.io.campaign_input import campaign_version
+    from data.readmodels.campaign_input import campaign_version
     from data.storage.engine import make_engine, read_scope
 
     engine = make_engine(url)
@@ -250,10 +250,10 @@ def measure_page_path(path: str, url: str, bootstrap: int, baseline_ref: str) ->
         rows, report = overview.rows, page.report
     else:  # before: the whole frame, every rationale included, read in the page's process
         from calibration import CalibrationOptions, calibrate
-        from data.io.frames import campaign_reference_overrides
+        from data.readmodels.frames import campaign_reference_overrides
         from schemas.protocols import ALIGNMMBENCH
 
-        old = _module_at(baseline_ref, "data/io/frames.py", "old_frames")
+        old = _module_at(baseline_ref, "data/readmodels/frames.py", "old_frames")
         with read_scope(engine) as session:
             frame = old.campaign_judgement_frame(session, 1)
             overrides = campaign_reference_overrides(session, 1)

@@ -81,7 +81,8 @@ class CalibrationReport:
 
     def with_rationales(self, rows: pd.DataFrame) -> CalibrationReport:
         """This report with the rationales of its listed units taken from ``rows`` (the
-        judgement-frame rows of those units, e.g. :func:`data.io.frames.campaign_rationales`)."""
+        judgement-frame rows of those units, e.g.
+        :func:`data.readmodels.frames.campaign_rationales`)."""
         return replace(self, details=with_rationales(self.details, rows))
 
     @property

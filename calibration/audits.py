@@ -2,9 +2,10 @@
 judges: cost and time per 1,000 units, length and list preference beside the humans',
 length-controlled agreement and self-preference, each with a bootstrap interval over units.
 
-Inputs are the campaign's judgement frame (:func:`data.io.frames.campaign_judgement_frame`), the
-facts of its responses and the usage of its judgements (:mod:`data.io.judge_facts`); the metrics
-themselves are the pure functions of :mod:`calibration.bias` and :mod:`calibration.cost`.
+Inputs are the campaign's judgement frame
+(:func:`data.readmodels.frames.campaign_judgement_frame`), the facts of its responses and the
+usage of its judgements (:mod:`data.readmodels.judge_facts`); the metrics themselves are the
+pure functions of :mod:`calibration.bias` and :mod:`calibration.cost`.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def normalise_frame(frame: pd.DataFrame) -> pd.DataFrame:
         raise CalibrationInputError(
             "the judgement frame lacks column(s) "
             + ", ".join(missing)
-            + "; build it with data.io.frames.campaign_judgement_frame or "
+            + "; build it with data.readmodels.frames.campaign_judgement_frame or "
             "calibration.io.judgement_frame"
         )
     frame = frame.copy(deep=False)  # setting a column below replaces it: the caller's stay

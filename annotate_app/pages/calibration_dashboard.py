@@ -61,8 +61,8 @@ from calibration.tables import (
     model_table,
     with_metric_names,
 )
-from data.io.campaign_input import campaign_version
-from data.io.frames import unit_content
+from data.readmodels.campaign_input import campaign_version
+from data.readmodels.frames import unit_content
 from data.services.admin_audit import record_export
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
@@ -75,7 +75,7 @@ GROUPINGS = ("(none)", "task", "category", "model", "group")
 @st.cache_data(show_spinner="Reading the campaign…", max_entries=16)
 def _overview(scope: CampaignScope) -> CampaignOverview:
     """What the pickers offer; read by the calibration worker, cached on the campaign's
-    version (:func:`data.io.campaign_input.campaign_version`)."""
+    version (:func:`data.readmodels.campaign_input.campaign_version`)."""
     return campaign_overview(scope)
 
 

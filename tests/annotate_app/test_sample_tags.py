@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from annotate_app.disagreement_review import disagreement_entries, open_disagreements, tag_summaries
-from data.io.frames import campaign_judges
+from data.readmodels.frames import campaign_judges
 from data.sample import build_sample_project
 from data.sample.tags import TAGGED_CAMPAIGN, TAGS_PER_JUDGE
 from data.services.disagreements import campaign_tags, tag_disagreement
