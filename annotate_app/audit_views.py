@@ -35,9 +35,9 @@ from calibration.report_audits import (
     length_controlled_table,
 )
 from calibration.report_html import audit_report_html
-from data.io.campaign_input import campaign_version
 from data.io.importers.errors import InvalidRecord
 from data.io.importers.strict_json import loads
+from data.readmodels.campaign_input import campaign_version
 from data.storage.campaign_lookup import campaign_protocol, list_campaigns
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id

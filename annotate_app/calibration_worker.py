@@ -10,8 +10,9 @@ the campaign itself in a read-only snapshot and keeps the last campaign it read,
 filter or option recalculates without reading again. The page receives only small results: what its
 pickers offer (:class:`CampaignOverview`) and the report, never the campaign's rows.
 
-Every request names the campaign's version (:func:`data.io.campaign_input.campaign_version`),
-which is also the key under which the page caches the results.
+Every request names the campaign's version
+(:func:`data.readmodels.campaign_input.campaign_version`), which is also the key under which the
+page caches the results.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from annotate_app.campaign_calibration import (
     judge_audit,
     load_campaign,
     only_units,
+    reference_exclusions,
+    with_shortcut_baseline_source,
 )
 from annotate_app.campaign_report import (
     CampaignReportFiles,
@@ -47,9 +50,10 @@ from calibration.compare import JudgeComparison, compare_judges
 from calibration.consistency import ConsistencyReport
 from calibration.cost import Prices
 from calibration.pairwise import UnparsedRule
+from calibration.shortcut import SHORTCUT_JUDGE
 from critic.sft import SftOptions, export_campaign_sft
-from data.io.campaign_input import CampaignCalibrationInput
-from data.io.downloads import annotations_export
+from data.io.exporters.downloads import annotations_export
+from data.readmodels.campaign_input import CampaignCalibrationInput
 from data.storage.engine import make_engine, read_scope
 from schemas.protocols import Protocol
 
@@ -293,7 +297,15 @@ def _calibration(scope: CampaignScope, options: dict[str, Any]) -> PageCalibrati
     listed = options.get("exclude_annotators") or ()
     # the page offers the campaign's annotators; one without a label after its filters is moot
     options = {**options, "exclude_annotators": tuple(n for n in listed if n in present)}
-    calibration = calibrate_campaign(_engine(scope.url), source, **options)
+    engine = _engine(scope.url)
+    if options.pop("baselines", False):
+        # fitted on the reference these options make, as `calibrate --baselines` fits it
+        chosen: dict[str, Any] = {**options, **reference_exclusions(source, options)}
+        fitted_on = CalibrationOptions(protocol=source.protocol, **chosen)
+        source = with_shortcut_baseline_source(engine, source, fitted_on)
+        if options.get("judges"):
+            options["judges"] = (*options["judges"], SHORTCUT_JUDGE)
+    calibration = calibrate_campaign(engine, source, **options)
     return PageCalibration(replace(calibration.report, units=None))
 
 

@@ -30,17 +30,17 @@ from calibration.errors import CalibrationInputError
 from calibration.reference import NoMajorityRule
 from calibration.scale import Scale
 from calibration.tables import select_units
-from data.io.campaign_input import (
+from data.readmodels.campaign_input import (
     CampaignCalibrationInput,
     read_calibration_input,
     standing_exclusions,
 )
-from data.io.frames import (
+from data.readmodels.frames import (
     campaign_judgement_frame,
     campaign_rationales,
     campaign_reference_overrides,
 )
-from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
+from data.readmodels.judge_facts import campaign_judgement_usage, campaign_response_facts
 from data.services.monitor import human_rating_matrices
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope
@@ -112,7 +112,7 @@ def calibrate_campaign(
     disagreement threshold is the campaign's unless given. The campaign's
     frame holds no rationales (a million units' texts would not fit in a page), so the texts of
     the units the report lists as largest disagreements are read apart, in one query
-    (:func:`data.io.frames.campaign_rationales`) in a read-only snapshot. Annotators held or
+    (:func:`data.readmodels.frames.campaign_rationales`) in a read-only snapshot. Annotators held or
     retired in the campaign are left out of the reference without being listed
     (:func:`reference_exclusions`); answers a reviewer rejected are not in the frame at all, and
     the result's ``reference.rejected_answers`` says how many there were on its units.

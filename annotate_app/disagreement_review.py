@@ -30,7 +30,7 @@ from calibration.disagreement_tags import JudgeTags, summarise_tags
 from calibration.report_audits import audit_section, consistency_section
 from calibration.report_html import render_html
 from calibration.report_tags import tags_section
-from data.io.campaign_input import read_calibration_input
+from data.readmodels.campaign_input import read_calibration_input
 from data.services.disagreements import (
     REVIEWER_ROLES,
     Disagreement,

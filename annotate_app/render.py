@@ -4,8 +4,8 @@ Nothing from the data may become markup. Text goes through :func:`annotate_app.t
 (re-exported here): it keeps its paragraphs, lists, emphasis, code and tables, and every link,
 image, autolink, HTML tag, math delimiter, directive and shortcode shows as the characters that
 were typed, so model output cannot run a script or make the browser fetch anything. Image
-segments are files under the data folder (:func:`data.io.content.resolve_image`); a path that leaves
-it is refused, never opened.
+segments are files under the data folder (:func:`data.storage.content.resolve_image`); a path
+that leaves it is refused, never opened.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any, Literal
 import streamlit as st
 
 from annotate_app.text import escape_markdown, safe_markdown
-from data.io.content import ContentError, resolve_image
 from data.queue import ResponseView, UnitView
+from data.storage.content import ContentError, resolve_image
 from schemas.guidance import ALIGNMMBENCH_TASK_GUIDANCE, MMIE_CRITERIA, MMIE_JUDGE_MAX_IMAGES
 from schemas.protocols import Protocol
 

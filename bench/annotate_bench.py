@@ -64,7 +64,7 @@ from annotate_app.calibration_worker import (  # noqa: E402
 )
 from annotate_app.campaign_calibration import load_campaign  # noqa: E402
 from data import queue  # noqa: E402
-from data.io.campaign_input import campaign_version  # noqa: E402
+from data.readmodels.campaign_input import campaign_version  # noqa: E402
 from data.services.users import create_user  # noqa: E402
 from data.storage.engine import (  # noqa: E402
     make_engine,

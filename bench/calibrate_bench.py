@@ -17,6 +17,15 @@ before it (every rationale in the frame, read in the page's own process) from th
 the page's process receives from the worker.
 
     .venv/bin/python bench/calibrate_bench.py --page --units 1000000 --bootstrap 1000
+
+``--small`` measures the small, wide campaigns of the tests and the demo: the bundled sample
+project (every campaign: calibrate with the defaults, with B = 100 by task, and the judge audit)
+and a campaign of 2 units with 38 annotators and 38 model judges (the hostile Markdown seed),
+each computation's CPU seconds (best of ``--repeat``) in a fresh process with this tree's code
+and, in the same run, with the code of ``--small-baseline-ref`` (a ``git worktree``); both
+processes' outputs (the ``--json`` text, the audit's JSON) must be equal byte for byte.
+
+    .venv/bin/python bench/calibrate_bench.py --small
 """
 
 from __future__ import annotations
@@ -98,7 +107,17 @@ def main() -> None:
     )
     parser.add_argument("--measure", choices=("new", "old"), help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
+    parser.add_argument("--small", action="store_true", help="the sample and a 38 × 38 campaign")
+    parser.add_argument("--small-baseline-ref", default=SMALL_BASELINE_REF)
+    parser.add_argument("--repeat", type=int, default=3, help="--small: best of this many runs")
+    parser.add_argument("--measure-small", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure_small:
+        print(json.dumps(measure_small(Path(args.measure_small), args.repeat)))
+        return
+    if args.small:
+        print(json.dumps(small_bench(args.small_baseline_ref, args.repeat), indent=2))
+        return
     if args.measure:
         print(
             json.dumps(measure_page_path(args.measure, args.db, args.bootstrap, args.baseline_ref))
@@ -235,7 +254,7 @@ def measure_page_path(path: str, url: str, bootstrap: int, baseline_ref: str) ->
     import pickle
 
     from annotate_app import calibration_worker as worker
-    from data.io.campaign_input import campaign_version
+    from data.readmodels.campaign_input import campaign_version
     from data.storage.engine import make_engine, read_scope
 
     engine = make_engine(url)
@@ -250,10 +269,10 @@ def measure_page_path(path: str, url: str, bootstrap: int, baseline_ref: str) ->
         rows, report = overview.rows, page.report
     else:  # before: the whole frame, every rationale included, read in the page's process
         from calibration import CalibrationOptions, calibrate
-        from data.io.frames import campaign_reference_overrides
+        from data.readmodels.frames import campaign_reference_overrides
         from schemas.protocols import ALIGNMMBENCH
 
-        old = _module_at(baseline_ref, "data/io/frames.py", "old_frames")
+        old = _module_at(baseline_ref, "data/readmodels/frames.py", "old_frames")
         with read_scope(engine) as session:
             frame = old.campaign_judgement_frame(session, 1)
             overrides = campaign_reference_overrides(session, 1)
@@ -273,6 +292,168 @@ def measure_page_path(path: str, url: str, bootstrap: int, baseline_ref: str) ->
         "read_and_calibrate_seconds": round(total, 2),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "bytes_sent_to_the_page": received,
+    }
+
+
+SMALL_BASELINE_REF = "d3e6eb3"
+"""The last commit before issue 26's speed-up of small, wide calibrations."""
+
+
+def small_bench(baseline_ref: str, repeat: int) -> dict:
+    """Seed the sample project and the 38 × 38 campaign once; measure both trees on them."""
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="calibration-small-bench-") as folder:
+        data = Path(folder)
+        seed_small(data)
+        old_tree = data / "baseline"
+        subprocess.run(
+            ["git", "-C", str(root), "worktree", "add", "--detach", str(old_tree), baseline_ref],
+            capture_output=True,
+            check=True,
+        )
+        try:
+            result: dict = {"baseline_ref": baseline_ref, "repeat": repeat, "cpus": os.cpu_count()}
+            outputs = {}
+            for label, tree in (("new", root), ("old", old_tree)):
+                before = os.getloadavg()
+                done = subprocess.run(
+                    [sys.executable, __file__, "--measure-small", str(data)]
+                    + ["--repeat", str(repeat)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=tree,
+                    env={**os.environ, "PYTHONPATH": str(tree)},
+                )
+                measured = json.loads(done.stdout)
+                outputs[label] = measured.pop("output_sha256")
+                measured["load_average_before_after"] = [before, os.getloadavg()]
+                result[label] = measured
+        finally:
+            subprocess.run(
+                ["git", "-C", str(root), "worktree", "remove", "--force", str(old_tree)],
+                capture_output=True,
+                check=False,
+            )
+    result["same_outputs"] = outputs["new"] == outputs["old"]
+    result["speedup_total_cpu"] = round(result["old"]["total_cpu"] / result["new"]["total_cpu"], 2)
+    return result
+
+
+def seed_small(folder: Path) -> None:
+    """``sample.db``: the bundled sample project; ``wide.db``: 2 units, each answered by 38
+    annotators and scored by 38 model judges (the layout of the hostile Markdown seed)."""
+    from data.sample.build import build_sample_project
+    from data.services.campaigns import CampaignSpec, create_campaign
+    from data.storage.engine import make_engine, session_scope, upgrade_database
+    from schemas.core import stored_id
+    from schemas.tables import Dataset, Item, Judgement, Response, User
+
+    engine = make_engine(f"sqlite:///{folder / 'sample.db'}")
+    upgrade_database(engine)
+    build_sample_project(engine, data_dir=folder / "data")
+    engine.dispose()
+    from data import queue
+
+    engine = make_engine(f"sqlite:///{folder / 'wide.db'}")
+    upgrade_database(engine)
+    width = 38
+    with session_scope(engine) as session:
+        annotators = [User(name=f"a{n:02d}", password_hash="!", role="annotator") for n in
+                      range(width)]  # fmt: skip
+        session.add_all(annotators)
+        dataset = Dataset(name="wide", benchmark="alignmmbench", description="bench")
+        session.add(dataset)
+        session.flush()
+        responses = []
+        for n in range(2):
+            item = Item(dataset_id=stored_id(dataset), item_id=f"w-{n}", benchmark="alignmmbench",
+                        task="Counting", category="Perception & Understanding", group="g",
+                        history=[], question=[{"type": "text", "text": f"Question {n}"}],
+                        reference=None, meta={}, content_sha256=f"{n:064d}")  # fmt: skip
+            session.add(item)
+            session.flush()
+            response = Response(response_id=f"w-{n}/m", item_pk=stored_id(item), model="m",
+                                content=[{"type": "text", "text": "answer"}], meta={},
+                                content_sha256=f"{n + 2:064d}")  # fmt: skip
+            session.add(response)
+            responses.append(response)
+        session.flush()
+        campaign = create_campaign(
+            session,
+            CampaignSpec(name="wide", dataset="wide", protocol="alignmmbench", overlap=width),
+        )
+        for n, annotator in enumerate(annotators):
+            for _ in range(2):
+                view = queue.next_unit(session, stored_id(campaign), stored_id(annotator))
+                assert view is not None
+                queue.submit(
+                    session,
+                    view.assignment_id,
+                    stored_id(annotator),
+                    score=float(1 + n % 10),
+                    rationale=f"Annotator {n} explains the score in a sentence.",
+                )
+        for n in range(width):
+            for response in responses:
+                session.add(Judgement(judge=f"judge-{n:02d}", protocol="alignmmbench",
+                                      unit_key=f"r:{response.response_id}",
+                                      response_pk=response.id, score=float(1 + (n * 3) % 10),
+                                      prompt_id="p@1"))  # fmt: skip
+    engine.dispose()
+
+
+def measure_small(folder: Path, repeat: int) -> dict:
+    """In this process (this tree's code): CPU seconds of each computation, best of
+    ``repeat``, and one hash of every output."""
+    import hashlib
+
+    from annotate_app.campaign_calibration import load_campaign
+    from data.storage.campaign_lookup import list_campaigns
+    from data.storage.engine import make_engine, read_scope
+
+    digest = hashlib.sha256()
+    seconds: dict[str, float] = {}
+    for database in ("wide.db", "sample.db"):
+        engine = make_engine(f"sqlite:///{folder / database}")
+        with read_scope(engine) as session:
+            names = [campaign.name for campaign in list_campaigns(session)]
+        for name in names:
+            source = load_campaign(engine, name)
+            if source.frame.empty:
+                continue
+            runs = _small_runs(engine, source)
+            for label, run in runs.items():
+                best = float("inf")
+                for _ in range(repeat):
+                    start = time.process_time()
+                    text = run()
+                    best = min(best, time.process_time() - start)
+                digest.update(text.encode())
+                seconds[f"{database}/{name}/{label}"] = round(best, 3)
+        engine.dispose()
+    import calibration
+
+    return {
+        "code": str(Path(calibration.__file__).parent.parent),
+        "cpu_seconds": seconds,
+        "total_cpu": round(sum(seconds.values()), 2),
+        "output_sha256": digest.hexdigest(),
+    }
+
+
+def _small_runs(engine, source) -> dict:
+    """The computations ``--small`` times on one campaign, each returning its output's text."""
+    from annotate_app.campaign_calibration import calibrate_campaign, judge_audit
+
+    def by_task() -> str:
+        report = calibrate_campaign(engine, source, bootstrap=100, by=("task",)).report
+        return report.result.to_json()
+
+    return {
+        "calibrate": lambda: calibrate_campaign(engine, source).report.result.to_json(),
+        "calibrate_b100_by_task": by_task,
+        "audit": lambda: judge_audit(engine, source).model_dump_json(),
     }
 
 

@@ -31,7 +31,7 @@ from critic.prompts import builtin_template, score_prefix  # noqa: E402
 from critic.sft import SftOptions, export_campaign_sft  # noqa: E402
 from critic.train_config import TrainConfig  # noqa: E402
 from critic.training import train_critic  # noqa: E402
-from data.io.critic_io import campaign_units, image_resolver  # noqa: E402
+from data.readmodels.critic_io import campaign_units, image_resolver  # noqa: E402
 from data.storage.campaign_lookup import get_campaign  # noqa: E402
 from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
 from schemas.core import stored_id  # noqa: E402

@@ -38,7 +38,7 @@ from load_test import percentiles, seed_campaign  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlmodel import select  # noqa: E402
 
-from data.io.judgements import insert_judgements  # noqa: E402
+from data.services.judgements import insert_judgements  # noqa: E402
 from data.services.routing import set_routing  # noqa: E402
 from data.storage.engine import make_engine, session_scope, upgrade_database  # noqa: E402
 from schemas.tables import Judgement, Response  # noqa: E402

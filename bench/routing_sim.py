@@ -243,7 +243,7 @@ def sample_cases() -> list[Case]:
     """The sample project's finished campaigns, built in a throw-away SQLite database."""
     from sqlmodel import Session, col, select
 
-    from data.io.frames import campaign_judges
+    from data.readmodels.frames import campaign_judges
     from data.sample import build_sample_project
     from data.services.routing import judge_readings
     from data.storage.campaign_lookup import campaign_protocol

@@ -23,7 +23,7 @@ from calibration import CalibrationOptions, calibrate
 from calibration.analysis import with_shortcut_baseline
 from calibration.io import judgement_frame, with_response_metadata
 from data.io.importers.reader import dataset_metadata, read_judgement_files
-from data.io.judge_facts import dataset_response_facts
+from data.readmodels.judge_facts import dataset_response_facts
 from schemas.protocols import get_protocol
 
 # bench/ is a folder of scripts: siblings are imported by their own names (bench/judge_quality.py)

@@ -8,6 +8,7 @@ METRICS.md ("Output"); ``details`` holds what the audit report and the dashboard
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.metadata
 import platform
@@ -81,7 +82,8 @@ class CalibrationReport:
 
     def with_rationales(self, rows: pd.DataFrame) -> CalibrationReport:
         """This report with the rationales of its listed units taken from ``rows`` (the
-        judgement-frame rows of those units, e.g. :func:`data.io.frames.campaign_rationales`)."""
+        judgement-frame rows of those units, e.g.
+        :func:`data.readmodels.frames.campaign_rationales`)."""
         return replace(self, details=with_rationales(self.details, rows))
 
     @property
@@ -194,14 +196,14 @@ def calibrate(
         block["parse_status"] = _parse_status(data, name)
         _add_groups(data, kernel, block, options)
         if scale:
-            judge_values = _judge_scores(data, name)
+            judge_values = data.judge_scores(name)
             block["loo"] = loo.pointwise(judge_values)
             block["maps"] = calibration_maps(
                 judge_values,
                 data.reference,
                 _items(data),
                 scale,
-                expected=_judge_scores(data, name, column="expected_score"),
+                expected=data.judge_scores(name, column="expected_score"),
                 fraction=options.calibration_fraction,
                 seed=options.seed,
             )
@@ -360,7 +362,7 @@ def _judge_names(data: UnitData, options: CalibrationOptions) -> list[str]:
 
 def _kernel(data: UnitData, name: str, scale: Scale | None, options: CalibrationOptions):
     if scale is not None:
-        return PointwiseKernel(_judge_scores(data, name), data.reference, scale)
+        return PointwiseKernel(data.judge_scores(name), data.reference, scale)
     rows = data.judge_rows(name)
     reference = np.array(
         [None if np.isnan(c) else LABELS[int(c)] for c in data.reference], dtype=object
@@ -376,16 +378,6 @@ def _kernel(data: UnitData, name: str, scale: Scale | None, options: Calibration
 
 def _verdicts(rows: pd.DataFrame) -> np.ndarray:
     return np.array([v if v in LABELS else None for v in rows["value"]], dtype=object)
-
-
-def _judge_scores(data: UnitData, name: str, column: str = "code") -> np.ndarray:
-    """Mean of the judge's parsed values per unit (samples and orders averaged), NaN if none."""
-    rows = data.judge_rows(name)
-    values = pd.to_numeric(rows[column], errors="coerce")
-    means = values.groupby(rows["unit_index"]).mean()
-    result = np.full(data.n_units, np.nan)
-    result[means.index.to_numpy()] = means.to_numpy(dtype=np.float64)
-    return result
 
 
 def _coverage(data: UnitData, name: str, kernel) -> float:
@@ -471,10 +463,19 @@ def _models(data: UnitData, judges: list[str], blocks: dict, scale: Scale) -> di
     meta = data.meta
     protocol = data.protocol.name
     sources = {"human": data.reference}
-    sources.update({f"judge:{name}": _judge_scores(data, name) for name in judges})
-    per_source = {
-        key: model_scores(meta, values, protocol, scale) for key, values in sources.items()
-    }
+    sources.update({f"judge:{name}": data.judge_scores(name) for name in judges})
+    # Judges that gave the same scores (a small campaign's judges, one judge under two names)
+    # have the same leaderboard: each distinct score vector is averaged once, and copied, since
+    # the entries are completed below.
+    leaderboards: dict[bytes, dict] = {}
+
+    def leaderboard(values: np.ndarray) -> dict:
+        key = values.tobytes()
+        if key not in leaderboards:
+            leaderboards[key] = model_scores(meta, values, protocol, scale)
+        return copy.deepcopy(leaderboards[key])
+
+    per_source = {key: leaderboard(values) for key, values in sources.items()}
     alignment = {key: alignment_scores(meta, values) for key, values in sources.items()}
     # The humans' model averages depend on the judge only through the units both scored, and
     # judges of one campaign mostly score the same units: each set of units is averaged once
@@ -486,13 +487,11 @@ def _models(data: UnitData, judges: list[str], blocks: dict, scale: Scale) -> di
         common = scored & ~np.isnan(data.reference)
         units_key = np.packbits(common).tobytes()
         if units_key not in human_on:
-            human_on[units_key] = model_scores(
-                meta, np.where(common, data.reference, np.nan), protocol, scale
-            )
+            human_on[units_key] = leaderboard(np.where(common, data.reference, np.nan))
         if np.array_equal(common, scored):  # every unit the judge scored has a reference
             judge_common = per_source[f"judge:{name}"]
         else:
-            judge_common = model_scores(meta, np.where(common, judge, np.nan), protocol, scale)
+            judge_common = leaderboard(np.where(common, judge, np.nan))
         blocks[name]["ranking_kendall"] = ranking_kendall(judge_common, human_on[units_key])
     models: dict[str, dict] = {}
     for key, table in per_source.items():
@@ -509,7 +508,7 @@ def _model_estimates(
     """Every judge's judge-only, humans-only and PPI++ model values (:mod:`calibration.
     model_estimates`)."""
     if scale is not None:
-        values = {name: _judge_scores(data, name) for name in judges}
+        values = {name: data.judge_scores(name) for name in judges}
     else:
         values = {}
         for name in judges:

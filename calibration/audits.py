@@ -2,9 +2,10 @@
 judges: cost and time per 1,000 units, length and list preference beside the humans',
 length-controlled agreement and self-preference, each with a bootstrap interval over units.
 
-Inputs are the campaign's judgement frame (:func:`data.io.frames.campaign_judgement_frame`), the
-facts of its responses and the usage of its judgements (:mod:`data.io.judge_facts`); the metrics
-themselves are the pure functions of :mod:`calibration.bias` and :mod:`calibration.cost`.
+Inputs are the campaign's judgement frame
+(:func:`data.readmodels.frames.campaign_judgement_frame`), the facts of its responses and the
+usage of its judgements (:mod:`data.readmodels.judge_facts`); the metrics themselves are the
+pure functions of :mod:`calibration.bias` and :mod:`calibration.cost`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from calibration.bootstrap import (
     DEFAULT_SEED,
     counts_from_indices,
     percentile_interval,
+    unit_resample_indices,
 )
 from calibration.cost import JudgeCost, Prices, judge_costs
 from calibration.errors import CalibrationInputError
@@ -185,6 +187,48 @@ def _beside_stat(stat, judge: np.ndarray, humans: np.ndarray, boot: int, seed: i
     )
 
 
+def _beside_rank_correlations(
+    features: Sequence[np.ndarray], judge: np.ndarray, humans: np.ndarray, boot: int, seed: int
+) -> list[Beside]:
+    """Per feature, Spearman's rho of the judge's and of the humans' scores with it
+    (:func:`calibration.bias.rank_correlation`), as :func:`_beside_stat` computes it: on each
+    resample's drawn units, the same draws for both sides and every feature. Each resample's
+    values are ranked once for all features, every resample of a chunk in one sort."""
+    n, everything = judge.size, np.arange(judge.size)
+    samples: list[list[list[np.ndarray]]] = [[[], []] for _ in features]
+    if boot > 0 and n > 0:
+        for drawn in unit_resample_indices(n, boot, seed):
+            sides = [
+                (values[drawn], bias.average_ranks_per_row(values[drawn]))
+                for values in (judge, humans)
+            ]
+            for feature, feature_samples in zip(features, samples, strict=True):
+                f = feature[drawn]
+                f_ranks = bias.average_ranks_per_row(f)
+                for (v, v_ranks), side_samples in zip(sides, feature_samples, strict=True):
+                    side_samples.append(bias.rank_correlations_of_ranks(v, f, v_ranks, f_ranks))
+    besides = []
+    for feature, (judge_parts, human_parts) in zip(features, samples, strict=True):
+        j = bias.rank_correlation(judge[everything], feature[everything])
+        h = bias.rank_correlation(humans[everything], feature[everything])
+        cis: list[Interval] = [None, None, None]
+        if judge_parts:
+            js, hs = np.concatenate(judge_parts), np.concatenate(human_parts)
+            cis = [interval_or_none(percentile_interval(row)) for row in (js, hs, js - hs)]
+        besides.append(
+            Beside(
+                n=int(n),
+                judge=finite_or_none(j),
+                judge_ci=cis[0],
+                humans=finite_or_none(h),
+                humans_ci=cis[1],
+                difference=finite_or_none(j - h),
+                difference_ci=cis[2],
+            )
+        )
+    return besides
+
+
 def _pair_table(data: UnitData, judge: str, facts: Mapping[str, ResponseFacts]) -> pd.DataFrame:
     """One row per pair the judge gave a parsed verdict on and the humans labelled."""
     rows = data.judge_rows(judge)
@@ -327,9 +371,6 @@ def _pointwise_bias(data, judge, facts, families, boot, seed) -> JudgeBias:
     length = np.array([f.length for f in unit_facts], float)
     lists = np.array([f.has_list for f in unit_facts], float)
 
-    def corr_with(feature: np.ndarray):
-        return lambda values, idx: bias.rank_correlation(values[idx], feature[idx])
-
     ell = bias.length_term_pointwise(length)
     result = bias.length_controlled_correlation(judged, humans, ell)
 
@@ -339,10 +380,11 @@ def _pointwise_bias(data, judge, facts, families, boot, seed) -> JudgeBias:
         mine = np.array([families.get(f.model) == family for f in unit_facts])
         gap = lambda values, idx: bias.score_gap(values[idx], mine[idx])  # noqa: E731
         own = _beside_stat(gap, judged, humans, boot, seed)
+    with_length, with_lists = _beside_rank_correlations([length, lists], judged, humans, boot, seed)
     return JudgeBias(
         judge=judge,
-        length=_beside_stat(corr_with(length), judged, humans, boot, seed),
-        lists=_beside_stat(corr_with(lists), judged, humans, boot, seed),
+        length=with_length,
+        lists=with_lists,
         length_controlled=LengthControlledAgreement(
             metric="pearson",
             n=int(index.size),

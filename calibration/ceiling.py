@@ -63,6 +63,10 @@ class LeaveOneOut:
         # An annotator's own metrics depend on the judge only through the units compared; judges
         # of one campaign mostly score the same units, so each (annotator, units) is computed once.
         self._human_points: dict[tuple[int, bytes], dict[str, float]] = {}
+        # A judge's metrics against an annotator's others depend only on its values on those
+        # units: judges that give the same scores there (a small campaign, a judge run twice
+        # under two names) are compared once.
+        self._judge_points: dict[tuple[int, bytes, bytes], dict[str, float]] = {}
 
     def pointwise(self, judge: np.ndarray | None) -> dict:
         """Per annotator and on average: human vs others, judge vs others (same units)."""
@@ -83,7 +87,10 @@ class LeaveOneOut:
                 self._human_points[key] = _point(own, others, mask, scale, names)
             entry = {"n": int(mask.sum()), "human": dict(self._human_points[key])}
             if judge is not None:
-                entry["judge"] = _point(judge, others, mask, scale, names)
+                judge_key = (*key, judge[mask].tobytes())
+                if judge_key not in self._judge_points:
+                    self._judge_points[judge_key] = _point(judge, others, mask, scale, names)
+                entry["judge"] = dict(self._judge_points[judge_key])
             per_rater[name] = entry
         return _summarise(per_rater, names)
 

@@ -200,19 +200,10 @@ def _check_side(data: UnitData, name: str) -> None:
 def _judged(data: UnitData, name: str, scale: Scale | None) -> np.ndarray:
     """Per unit: the judge gave a parsed score (pointwise) or any verdict (pairwise)."""
     if scale is not None:
-        return ~np.isnan(_judge_scores(data, name))
+        return ~np.isnan(data.judge_scores(name))
     judged = np.zeros(data.n_units, dtype=bool)
     judged[data.judge_rows(name)["unit_index"].to_numpy()] = True
     return judged
-
-
-def _judge_scores(data: UnitData, name: str) -> np.ndarray:
-    """Mean of the judge's parsed values per unit (samples and orders averaged), NaN if none."""
-    rows = data.judge_rows(name)
-    means = pd.to_numeric(rows["code"], errors="coerce").groupby(rows["unit_index"]).mean()
-    values = np.full(data.n_units, np.nan)
-    values[means.index.to_numpy()] = means.to_numpy(dtype=np.float64)
-    return values
 
 
 def _verdict_rows(data: UnitData, name: str, keep: np.ndarray):
@@ -237,7 +228,7 @@ def _judge_side(
     options: CalibrationOptions,
 ) -> _Evaluate:
     if scale is not None:
-        kernel = PointwiseKernel(_judge_scores(data, name)[common], data.reference[common], scale)
+        kernel = PointwiseKernel(data.judge_scores(name)[common], data.reference[common], scale)
         return kernel.evaluate
     unit, verdict, shown = _verdict_rows(data, name, common)
     reference = _labels(data.reference[common])
@@ -263,7 +254,7 @@ def _ceiling_sides(
     common = np.logical_or.reduce(masks)
     n_units = int(common.sum())
     if scale is not None:
-        scores = _judge_scores(data, judge)[common]
+        scores = data.judge_scores(judge)[common]
     else:
         unit, verdict, shown = _verdict_rows(data, judge, common)
     human_kernels: list[PointwiseKernel | PairwiseKernel] = []

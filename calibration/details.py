@@ -13,7 +13,7 @@ The metrics need no rationale, and a large campaign's rationales do not fit in a
 so the disagreements are listed first (with empty ``human_rationales`` / ``judge_rationales``)
 and :func:`with_rationales` then fills in the texts of the listed units only, from the judgement
 rows of those units: the campaign reader fetches them by unit key
-(:func:`data.io.frames.campaign_rationales`); a frame read from files already has them.
+(:func:`data.readmodels.frames.campaign_rationales`); a frame read from files already has them.
 """
 
 from __future__ import annotations

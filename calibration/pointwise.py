@@ -130,26 +130,45 @@ class PointwiseKernel:
 
     def _joint_table(
         self, codes_a: np.ndarray, size_a: int, codes_b: np.ndarray, size_b: int
-    ) -> tuple[sparse.csr_matrix, int, int] | None:
+    ) -> _JointTable | None:
         if size_a * size_b > _MAX_TABLE_CELLS:
             return None
-        rows = np.flatnonzero(self.mask)
-        table = sparse.csr_matrix(
-            (np.ones(rows.size), (rows, codes_a * size_b + codes_b)),
-            shape=(self.n_units, size_a * size_b),
-        )
-        return table, size_a, size_b
+        return _JointTable(np.flatnonzero(self.mask), codes_a * size_b + codes_b, size_a, size_b)
 
-    @staticmethod
-    def _table_counts(table: tuple[sparse.csr_matrix, int, int], weights: np.ndarray):
-        matrix, size_a, size_b = table
-        counts = sum_per_pattern(weights, matrix)
-        return counts.reshape(weights.shape[0], size_a, size_b)
+    def _table_counts(self, table: _JointTable, weights: np.ndarray) -> np.ndarray:
+        return table.counts(weights, self.n_units)
 
     def _rank_metrics(self, weights: np.ndarray) -> dict[str, np.ndarray]:
         if self._rank_table is not None:
             return _rank_metrics_from_tables(self._table_counts(self._rank_table, weights))
         return _rank_metrics_by_resample(self._j, self._h, weights[:, self.mask])
+
+
+class _JointTable:
+    """Weighted counts of the (a, b) value pairs of the units ``rows``, per row of weights.
+
+    One row of weights (a plain estimate, e.g. each annotator's leave-one-out) is a
+    ``bincount``; many rows (bootstrap resamples) a product with a units × cells indicator,
+    built on first use. Both add each cell's weights in ascending unit order, so both give the
+    same sums to the bit.
+    """
+
+    def __init__(self, rows: np.ndarray, cells: np.ndarray, size_a: int, size_b: int) -> None:
+        self.rows, self.cells, self.size_a, self.size_b = rows, cells, size_a, size_b
+        self._indicator: sparse.csr_matrix | None = None
+
+    def counts(self, weights: np.ndarray, n_units: int) -> np.ndarray:
+        """Resamples × a values × b values."""
+        n_cells = self.size_a * self.size_b
+        if weights.shape[0] == 1:
+            counts = np.bincount(self.cells, weights=weights[0, self.rows], minlength=n_cells)
+            return counts.reshape(1, self.size_a, self.size_b)
+        if self._indicator is None:
+            self._indicator = sparse.csr_matrix(
+                (np.ones(self.rows.size), (self.rows, self.cells)), shape=(n_units, n_cells)
+            )
+        counts = sum_per_pattern(weights, self._indicator)
+        return counts.reshape(weights.shape[0], self.size_a, self.size_b)
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:

@@ -63,7 +63,7 @@ def shortcut_judgements(
     """The shortcut judge's rows (judgement-frame columns) for every unit of ``data``.
 
     ``facts``: the length, list format and model of every response of the units
-    (:func:`data.io.judge_facts.campaign_response_facts` for a campaign). Raises
+    (:func:`data.readmodels.judge_facts.campaign_response_facts` for a campaign). Raises
     :class:`CalibrationInputError` when a response has no shape, or when fewer than two items
     have a reference (nothing to fit on outside a fold).
     """

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -64,8 +65,42 @@ class UnitData:
 
     def judge_rows(self, judge: str) -> pd.DataFrame:
         """The judge's rows of ``frame``, with the index of their unit (``unit_index``)."""
-        chosen = ((self.frame["kind"] == "model") & (self.frame["rater"] == judge)).to_numpy()
-        return self.frame[chosen].assign(unit_index=self.row_units[chosen])
+        chosen = self._judge_positions.get(judge, np.zeros(0, dtype=np.int64))
+        return self.frame.iloc[chosen].assign(unit_index=self.row_units[chosen])
+
+    def judge_scores(self, judge: str, column: str = "code") -> np.ndarray:
+        """Per unit, the mean of the judge's parsed values in ``column`` (``code``, or
+        ``expected_score``): samples and shown orders averaged, NaN where it has none.
+
+        Computed once per judge and column (a calibration reads each judge's scores for its
+        kernel, its leave-one-out, its maps, the leaderboards and the model estimates); each call
+        returns a fresh array.
+        """
+        key = (judge, column)
+        if key not in self._score_means:
+            rows = self.judge_rows(judge)
+            values = pd.to_numeric(rows[column], errors="coerce")
+            means = values.groupby(rows["unit_index"]).mean()
+            result = np.full(self.n_units, np.nan)
+            result[means.index.to_numpy()] = means.to_numpy(dtype=np.float64)
+            self._score_means[key] = result
+        return self._score_means[key].copy()
+
+    @cached_property
+    def _score_means(self) -> dict[tuple[str, str], np.ndarray]:
+        return {}
+
+    @cached_property
+    def _judge_positions(self) -> dict[str, np.ndarray]:
+        """Per model judge, the positions of its rows in ``frame`` (ascending): found in one pass,
+        since a calibration selects each judge's rows several times (scores, coverage, parse
+        status, details, groups) and a mask over the whole frame per selection cost
+        judges × rows."""
+        model = np.flatnonzero((self.frame["kind"] == "model").to_numpy())
+        codes, names = pd.factorize(self.frame["rater"].to_numpy()[model])
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+        return {str(name): model[order[bounds[k] : bounds[k + 1]]] for k, name in enumerate(names)}
 
 
 def normalise_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -77,7 +112,7 @@ def normalise_frame(frame: pd.DataFrame) -> pd.DataFrame:
         raise CalibrationInputError(
             "the judgement frame lacks column(s) "
             + ", ".join(missing)
-            + "; build it with data.io.frames.campaign_judgement_frame or "
+            + "; build it with data.readmodels.frames.campaign_judgement_frame or "
             "calibration.io.judgement_frame"
         )
     frame = frame.copy(deep=False)  # setting a column below replaces it: the caller's stay

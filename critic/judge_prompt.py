@@ -75,7 +75,7 @@ def build_prompt(
 ) -> JudgePrompt:
     """Render the judge input for one response (pointwise) or two in the shown order (pairwise).
 
-    ``resolve_image`` turns a stored CONTENT image path into a file (``data.io.content.
+    ``resolve_image`` turns a stored CONTENT image path into a file (``data.storage.content.
     resolve_image``). MMIE follows its released judge: an answer with more than
     ``MMIE_JUDGE_SKIP_ABOVE_IMAGES`` images is skipped; otherwise the answer is cut after
     ``MMIE_JUDGE_MAX_IMAGES`` images (``meta["truncated"]``).

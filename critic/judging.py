@@ -26,7 +26,7 @@ from sqlmodel import Session
 from critic.judge_prompt import JudgePrompt, build_prompt
 from critic.parsing import parse_judgement
 from critic.prompts import PromptTemplate
-from data.io.critic_io import CampaignUnit, store_judgements
+from data.readmodels.critic_io import CampaignUnit, store_judgements
 from data.storage.engine import session_scope
 from schemas.protocols import Protocol, to_canonical
 from schemas.tables import Judgement

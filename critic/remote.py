@@ -34,7 +34,7 @@ from sqlmodel import Session
 from critic.judge_prompt import JudgePrompt
 from critic.judging import Answered, JudgeJob, judgement_row, plan_jobs, run_jobs
 from critic.prompts import PromptTemplate, builtin_template
-from data.io.critic_io import (
+from data.readmodels.critic_io import (
     cached_outputs,
     campaign_units,
     image_resolver,

@@ -48,7 +48,7 @@ from critic.prompts import (
     verdict_prefix,
 )
 from critic.sft import read_sft
-from data.io.critic_io import (
+from data.readmodels.critic_io import (
     campaign_units,
     image_resolver,
     judged_keys,

@@ -9,8 +9,9 @@ annotators (``mean`` or ``median`` of the scores rounded half up to the scale st
 for pairwise with no majority → tie), or — with ``per_annotator`` — one record per annotator with
 their own label and rationale. Items, never responses, are split between train and eval with a
 seed, so no item is in both. Answers a reviewer rejected are not read
-(:func:`data.io.critic_io.annotated_units`), and the labels of annotators held or retired in the
-campaign are left out as if listed in ``exclude_annotators`` (the summary names them, with why).
+(:func:`data.readmodels.critic_io.annotated_units`), and the labels of annotators held or retired
+in the campaign are left out as if listed in ``exclude_annotators`` (the summary names them,
+with why).
 """
 
 from __future__ import annotations
@@ -32,15 +33,15 @@ from calibration.scale import Scale
 from critic.judge_prompt import build_prompt
 from critic.prompts import PromptTemplate, builtin_template, format_target
 from critic.sft_errors import SftFileError
-from data.io.campaign_input import standing_exclusions
-from data.io.critic_io import (
+from data.io.importers.errors import InvalidRecord
+from data.io.importers.sources import read_json_lines
+from data.readmodels.campaign_input import standing_exclusions
+from data.readmodels.critic_io import (
     AnnotatedUnit,
     HumanLabel,
     annotated_units,
     image_resolver,
 )
-from data.io.importers.errors import InvalidRecord
-from data.io.importers.sources import read_json_lines
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope
 from schemas.core import stored_id

@@ -1,6 +1,6 @@
 """Boundary records of the judge audits (cross-protocol consistency, bias and cost).
 
-The data layer fills them from the database (:mod:`data.io.judge_facts`); :mod:`calibration`
+The data layer fills them from the database (:mod:`data.readmodels.judge_facts`); :mod:`calibration`
 reads them without knowing where they came from.
 """
 

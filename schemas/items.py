@@ -1,12 +1,12 @@
 """An item with its responses, as every reader of stored items sees it (no database objects).
 
 The judge's prompt (:mod:`critic.prompts`), the Calibration page's unit viewer
-(:func:`data.io.frames.unit_content`) and the reviewers' pages (*Adjudicate*, *Disagreements*:
-``UnitReview.content`` of :mod:`data.services.adjudication`) read a :class:`UnitContent`. The
-annotation page reads the blind :class:`data.queue.UnitView` instead, on purpose: its responses
-are labelled A / B in the order shown to that annotator and carry no model name, and the item's
-reference answer is left out unless the campaign shows it (docs/ARCHITECTURE.md, *One record per
-unit's content*).
+(:func:`data.readmodels.frames.unit_content`) and the reviewers' pages (*Adjudicate*,
+*Disagreements*: ``UnitReview.content`` of :mod:`data.services.adjudication`) read a
+:class:`UnitContent`. The annotation page reads the blind :class:`data.queue.UnitView` instead,
+on purpose: its responses are labelled A / B in the order shown to that annotator and carry no
+model name, and the item's reference answer is left out unless the campaign shows it
+(docs/ARCHITECTURE.md, *One record per unit's content*).
 """
 
 from __future__ import annotations

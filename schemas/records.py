@@ -73,7 +73,7 @@ JUDGEMENT_FRAME_COLUMNS: dict[str, str] = {
 }
 """Long-format judgement frame: one row per (unit, rater, shown order, sample).
 
-This is the one shape ``calibration`` reads. ``data.io.frames`` builds it from a campaign;
+This is the one shape ``calibration`` reads. ``data.readmodels.frames`` builds it from a campaign;
 ``calibration.io`` builds it from the records of judgement files. Adjudicated references travel
 separately as a mapping ``unit -> value``. Extra columns (any ``meta`` key used with ``--by``)
 may be added.

@@ -151,7 +151,7 @@ def sample_app_server(
     request: pytest.FixtureRequest,
     sample_template: SampleTemplate,
 ) -> Iterator[AppServer]:
-    """The app served on a copy of the sample project (built once per test process)."""
+    """The app served on a copy of the sample project (built once per test session)."""
     yield from _serve(tmp_path_factory.mktemp("app"), request, sample_template.copy_to)
 
 

@@ -37,7 +37,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
 ALIGNMMBENCH_ENV = "CRITIQUELAB_ALIGNMMBENCH_DIR"
 
-# Fixtures shared by every test folder: the sample project built once per process
+# Fixtures shared by every test folder: the sample project built once per session
 # (tests/sample_template.py), and one set of browser fixtures (app server, Chromium, page, login):
 # a second Playwright instance in the same session would collide with the first one's event loop.
 pytest_plugins = ["tests.sample_template", "tests.browser_fixtures"]

@@ -269,7 +269,7 @@ def _calibrate_files(
     options = CalibrationOptions(protocol=chosen, **fields)
     if baselines and dataset is not None:
         from calibration.analysis import with_shortcut_baseline
-        from data.io.judge_facts import dataset_response_facts
+        from data.readmodels.judge_facts import dataset_response_facts
 
         options.validate()
         frame = with_shortcut_baseline(frame, options, dataset_response_facts(dataset))

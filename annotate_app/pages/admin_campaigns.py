@@ -20,10 +20,10 @@ from annotate_app.disagreement_views import render_review_settings
 from annotate_app.gold_views import render_gold_settings
 from annotate_app.render import safe_markdown
 from annotate_app.text import escape_markdown
-from data.io.downloads import MEDIA_TYPES
+from data.io.exporters.downloads import MEDIA_TYPES
 from data.io.exporters.files import EXPORT_FORMATS
-from data.io.frames import campaign_judges
 from data.queue.priority import ROUTING_MODES
+from data.readmodels.frames import campaign_judges
 from data.services.admin import (
     CampaignSettings,
     campaign_settings,

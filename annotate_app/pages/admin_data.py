@@ -9,7 +9,7 @@ import streamlit as st
 from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.text import escape_markdown
-from data.io.uploads import (
+from data.io.importers.uploads import (
     UnsafeUpload,
     UploadRejected,
     import_dataset_upload,

@@ -61,8 +61,8 @@ from calibration.tables import (
     model_table,
     with_metric_names,
 )
-from data.io.campaign_input import campaign_version
-from data.io.frames import unit_content
+from data.readmodels.campaign_input import campaign_version
+from data.readmodels.frames import unit_content
 from data.services.admin_audit import record_export
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
@@ -75,7 +75,7 @@ GROUPINGS = ("(none)", "task", "category", "model", "group")
 @st.cache_data(show_spinner="Reading the campaign…", max_entries=16)
 def _overview(scope: CampaignScope) -> CampaignOverview:
     """What the pickers offer; read by the calibration worker, cached on the campaign's
-    version (:func:`data.io.campaign_input.campaign_version`)."""
+    version (:func:`data.readmodels.campaign_input.campaign_version`)."""
     return campaign_overview(scope)
 
 
@@ -89,6 +89,7 @@ def _report(
     seed: int,
     reference: str | None = None,
     exclude: tuple[str, ...] = (),
+    baselines: bool = False,
 ) -> PageCalibration:
     """The campaign's calibration, computed by the calibration worker (the campaign's rows never
     enter this process, whose threads serve the annotators' submits), cached on the campaign's
@@ -102,6 +103,7 @@ def _report(
         seed=seed,
         consensus=reference,
         exclude_annotators=exclude,
+        baselines=baselines,
     )
 
 
@@ -198,6 +200,14 @@ def _dashboard() -> None:
         chosen_tasks = left.multiselect("Tasks", tasks, default=tasks)
         chosen_models = middle.multiselect("Models", models, default=models)
         bootstrap = right.number_input("Bootstrap resamples", 0, 5000, 1000, step=100)
+        baselines = right.checkbox(
+            "Shortcut baseline",
+            key="cal_baselines",
+            help="Add the judge 'baseline:shortcut': no language model, only the responses' "
+            "lengths, list items and models, fitted to the reference over item folds "
+            "(METRICS.md). A judge worth its cost beats it. As calibrate --baselines; fitting it "
+            "takes a few seconds.",
+        )
         left, middle, right = st.columns(3)
         reference_rule = left.selectbox(
             "Human reference",
@@ -227,7 +237,15 @@ def _dashboard() -> None:
     )
     by = () if grouping == "(none)" else (grouping,)
     report = _report(
-        scope, tuple(judges), by, unparsed, int(bootstrap), 0, reference_rule, tuple(listed)
+        scope,
+        tuple(judges),
+        by,
+        unparsed,
+        int(bootstrap),
+        0,
+        reference_rule,
+        tuple(listed),
+        baselines,
     ).report
     if report is None:
         st.info("No unit matches these filters.")

@@ -15,7 +15,7 @@ from annotate_app.disagreement_review import open_disagreements
 from annotate_app.pickers import pick_campaign
 from annotate_app.reviewed_unit import render_reviewed_unit
 from annotate_app.text import escape_markdown, safe_markdown
-from data.io.frames import campaign_judges
+from data.readmodels.frames import campaign_judges
 from data.services.adjudication import UnitReview, unit_review
 from data.services.disagreements import Disagreement, DisagreementError, tag_disagreement
 from data.services.roles import PermissionDenied

@@ -2,7 +2,7 @@
 
 Annotations go in as the queue would have left them: one ``submitted`` assignment per annotator
 and unit (slots 0..K-1), the live annotation that answers it, and the unit's ``slots_taken`` /
-``n_submitted`` counters. Judgements go through :func:`data.io.judgements.insert_judgements`.
+``n_submitted`` counters. Judgements go through :func:`data.services.judgements.insert_judgements`.
 Every row is marked ``synthetic``; every value comes from the latent truth of
 :mod:`data.sample.dataset` seen through the profiles of :mod:`data.sample.synthetic`.
 """
@@ -17,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import insert, update
 from sqlmodel import Session, col, select
 
-from data.io.judgements import insert_judgements
 from data.sample.dataset import ResponseTruth
 from data.sample.rationales import (
     human_pairwise_rationale,
@@ -43,6 +42,7 @@ from data.sample.synthetic import (
     pointwise_raw_output,
     rng_for,
 )
+from data.services.judgements import insert_judgements
 from data.storage.campaign_lookup import unit_key_map
 from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, UNITS
 from schemas.ids import parse_unit_key

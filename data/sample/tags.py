@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from sqlmodel import Session, select
 
-from data.io.frames import campaign_judges
+from data.readmodels.frames import campaign_judges
 from data.sample.labels import BASE_TIME
 from data.sample.synthetic import rng_for
 from data.services.disagreements import (

@@ -3,7 +3,7 @@
 A reviewer's final label for a unit is an :class:`~schemas.tables.Adjudication` row. The table is
 append-only: a new adjudication retires the live one (``is_live`` false) and both stay. The live
 adjudication is the calibration reference for its unit (METRICS.md "Reference label"); the
-calibration side reads it from the table (``data.io.frames.campaign_reference_overrides``).
+calibration side reads it from the table (``data.readmodels.frames.campaign_reference_overrides``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from datetime import datetime
 
 from sqlmodel import Session, col, select
 
-from data.io.frames import item_content
 from data.queue import review_info
+from data.readmodels.frames import item_content
 from data.services.counted_answers import not_rejected
 from data.services.monitor import unit_infos
 from data.services.roles import require_actor_role
@@ -117,7 +117,7 @@ class UnitReview:
     content: UnitContent
     """The unit key, the item (reference answer included) and one response (pointwise) or the
     pair in canonical order (A, B), with their models: the same record the Calibration page's
-    unit viewer shows (:func:`data.io.frames.unit_content`)."""
+    unit viewer shows (:func:`data.readmodels.frames.unit_content`)."""
     answers: tuple[HumanAnswer, ...]
     judges: tuple[JudgeOutput, ...]
     adjudications: tuple[AdjudicationView, ...]

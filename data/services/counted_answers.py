@@ -2,13 +2,14 @@
 
 An answer a reviewer rejected (:mod:`data.queue.review`) stays its annotator's live answer (they
 may revise it), but it counts nowhere: not in the human reference, the SFT export or the judge
-metrics (:mod:`data.io.frames`, :mod:`data.io.critic_io`, :mod:`data.io.exporters.records`),
-nor in the Monitor's agreement so far, Annotators table and low-effort report
-(:mod:`data.services.monitor`), nor in a campaign's progress
+metrics (:mod:`data.readmodels.frames`, :mod:`data.readmodels.critic_io`,
+:mod:`data.io.exporters.records`), nor in the Monitor's agreement so far, Annotators table and
+low-effort report (:mod:`data.services.monitor`), nor in a campaign's progress
 (:mod:`data.services.campaign_progress`). So does a revision of it until a reviewer accepts it.
 
-Why a module of its own: it sits below both :mod:`data.io` and :mod:`data.services` (it imports
-neither), so that the calibration frame and the Monitor read the same definition.
+Why a module of its own: it sits below :mod:`data.readmodels`, :mod:`data.io` and the other
+services (it imports none of them), so that the calibration frame and the Monitor read the same
+definition.
 """
 
 from __future__ import annotations

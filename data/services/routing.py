@@ -273,9 +273,9 @@ def judge_readings(
     """unit id → judge → what that judge stored about the unit (verdicts on the 0–1 axis, and
     its stored spread where it kept probabilities or an expected score); ``where`` narrows the
     judgements read (conditions on :class:`Judgement` columns)."""
-    # data.io.frames imports pandas; importing it here keeps routing, and the importers that
+    # data.readmodels.frames imports pandas; importing it here keeps routing, and the importers that
     # call refresh_routing_for_judgements, free of it until a judge actually routes a campaign
-    from data.io.frames import campaign_judgements
+    from data.readmodels.frames import campaign_judgements
 
     protocol = campaign_protocol(campaign)
     pairwise = not protocol.is_pointwise

@@ -21,11 +21,11 @@ from annotate_app.built_file import BuiltFile
 from annotate_app.cli.main import app
 from annotate_app.navigation import APP_DIR
 from annotate_app.text import escape_markdown, safe_markdown
-from data.io.judgements import insert_judgements
 from data.queue import flag, next_unit
 from data.services.adjudication import adjudicate
 from data.services.admin import change_campaign_status, set_routing_as
 from data.services.disagreements import disagreement_queue, tag_disagreement
+from data.services.judgements import insert_judgements
 from data.services.roles import PermissionDenied
 from data.services.users import UserRecord, get_user, to_record
 from data.storage.audit import list_events
@@ -435,11 +435,15 @@ def _refuse_campaign_reads(patch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("the page read a campaign's rows in the app's process")
 
-    for module in ("data.io.frames", "data.io.campaign_input", "annotate_app.audit_views"):
+    for module in (
+        "data.readmodels.frames",
+        "data.readmodels.campaign_input",
+        "annotate_app.audit_views",
+    ):
         patch.setattr(f"{module}.campaign_judgement_frame", refuse, raising=False)
-    for module in ("data.io.critic_io", "critic.sft"):  # the training file's read
+    for module in ("data.readmodels.critic_io", "critic.sft"):  # the training file's read
         patch.setattr(f"{module}.annotated_units", refuse)
-    patch.setattr("data.io.downloads.annotation_records", refuse)  # the annotations' read
+    patch.setattr("data.io.exporters.downloads.annotation_records", refuse)  # the annotations' read
 
 
 @pytest.mark.slow  # a calibration worker process

@@ -17,7 +17,7 @@ import pytest
 
 from annotate_app.campaign_report import CampaignReportRequest, build_campaign_report
 from annotate_app.disagreement_review import open_disagreements
-from data.io.frames import campaign_judges
+from data.readmodels.frames import campaign_judges
 from data.services.disagreements import set_review_settings, tag_disagreement
 from data.services.users import create_user
 from data.storage.campaign_lookup import get_campaign

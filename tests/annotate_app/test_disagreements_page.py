@@ -11,7 +11,7 @@ import calibration  # noqa: F401  (heavy imports paid once here, not inside a ti
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR, page_available
 from annotate_app.text import escape_markdown, safe_markdown
-from data.io.judgements import insert_judgements
+from data.services.judgements import insert_judgements
 from data.services.users import to_record
 from data.storage.audit import list_events
 from data.storage.campaign_lookup import unit_key_map

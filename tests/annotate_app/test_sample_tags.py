@@ -1,6 +1,10 @@
 """The sample project's synthetic disagreement tags (data.sample.tags), built as ``critiquelab
 demo`` builds them: made through the Disagreements page's queue and tag functions, shown by the
-per-judge summary, seeded, and never added twice."""
+per-judge summary, seeded, and never added twice.
+
+A build without the Disagreements reader is the session's sample project
+(:mod:`tests.sample_template`, built exactly so); the tests copy it rather than build it again.
+"""
 
 from __future__ import annotations
 
@@ -12,16 +16,17 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from annotate_app.disagreement_review import disagreement_entries, open_disagreements, tag_summaries
-from data.io.frames import campaign_judges
+from data.readmodels.frames import campaign_judges
 from data.sample import build_sample_project
 from data.sample.tags import TAGGED_CAMPAIGN, TAGS_PER_JUDGE
 from data.services.disagreements import campaign_tags, tag_disagreement
 from data.services.users import get_user
 from data.storage.campaign_lookup import get_campaign
-from data.storage.engine import make_engine, session_scope, upgrade_database
+from data.storage.engine import make_engine, session_scope
 from schemas.tables import AuditEvent, DisagreementTag
+from tests.sample_template import SampleTemplate
 
-pytestmark = pytest.mark.slow  # each test builds the sample project
+pytestmark = pytest.mark.slow  # each test builds the sample project (or its tags)
 
 
 def _tags(engine: Engine) -> list[tuple[str, str, str, str, str]]:
@@ -65,24 +70,37 @@ def test_demo_build_tags_disagreements_through_the_review_queue(any_engine: Engi
     assert again.disagreement_tags == len(tags) == _count(any_engine, DisagreementTag)
 
 
-def test_tags_are_seeded_and_need_the_reference(tmp_path: Path) -> None:
+def _copy(template: SampleTemplate, folder: Path) -> Engine:
+    """A copy of the session's sample project (built without the Disagreements reader)."""
+    folder.mkdir(exist_ok=True)
+    template.copy_to(folder / "sample.db", folder / "sample_files")
+    return make_engine(f"sqlite:///{folder / 'sample.db'}")
+
+
+def test_tags_are_seeded_and_need_the_reference(
+    tmp_path: Path, sample_template: SampleTemplate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two builds with the reader, each on its own copy of the sample project built without it
+    (two full builds are identical otherwise: ``test_sample_build.py``), make the same tags."""
     built = []
-    for name, reader in (("one", disagreement_entries), ("two", disagreement_entries),
-                         ("plain", None)):  # fmt: skip
-        engine = make_engine(f"sqlite:///{tmp_path / name}.db")
-        upgrade_database(engine)
-        build_sample_project(engine, data_dir=tmp_path / f"{name}_files", disagreements=reader)
+    for name in ("one", "two"):
+        monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / name / "sample_files"))
+        engine = _copy(sample_template, tmp_path / name)
+        # without calibration's reference (data cannot compute it) the build made no tags
+        assert _tags(engine) == []
+        build_sample_project(engine, disagreements=disagreement_entries)
         built.append(_tags(engine))
         engine.dispose()
     assert built[0] and built[0] == built[1]
-    # without calibration's reference (data cannot compute it) the build makes no tags
-    assert built[2] == []
     causes = {cause for _, _, cause, _, _ in built[0]}
     assert causes & {"too lenient", "too harsh"}, causes
 
 
-def test_a_reviewers_own_tag_keeps_the_judge_out_of_the_synthetic_tags(engine: Engine) -> None:
-    build_sample_project(engine)
+def test_a_reviewers_own_tag_keeps_the_judge_out_of_the_synthetic_tags(
+    tmp_path: Path, sample_template: SampleTemplate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "sample_files"))
+    engine = _copy(sample_template, tmp_path)  # the sample without tags
     with session_scope(engine) as session:
         campaign = get_campaign(session, TAGGED_CAMPAIGN)
         reviewer = get_user(session, "demo-reviewer")
@@ -101,3 +119,4 @@ def test_a_reviewers_own_tag_keeps_the_judge_out_of_the_synthetic_tags(engine: E
             ).all()
         )
     assert per_judge == {first: 1, second: TAGS_PER_JUDGE}
+    engine.dispose()

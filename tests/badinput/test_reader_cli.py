@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +24,6 @@ from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.users import create_user
 from data.storage.engine import make_engine, session_scope
 from schemas.tables import Annotation, Dataset, Unit
-
-pytestmark = pytest.mark.slow  # each test starts processes (or trains models)
 
 SCRIPT = Path(sys.executable).with_name("critiquelab")
 CALIBRATE = ["calibrate", "--protocol", "alignmmbench", "--bootstrap", "0", "--judgments"]
@@ -48,12 +46,10 @@ def _write(path: Path, lines: list[dict[str, object]]) -> Path:
     return path
 
 
-def _run(db_url: str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The installed console script in its own process, through bash (for ``<(...)``)."""
-    command = " ".join([str(SCRIPT), "--db", db_url, *argv])
-    return subprocess.run(
-        ["bash", "-c", command], capture_output=True, text=True, timeout=60, cwd=cwd
-    )
+PIPE = "{pipe}"
+"""Stands for a named pipe nobody writes to (made for the test)."""
+SUBSTITUTED = "{substituted}"
+"""Stands for ``<(cat valid_dataset.jsonl)``: ``/dev/fd/N``, the read end of a pipe."""
 
 
 @pytest.mark.parametrize(
@@ -63,33 +59,68 @@ def _run(db_url: str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess
         (["import", "mmie", "/dev/zero"], "a device"),
         (["judgments", "import", "/dev/zero"], "a device"),
         ([*CALIBRATE, "/dev/zero"], "a device"),
-        (["import", "jsonl", "pipe.jsonl"], "a pipe"),
-        (["import", "jsonl", "<(cat valid_dataset.jsonl)"], "a pipe"),
-        ([*CALIBRATE, "valid_judgments.jsonl", "--dataset", "<(cat valid_dataset.jsonl)"],
-         "a pipe"),
+        (["import", "jsonl", PIPE], "a pipe"),
+        (["import", "jsonl", SUBSTITUTED], "a pipe"),
+        ([*CALIBRATE, "valid_judgments.jsonl", "--dataset", SUBSTITUTED], "a pipe"),
         # the small files given to options: MemoryError (/dev/zero) or a hang (a pipe) before
         ([*AUDIT, "--prices", "/dev/zero"], "a device"),
         ([*AUDIT, "--families", "/dev/zero"], "a device"),
-        ([*AUDIT, "--families", "pipe.jsonl"], "a pipe"),
-        ([*AUDIT, "--prices", "pipe.jsonl"], "a pipe"),
+        ([*AUDIT, "--families", PIPE], "a pipe"),
+        ([*AUDIT, "--prices", PIPE], "a pipe"),
         ([*CREATE, "--instructions", "/dev/zero"], "a device"),
-        ([*CREATE, "--instructions", "pipe.jsonl"], "a pipe"),
+        ([*CREATE, "--instructions", PIPE], "a pipe"),
     ],
 )  # fmt: skip
 def test_special_files_are_refused(
     argv: list[str], what: str, isolated: dict[str, Path], empty_sqlite_template: Path
 ) -> None:
     """They hung at 100% CPU (/dev/zero), grew without bound (mmie), blocked (a named pipe
-    nobody writes to) or made an empty dataset named ``63`` (``<(cat f)``)."""
-    folder = isolated["tmp"] / "run"
-    shutil.copytree(isolated["root"], folder, symlinks=True)
-    os.mkfifo(folder / "pipe.jsonl")
+    nobody writes to) or made an empty dataset named ``63`` (``<(cat f)``).
+
+    In-process: ``<(cat f)`` is what bash hands the command, ``/dev/fd/N`` naming the read end
+    of a pipe that ``cat`` writes the file into; here the test writes the file into a pipe of
+    its own. ``test_process_substitution_in_a_real_shell`` runs the real thing once."""
+    fifo = isolated["tmp"] / "pipe.jsonl"
+    os.mkfifo(fifo)
+    read_end, write_end = os.pipe()
+    os.write(write_end, (CORPUS / "valid_dataset.jsonl").read_bytes())  # under a pipe's 64 KiB
+    os.close(write_end)
+    substituted = f"/dev/fd/{read_end}"
+    assert stat.S_ISFIFO(os.stat(substituted).st_mode)  # what the reader sees from bash's <(...)
+    places = {PIPE: str(fifo), SUBSTITUTED: substituted}
     db_url = copy_database(empty_sqlite_template, isolated["db"])
     engine = make_engine(db_url)
     before = database_snapshot(engine)
-    done = _run(db_url, argv, folder)
+    try:
+        code, _, err = critiquelab(db_url, [places.get(arg, arg) for arg in argv])
+    finally:
+        os.close(read_end)
+    assert code == 2, err
+    assert f"is {what}, not a regular file: save the data to a file" in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert database_snapshot(engine) == before
+    with session_scope(engine) as session:
+        assert session.exec(select(Dataset)).all() == []
+    engine.dispose()
+
+
+@pytest.mark.slow  # a process of its own: bash, then the installed console script
+def test_process_substitution_in_a_real_shell(
+    isolated: dict[str, Path], empty_sqlite_template: Path
+) -> None:
+    """``critiquelab import jsonl <(cat f)`` typed in bash: refused as a pipe, nothing made (it
+    made an empty dataset named ``63``, after the file descriptor)."""
+    db_url = copy_database(empty_sqlite_template, isolated["db"])
+    engine = make_engine(db_url)
+    before = database_snapshot(engine)
+    command = f"{SCRIPT} --db {db_url} import jsonl <(cat valid_dataset.jsonl)"
+    done = subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, timeout=60,
+        cwd=isolated["root"],
+    )  # fmt: skip
     assert done.returncode == 2, done.stderr
-    assert f"is {what}, not a regular file: save the data to a file" in done.stderr
+    assert "is a pipe, not a regular file: save the data to a file" in done.stderr
+    assert "/dev/fd/" in done.stderr  # bash's name for the substituted file
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert database_snapshot(engine) == before
     with session_scope(engine) as session:

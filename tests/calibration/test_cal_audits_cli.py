@@ -9,8 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
-from data.io.frames import campaign_judgement_frame
-from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts, contains_list
+from data.readmodels.frames import campaign_judgement_frame
+from data.readmodels.judge_facts import (
+    campaign_judgement_usage,
+    campaign_response_facts,
+    contains_list,
+)
 from data.storage.engine import session_scope
 from tests.calibration.conftest import sample_database
 

@@ -14,8 +14,8 @@ from calibration.audits import audit_judges
 from calibration.consistency import cross_protocol_consistency
 from calibration.cost import Prices
 from calibration.report_audits import bias_table, consistency_table, cost_table
-from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
-from data.io.judge_facts import campaign_judgement_usage, campaign_response_facts
+from data.readmodels.frames import campaign_judgement_frame, campaign_reference_overrides
+from data.readmodels.judge_facts import campaign_judgement_usage, campaign_response_facts
 from data.services.users import create_user
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import session_scope

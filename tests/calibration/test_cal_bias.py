@@ -12,11 +12,13 @@ from sklearn.linear_model import LogisticRegression
 from calibration.audits import audit_judges
 from calibration.bias import (
     average_ranks,
+    average_ranks_per_row,
     fit_logistic,
     length_controlled_agreement,
     length_controlled_correlation,
     length_controlled_correlations,
     rank_correlation,
+    rank_correlations_of_ranks,
     score_gap,
     share_for,
 )
@@ -31,6 +33,27 @@ def test_average_ranks_and_spearman_match_scipy():
     assert average_ranks(x) == pytest.approx(rankdata(x))
     assert rank_correlation(x, y) == pytest.approx(spearmanr(x, y).statistic)
     assert np.isnan(rank_correlation(np.ones(5), y[:5]))
+
+
+def test_ranks_and_spearman_per_resample_match_scipy_on_every_row():
+    """The audit's bootstrap ranks a chunk of resamples in one sort: each row's ranks are
+    scipy's rankdata of that row, and each row's correlation scipy's spearmanr (NaN for a
+    constant row, as rank_correlation)."""
+    rng = np.random.default_rng(3)
+    values = rng.integers(1, 11, 40).astype(float)
+    feature = np.round(rng.normal(200, 50, 40))
+    feature[::7] = 150.0  # ties in the feature too
+    drawn = next(unit_resample_indices(40, 25, seed=4))
+    drawn[0] = 5  # one resample draws a single unit: both sides constant
+    x, y = values[drawn], feature[drawn]
+    x_ranks, y_ranks = average_ranks_per_row(x), average_ranks_per_row(y)
+    for row in range(drawn.shape[0]):
+        assert np.array_equal(x_ranks[row], rankdata(x[row]))
+        assert np.array_equal(y_ranks[row], rankdata(y[row]))
+    correlations = rank_correlations_of_ranks(x, y, x_ranks, y_ranks)
+    assert np.isnan(correlations[0])
+    expected = [spearmanr(x[row], y[row]).statistic for row in range(1, drawn.shape[0])]
+    assert correlations[1:] == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore:Setting penalty=None")
@@ -234,3 +257,37 @@ def test_pairwise_length_controlled_agreement_matches_scikit_learn():
     assert result.length_controlled == pytest.approx(expected, abs=1e-6)
     assert result.length_coefficient == pytest.approx(model.coef_[0][1], rel=1e-5)  # 1e-6 ridge
     assert result.length_coefficient > 0  # the judge does lean to the longer response
+
+
+def test_pointwise_audit_rank_correlation_intervals_match_scipy_per_resample():
+    """The length and list rows' intervals: Spearman's rho (scipy) of the judge's and of the
+    humans' scores with the feature on each resample's drawn units (the seed's draws, the same
+    for both sides), the 2.5th and 97.5th percentiles of the defined ones (numpy)."""
+    rng = np.random.default_rng(5)
+    n = 30
+    units = [f"r:u{k:02d}" for k in range(n)]  # sorted as the audit orders its units
+    judge, human = rng.integers(1, 11, n), rng.integers(1, 11, n)
+    lengths, lists = rng.integers(50, 500, n), rng.random(n) < 0.3
+    rows = [(u, "J", "model", float(j)) for u, j in zip(units, judge, strict=True)]
+    rows += [(u, "annotator:x", "human", float(h)) for u, h in zip(units, human, strict=True)]
+    frame = pd.DataFrame(rows, columns=["unit", "rater", "kind", "value"])
+    facts = [ResponseFacts(u[2:], "m", int(length), bool(listed))
+             for u, length, listed in zip(units, lengths, lists, strict=True)]  # fmt: skip
+    boot, seed = 200, 3
+    audit = audit_judges(frame, get_protocol("alignmmbench"), facts, [], bootstrap=boot, seed=seed)
+    drawn = np.concatenate(list(unit_resample_indices(n, boot, seed)))
+
+    def rho(values: np.ndarray, feature: np.ndarray) -> float:
+        if np.ptp(values) == 0 or np.ptp(feature) == 0:
+            return float("nan")
+        return float(spearmanr(values, feature).statistic)
+
+    for beside, feature in ((audit.biases[0].length, lengths), (audit.biases[0].lists, lists)):
+        feature = feature.astype(float)
+        j = np.array([rho(judge[d].astype(float), feature[d]) for d in drawn])
+        h = np.array([rho(human[d].astype(float), feature[d]) for d in drawn])
+        for interval, samples in ((beside.judge_ci, j), (beside.humans_ci, h),
+                                  (beside.difference_ci, j - h)):  # fmt: skip
+            defined = samples[np.isfinite(samples)]
+            assert interval == pytest.approx(tuple(np.percentile(defined, [2.5, 97.5])), rel=1e-9)
+        assert beside.judge == pytest.approx(spearmanr(judge, feature).statistic)

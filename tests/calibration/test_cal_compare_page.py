@@ -10,7 +10,7 @@ from annotate_app.navigation import APP_DIR
 from calibration import CalibrationOptions
 from calibration.compare import HUMAN, compare_judges
 from calibration.report_compare import comparison_table
-from data.io.frames import campaign_judgement_frame, campaign_reference_overrides
+from data.readmodels.frames import campaign_judgement_frame, campaign_reference_overrides
 from data.services.users import create_user
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import session_scope

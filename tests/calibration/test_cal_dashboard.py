@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from annotate_app.auth import USER_KEY
 from annotate_app.navigation import APP_DIR
-from data.io.frames import campaign_judgement_frame, unit_content
+from data.readmodels.frames import campaign_judgement_frame, unit_content
 from data.services.users import create_user
 from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import session_scope

@@ -1,4 +1,5 @@
-"""data.io.frames: a campaign as the judgement frame, adjudications as overrides; DB-mode CLI."""
+"""data.readmodels.frames: a campaign as the judgement frame, adjudications as overrides; DB-mode
+CLI."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typer.testing import CliRunner
 from annotate_app.cli.main import app
 from calibration import CalibrationOptions, calibrate
 from data.io.exporters import model_judgement_records
-from data.io.frames import (
+from data.readmodels.frames import (
     FRAME_COLUMNS,
     campaign_judgement_frame,
     campaign_judges,

@@ -121,3 +121,19 @@ def test_metrics_for_leaves_out_scale_point_metrics_on_continuous_scales():
     names = cal.metrics_for(Scale(0, 1))
     assert "qwk" not in names and "strict_acc" not in names and "percent_mae" not in names
     assert "percent_mae" in cal.metrics_for(Scale(0, 6, 1, percent=True))
+
+
+def test_a_plain_estimate_equals_its_row_among_resamples_to_the_bit(scored):
+    """The metrics of value-pair tables: one row of weights (the plain estimates, each
+    annotator's leave-one-out) counts the pairs by bincount, many rows (the bootstrap) by a
+    sparse product, the same sums in the same order, so the same values to the bit."""
+    judge, human = scored
+    counts = np.random.default_rng(8).integers(0, 3, size=(4, judge.size)).astype(float)
+    table_metrics = ("spearman", "kendall", "strict_acc", "fuzzy_acc", "qwk")
+    for values in (judge, human):  # ungrouped pairs, and many pairs grouped into few
+        kernel = cal.PointwiseKernel(values, human, TEN, group_pairs=values is judge)
+        for weights in (np.ones(judge.size), counts[2]):
+            alone = kernel.evaluate(weights[None, :], table_metrics)
+            among = kernel.evaluate(np.vstack([counts[:2], weights, counts[3:]]), table_metrics)
+            for name, value in alone.items():
+                assert np.array_equal(value, among[name][2:3], equal_nan=True), name

@@ -141,6 +141,30 @@ def test_leave_one_out_against_a_hand_computation():
     assert loo.by_annotator["annotator:1"].n == 90
 
 
+def test_judges_with_the_same_scores_get_the_same_results_and_others_their_own():
+    """A copy of the judge under another name, and a judge one point harsher on some units:
+    the copy's leave-one-out and leaderboards equal the judge's, the harsher judge's leave-one-
+    out is its own hand computation (each distinct score vector is computed once)."""
+    frame = _frame()
+    judge = frame[frame["rater"] == "judge"]
+    harsher = judge.assign(
+        rater="harsher", value=(judge["value"] - np.arange(len(judge)) % 2).clip(lower=1)
+    )
+    frame = pd.concat([frame, judge.assign(rater="copy"), harsher], ignore_index=True)
+    result = calibrate(frame, CalibrationOptions(ALIGNMMBENCH, bootstrap=0)).result
+    original, copy = result.judges["judge"], result.judges["copy"]
+    assert copy.loo == original.loo and copy.ranking_kendall == original.ranking_kendall
+    for entry in result.models.values():
+        assert entry["judge:copy"] == entry["judge:judge"]
+    wide = frame.pivot_table(index="unit", columns="rater", values="value")
+    maes = []
+    for r in range(3):
+        others = wide[[f"annotator:{k}" for k in range(3) if k != r]].mean(axis=1)
+        maes.append((wide["harsher"] - others).abs().mean())
+    assert result.judges["harsher"].loo.judge["mae"] == pytest.approx(np.mean(maes))
+    assert result.judges["harsher"].loo.judge["mae"] != original.loo.judge["mae"]
+
+
 def test_leaderboards_alignmmbench_and_mmie():
     units = pd.DataFrame(
         {

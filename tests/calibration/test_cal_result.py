@@ -23,7 +23,7 @@ from annotate_app.campaign_calibration import (
 from annotate_app.cli.main import app
 from calibration import CalibrationOptions, calibrate
 from calibration.result import CalibrationResult, schema_text
-from data.io.campaign_input import read_calibration_input
+from data.readmodels.campaign_input import read_calibration_input
 from data.services.monitor import human_rating_matrices
 from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import session_scope

@@ -13,7 +13,7 @@ from annotate_app.calibration_worker import CampaignScope, campaign_overview, pa
 from annotate_app.campaign_calibration import calibrate_campaign, load_campaign
 from annotate_app.navigation import APP_DIR
 from calibration import CalibrationInputError
-from data.io.campaign_input import campaign_version
+from data.readmodels.campaign_input import campaign_version
 from data.services.users import create_user
 from data.storage.campaign_lookup import get_campaign
 from data.storage.engine import read_scope, session_scope
@@ -50,7 +50,11 @@ def test_the_page_never_reads_the_campaign_rows_in_its_own_process(sample, monke
     def refuse(*args, **kwargs):
         raise AssertionError("the page read a campaign's rows in the app's process")
 
-    for module in ("data.io.frames", "data.io.campaign_input", "annotate_app.audit_views"):
+    for module in (
+        "data.readmodels.frames",
+        "data.readmodels.campaign_input",
+        "annotate_app.audit_views",
+    ):
         monkeypatch.setattr(f"{module}.campaign_judgement_frame", refuse, raising=False)
     monkeypatch.setenv("CRITIQUELAB_DB", url)
     at = AppTest.from_file(str(APP_DIR / "app.py"), default_timeout=TIMEOUT)

@@ -12,7 +12,11 @@ from annotate_app.cli.main import app
 from annotate_app.disagreement_review import open_disagreements, report_html
 from annotate_app.navigation import APP_DIR
 from calibration import CalibrationOptions, calibrate
-from data.io.frames import campaign_judgement_frame, campaign_judges, campaign_reference_overrides
+from data.readmodels.frames import (
+    campaign_judgement_frame,
+    campaign_judges,
+    campaign_reference_overrides,
+)
 from data.services.disagreements import tag_disagreement
 from data.services.users import create_user
 from data.storage.campaign_lookup import campaign_protocol, get_campaign, list_campaigns

@@ -17,7 +17,7 @@ from calibration.errors import CalibrationInputError
 from calibration.pairwise import LABELS
 from calibration.report_compare import side_label
 from calibration.shortcut import SHORTCUT_FOLDS, SHORTCUT_JUDGE, item_folds, shortcut_judgements
-from data.io.judge_facts import contains_list
+from data.readmodels.judge_facts import contains_list
 from schemas.audit_records import ResponseFacts
 from schemas.protocols import get_protocol
 

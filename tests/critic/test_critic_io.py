@@ -6,7 +6,7 @@ from campaign_factory import build_annotated_campaigns
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from data.io.critic_io import (
+from data.readmodels.critic_io import (
     annotated_units,
     cached_outputs,
     campaign_units,

@@ -27,8 +27,8 @@ from critic.score import ScoreOptions, score_campaign, split_unit_keys
 from critic.sft import SftOptions, SftRecord, export_campaign_sft, read_sft
 from critic.train_config import TrainConfig
 from critic.training import train_critic
-from data.io.critic_io import campaign_units, image_resolver
-from data.io.judge_facts import campaign_judgement_usage
+from data.readmodels.critic_io import campaign_units, image_resolver
+from data.readmodels.judge_facts import campaign_judgement_usage
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import session_scope
 from schemas.core import stored_id

@@ -28,7 +28,7 @@ from critic.modeling import load_critic
 from critic.parsing import parse_judgement
 from critic.prompts import builtin_template, load_template
 from critic.score import ScoreOptions, score_campaign
-from data.io.critic_io import campaign_units, image_resolver
+from data.readmodels.critic_io import campaign_units, image_resolver
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import session_scope
 from schemas.core import stored_id

@@ -28,7 +28,7 @@ from transformers import AutoTokenizer
 from critic.judging import plan_jobs
 from critic.prompts import builtin_template
 from critic.remote import RemoteOptions, chat_messages, judge_campaign_remote
-from data.io.critic_io import campaign_units, image_resolver
+from data.readmodels.critic_io import campaign_units, image_resolver
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id

@@ -8,9 +8,8 @@ import pytest
 from admin_factory import add_campaign, add_dataset, add_people, answer, units_of
 from sqlmodel import select
 
-from data.io.frames import campaign_reference_overrides
-from data.io.judgements import insert_judgements
 from data.queue import flag, next_unit
+from data.readmodels.frames import campaign_reference_overrides
 from data.services.adjudication import (
     AdjudicationError,
     adjudicate,
@@ -18,6 +17,7 @@ from data.services.adjudication import (
     unit_review,
 )
 from data.services.flags import list_flags, resolve_flag
+from data.services.judgements import insert_judgements
 from data.services.roles import PermissionDenied
 from data.storage.audit import list_events
 from data.storage.engine import session_scope

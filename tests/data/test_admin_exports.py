@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from admin_factory import add_campaign, add_dataset, add_people, answer, units_of
 
-from data.io.downloads import annotations_export
+from data.io.exporters.downloads import annotations_export
 from data.io.importers.reader import read_judgement_records
 from data.storage.engine import session_scope
 

@@ -14,8 +14,7 @@ from PIL import Image
 from sqlalchemy import func
 from sqlmodel import select
 
-from data.io.content import resolve_image
-from data.io.uploads import (
+from data.io.importers.uploads import (
     UnsafeUpload,
     UploadRejected,
     extract_zip,
@@ -27,6 +26,7 @@ from data.io.uploads import (
 )
 from data.services.roles import PermissionDenied
 from data.storage.audit import list_events
+from data.storage.content import resolve_image
 from data.storage.engine import session_scope
 from schemas.tables import Dataset, Item, Judgement, Response
 

@@ -10,8 +10,8 @@ import pytest
 from importing_fixtures import make_image
 from PIL import Image
 
-from data.io import content
-from data.io.content import (
+from data.storage import content
+from data.storage.content import (
     ContentError,
     check_image,
     iter_images,

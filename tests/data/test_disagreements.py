@@ -12,8 +12,7 @@ from sqlmodel import select
 from calibration import CalibrationOptions
 from calibration.analysis import find_disagreements
 from data.io.exporters.tags import TAG_COLUMNS, export_disagreement_tags
-from data.io.frames import campaign_judgement_frame
-from data.io.judgements import insert_judgements
+from data.readmodels.frames import campaign_judgement_frame
 from data.services.disagreements import (
     DisagreementError,
     campaign_tags,
@@ -22,6 +21,7 @@ from data.services.disagreements import (
     set_review_settings,
     tag_disagreement,
 )
+from data.services.judgements import insert_judgements
 from data.services.roles import PermissionDenied
 from data.storage.audit import list_events
 from data.storage.campaign_lookup import campaign_protocol, unit_key_map

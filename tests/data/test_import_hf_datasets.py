@@ -17,9 +17,9 @@ from sqlmodel import select
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
-from data.io.content import iter_images, resolve_image
 from data.io.importers import InvalidRecord, import_jsonl
 from data.io.importers.sources import file_kind
+from data.storage.content import iter_images, resolve_image
 from data.storage.engine import session_scope
 from schemas.tables import Item, Pair, Response
 

@@ -13,8 +13,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from annotate_app.cli.context import cli_flag
-from data.io.content import iter_images, resolve_image
 from data.io.importers import InvalidRecord, MissingImages, import_jsonl
+from data.storage.content import iter_images, resolve_image
 from data.storage.engine import data_dir, session_scope
 from schemas.tables import Dataset, Item, Pair, Response
 
@@ -187,7 +187,7 @@ def test_images_root_option_and_bomb_guard(
     elsewhere = tmp_path / "pictures"
     make_image(elsewhere / "images" / "cat.png", color=(1, 2, 3))
     path = write_jsonl(folder / "data.jsonl", [item_record(0)])
-    monkeypatch.setattr("data.io.content.MAX_IMAGE_PIXELS", 40)
+    monkeypatch.setattr("data.storage.content.MAX_IMAGE_PIXELS", 40)
     with pytest.raises(InvalidRecord) as error:
         _import(engine, path, images_root=elsewhere)
     assert str(error.value) == (

@@ -18,11 +18,11 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from data import queue
-from data.io.campaign_input import read_calibration_input
 from data.io.exporters.records import annotation_records
-from data.io.frames import campaign_judgement_frame
 from data.io.importers import import_jsonl
 from data.io.importers.annotations import import_annotations
+from data.readmodels.campaign_input import read_calibration_input
+from data.readmodels.frames import campaign_judgement_frame
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.home import campaigns_for_user
 from data.services.users import UserRecord, create_user

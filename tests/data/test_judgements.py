@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from data.io.judgements import count_judgements, insert_judgements
+from data.services.judgements import count_judgements, insert_judgements
 from data.storage.engine import session_scope
 from schemas.ids import response_unit_key
 from schemas.tables import Dataset, Item, Judgement, Response

@@ -13,10 +13,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from data import queue
-from data.io.critic_io import annotated_units, campaign_units
-from data.io.frames import campaign_judgement_frame
 from data.io.importers.errors import InvalidFile
 from data.queue.gold import ADMIN_HELD_MESSAGE, HELD_MESSAGE, RETIRED_MESSAGE
+from data.readmodels.critic_io import annotated_units, campaign_units
+from data.readmodels.frames import campaign_judgement_frame
 from data.services.adjudication import adjudication_queue
 from data.services.campaign_progress import campaign_progress
 from data.services.gold import (

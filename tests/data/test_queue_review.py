@@ -15,9 +15,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
 from data import queue
-from data.io.critic_io import annotated_units
 from data.io.exporters.records import annotation_records
-from data.io.frames import campaign_judgement_frame
+from data.readmodels.critic_io import annotated_units
+from data.readmodels.frames import campaign_judgement_frame
 from data.services.answer_review import (
     accept_answer_as,
     annotator_answers,

@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 from annotate_app.cli.context import cli_flag
 from annotate_app.cli.main import app
 from data import queue
-from data.io.judgements import insert_judgements
 from data.queue.priority import (
     CERTAIN_DISAGREEMENT,
     JudgeReading,
@@ -26,6 +25,7 @@ from data.queue.priority import (
     serving_key,
     unit_disagreement,
 )
+from data.services.judgements import insert_judgements
 from data.services.routing import campaign_estimation_sample, set_routing
 from data.storage.campaign_lookup import CampaignError, get_campaign
 from data.storage.engine import session_scope
@@ -424,7 +424,7 @@ def test_new_judgements_re_key_only_the_units_they_are_about(engine: Engine) -> 
 def test_calibration_of_a_stratified_campaign_reads_only_its_estimation_sample(
     engine: Engine,
 ) -> None:
-    from data.io.campaign_input import read_calibration_input
+    from data.readmodels.campaign_input import read_calibration_input
     from data.storage.campaign_lookup import unit_key_map
 
     campaign_id, (alice,) = build_campaign(
@@ -456,7 +456,7 @@ def test_the_judge_audit_of_a_stratified_campaign_reads_only_its_estimation_samp
     from annotate_app import calibration_worker
     from annotate_app.calibration_worker import CampaignScope, page_audit
     from annotate_app.campaign_report import CampaignReportRequest, build_campaign_report
-    from data.io.campaign_input import campaign_version
+    from data.readmodels.campaign_input import campaign_version
     from data.storage.campaign_lookup import unit_key_map
 
     campaign_id, (alice,) = build_campaign(
@@ -484,7 +484,7 @@ def test_the_judge_audit_of_a_stratified_campaign_reads_only_its_estimation_samp
     cli_audit = json.loads(out.read_text())["judge_audit"]
     units = {cost["judge"]: cost["n_units"] for cost in cli_audit["costs"]}
     assert units == {"j1": len(sample & judged), "j2": len(sample & judged)}
-    from data.io import frames
+    from data.readmodels import frames
 
     reads = []
 
@@ -492,7 +492,7 @@ def test_the_judge_audit_of_a_stratified_campaign_reads_only_its_estimation_samp
         reads.append(args)
         return frames.campaign_judgement_frame(*args, **kwargs)
 
-    for module in ("data.io.campaign_input", "annotate_app.campaign_calibration"):
+    for module in ("data.readmodels.campaign_input", "annotate_app.campaign_calibration"):
         monkeypatch.setattr(f"{module}.campaign_judgement_frame", counted, raising=False)
     request = CampaignReportRequest(campaign=campaign_id)
     report = build_campaign_report(engine, request).files.result.judge_audit
@@ -520,7 +520,7 @@ def test_model_estimates_of_a_stratified_campaign_label_only_its_estimation_samp
     every other judged unit (routed ones too, their human labels left out) as unlabelled."""
     from annotate_app.campaign_calibration import calibrate_campaign
     from calibration.model_estimates import WIN_RATE
-    from data.io.campaign_input import read_calibration_input
+    from data.readmodels.campaign_input import read_calibration_input
 
     campaign_id, (alice,) = build_campaign(
         engine, items=8, protocol="pairwise", overlap=1, annotators=1
@@ -554,7 +554,7 @@ def test_model_estimates_of_a_judge_routed_campaign_say_why_there_is_no_interval
     engine: Engine,
 ) -> None:
     from annotate_app.campaign_calibration import calibrate_campaign
-    from data.io.campaign_input import read_calibration_input
+    from data.readmodels.campaign_input import read_calibration_input
 
     campaign_id, (alice,) = build_campaign(
         engine, items=8, protocol="pairwise", overlap=1, annotators=1

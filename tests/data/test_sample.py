@@ -18,7 +18,6 @@ from sqlmodel import Session, col, select
 
 from critic.parsing import parse_judgement
 from data import queue
-from data.io.content import iter_images, resolve_image
 from data.sample import (
     ALIGNMMBENCH_DATASET,
     CAMPAIGNS,
@@ -28,6 +27,7 @@ from data.sample import (
 )
 from data.sample.gold import GOLD_PLANS, GoldPlan
 from data.services.users import password_matches
+from data.storage.content import iter_images, resolve_image
 from data.storage.engine import make_engine, session_scope
 from schemas.benchmarks import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES
 from schemas.protocols import get_protocol, to_canonical

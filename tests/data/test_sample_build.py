@@ -28,6 +28,7 @@ from schemas.tables import (
     Unit,
     User,
 )
+from tests.sample_template import SampleTemplate
 
 pytestmark = pytest.mark.slow  # each test builds the sample project
 
@@ -89,14 +90,18 @@ def _snapshot(engine: Engine, files: Path) -> dict[str, Any]:
         }  # fmt: skip
 
 
-def test_two_builds_are_identical(tmp_path: Path) -> None:
-    snapshots = []
-    for name in ("one", "two"):
-        engine = make_engine(f"sqlite:///{tmp_path / name}.db")
-        upgrade_database(engine)
-        build_sample_project(engine, data_dir=tmp_path / f"{name}_files")
-        snapshots.append(_snapshot(engine, tmp_path / f"{name}_files"))
-        engine.dispose()
+def test_two_builds_are_identical(tmp_path: Path, sample_template: SampleTemplate) -> None:
+    """A build here against the session's sample project (:mod:`tests.sample_template`), built
+    the same way earlier in the session, in another folder and perhaps another process."""
+    sample_template.copy_to(tmp_path / "one.db", tmp_path / "one_files")
+    engine = make_engine(f"sqlite:///{tmp_path / 'one.db'}")
+    snapshots = [_snapshot(engine, tmp_path / "one_files")]
+    engine.dispose()
+    engine = make_engine(f"sqlite:///{tmp_path / 'two.db'}")
+    upgrade_database(engine)
+    build_sample_project(engine, data_dir=tmp_path / "two_files")
+    snapshots.append(_snapshot(engine, tmp_path / "two_files"))
+    engine.dispose()
     assert snapshots[0]["images"], "the build stored no images"
     assert snapshots[0]["gold"], "the build attached no gold answers"
     for key in snapshots[0]:

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from sqlalchemy import func
 from sqlmodel import select
 
-from data.io.frames import campaign_reference_overrides
+from data.readmodels.frames import campaign_reference_overrides
 from data.services.users import get_user
 from data.storage.audit import list_events
 from schemas.tables import Campaign, Dataset, Item

@@ -91,10 +91,10 @@ def seeded(app_server: Any) -> Any:
 def _log_in(page: Any, server: Any, name: str, login: Any) -> None:
     """Log in and wait for the session cookie, so that opening a URL stays logged in."""
     login(page, server.url, name, PASSWORD)
-    deadline = time.monotonic() + 10
-    while not any(c["name"] == COOKIE_NAME for c in page.context.cookies()):
-        assert time.monotonic() < deadline, "the session cookie was never written"
-        time.sleep(0.1)
+    wait_until(
+        lambda: any(c["name"] == COOKIE_NAME for c in page.context.cookies()),
+        "the session cookie's arrival",
+    )
 
 
 def _annotate(page: Any, server: Any, name: str, campaign: str, login: Any) -> None:
@@ -138,15 +138,17 @@ def _user_id(server: Any, name: str) -> int:
 
 def _saved_draft(server: Any, annotator: str, rationale: str) -> Draft:
     """Wait until the annotator's draft on the server reads ``rationale`` (debounced saves)."""
-    deadline, annotator_id = time.monotonic() + 15, _user_id(server, annotator)
-    while True:
+    annotator_id = _user_id(server, annotator)
+    found: list[Draft] = []
+
+    def saved() -> bool:
         with server.session() as session:
             drafts = session.exec(select(Draft).where(Draft.annotator_id == annotator_id)).all()
-        found = [draft for draft in drafts if draft.rationale == rationale]
-        if found:
-            return found[0]
-        assert time.monotonic() < deadline, f"no draft reading {rationale!r}: {drafts}"
-        time.sleep(0.2)
+        found[:] = [draft for draft in drafts if draft.rationale == rationale]
+        return bool(found)
+
+    wait_until(saved, f"a draft reading {rationale!r}")
+    return found[0]
 
 
 def _focused_test_id(page: Any) -> str | None:

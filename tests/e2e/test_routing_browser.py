@@ -12,7 +12,7 @@ from sqlmodel import select
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
-from data.io.judgements import insert_judgements
+from data.services.judgements import insert_judgements
 from schemas.tables import Campaign, Judgement, Response, User
 from tests.browser_fixtures import ARTIFACTS, choose_option, click_option
 

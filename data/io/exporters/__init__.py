@@ -2,7 +2,8 @@
 and datasets as §1 files with their images.
 
 Whatever is written here, :func:`data.io.importers.read_judgement_records` reads back as the same
-records, and ``judgments import`` loads exported model judgements unchanged.
+records, and ``judgments import`` loads exported model judgements unchanged. The campaign page's
+downloads (:mod:`data.io.exporters.downloads`) are the same files handed to the browser as bytes.
 """
 
 from data.io.exporters.datasets import DatasetExport, export_dataset

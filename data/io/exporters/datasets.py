@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from data.io.content import iter_images, resolve_image
+from data.storage.content import iter_images, resolve_image
 from schemas.core import stored_id
 from schemas.tables import Dataset, Item, Pair, Response
 

@@ -30,10 +30,10 @@ from typing import Any, Literal
 
 from sqlmodel import Session, col, select
 
-from data.io.content import iter_images, resolve_image
 from data.io.exporters.records import annotation_records
 from data.io.importers.label_studio import LabelStudioFields
 from data.storage.campaign_lookup import get_campaign
+from data.storage.content import iter_images, resolve_image
 from schemas.core import stored_id
 from schemas.records import JudgementRecord
 from schemas.tables import Item, Pair, Response, Unit

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlmodel import Session, col, select
 
-from data.io.frames import campaign_judgements
 from data.io.importers.judgements import COLUMNS_IN_META
+from data.readmodels.frames import campaign_judgements
 from data.services.counted_answers import not_rejected
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from schemas.core_tables import PAIRS, RESPONSES

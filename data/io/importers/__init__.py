@@ -4,7 +4,8 @@ Every file is read by :mod:`data.io.importers.reader` (JSON Lines, CSV or Parque
 for ``import``, ``judgments import``, ``calibrate --judgments/--dataset`` and the Data page).
 Every importer validates the whole input first and writes nothing when any record is bad; the
 error (:class:`InvalidFile`, one :class:`InvalidRecord` per bad line, at most 50) names the file,
-line, field and the fix. Re-importing the same file changes nothing.
+line, field and the fix. Re-importing the same file changes nothing. A file uploaded in the
+browser is unpacked safely and handed to these same importers (:mod:`data.io.importers.uploads`).
 """
 
 from data.io.importers.alignmmbench import import_alignmmbench

@@ -20,7 +20,6 @@ from typing import Any
 from sqlalchemy import insert, update
 from sqlmodel import Session, select
 
-from data.io.content import store_image
 from data.io.importers.dataset_rows import (
     existing_items,
     existing_responses,
@@ -33,6 +32,7 @@ from data.io.importers.errors import InvalidRecord, MissingImages, Problems
 from data.io.importers.images import ImageChecker
 from data.io.importers.records import ItemPlan
 from data.storage.audit import record_event
+from data.storage.content import store_image
 from data.storage.engine import engine_data_dir
 from schemas.core import stored_id
 from schemas.core_tables import ITEMS, RESPONSES

@@ -12,7 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from data.io.content import (
+from data.io.importers.records import ItemPlan
+from data.storage.content import (
     CheckedImage,
     ContentError,
     MissingImage,
@@ -20,7 +21,6 @@ from data.io.content import (
     check_image,
     data_url_bytes,
 )
-from data.io.importers.records import ItemPlan
 
 EMBEDDED_SOURCE = "embedded image"
 """The ``source`` kept for an image that came as bytes with no file name."""

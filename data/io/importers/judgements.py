@@ -2,9 +2,9 @@
 
 Everything is checked first — the protocol and its scale, the unit (a stored response, or a pair
 of two stored responses of one item), the shown order, the parse status — then new judgements are
-inserted in bulk with :func:`data.io.judgements.insert_judgements`. A judgement is identified by
-``(judge, prompt_id, unit, shown order, sample)``: re-importing the same file adds nothing, and a
-judgement that exists with different values is refused unless ``update=True``.
+inserted in bulk with :func:`data.services.judgements.insert_judgements`. A judgement is
+identified by ``(judge, prompt_id, unit, shown order, sample)``: re-importing the same file adds
+nothing, and a judgement that exists with different values is refused unless ``update=True``.
 
 The columns without a field of their own in the file format travel in ``meta``: ``sample``,
 ``usage`` and ``input_sha256``.
@@ -23,7 +23,7 @@ from sqlmodel import Session
 
 from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import iter_judgements
-from data.io.judgements import insert_judgements
+from data.services.judgements import insert_judgements
 from data.storage.audit import record_event
 from schemas.core_tables import JUDGEMENTS, PAIRS, RESPONSES
 from schemas.ids import pair_unit_key, response_unit_key

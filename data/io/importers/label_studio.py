@@ -31,11 +31,11 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
-from data.io.content import ContentError, check_image, data_url_bytes, iter_images
 from data.io.importers.errors import InvalidRecord, Problems
 from data.io.importers.reader import JudgementLine
 from data.io.importers.sources import open_regular
 from data.io.importers.strict_json import loads
+from data.storage.content import ContentError, check_image, data_url_bytes, iter_images
 from schemas.records import JudgementRecord
 from schemas.tables import Item, Response
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from data.io.content import ContentError, validate_content
 from data.io.importers.errors import InvalidRecord
+from data.storage.content import ContentError, validate_content
 from schemas.benchmarks import ALIGNMMBENCH_TASKS, MMIE_CATEGORIES
 from schemas.ids import check_id, check_response_id
 from schemas.option_text import Message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -18,8 +19,11 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_sqlite_template: Path) -> list[str]:
+    """A migrated empty database (a copy of the template: the CLI migrating a new file is
+    ``test_images_go_beside_the_database_named_by_db``'s first step)."""
     monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "files"))
+    shutil.copyfile(empty_sqlite_template, tmp_path / "cli.db")
     return ["--db", f"sqlite:///{tmp_path / 'cli.db'}"]
 
 
@@ -107,8 +111,13 @@ def test_images_go_beside_the_database_named_by_db(
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
-def both_backends(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
+def both_backends(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    # images in the test's folder (on PostgreSQL they went to ./critiquelab_files, the repo's)
+    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(tmp_path / "files"))
     if request.param == "sqlite":
+        shutil.copyfile(request.getfixturevalue("empty_sqlite_template"), tmp_path / "cli.db")
         return ["--db", f"sqlite:///{tmp_path / 'cli.db'}"]
     return ["--db", request.getfixturevalue("pg_migrated_url")]
 

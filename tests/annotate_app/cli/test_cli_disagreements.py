@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
-from data.io.judgements import insert_judgements
 from data.services.disagreements import disagreement_queue, review_settings, tag_disagreement
+from data.services.judgements import insert_judgements
 from data.storage.campaign_lookup import get_campaign, unit_key_map
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.disagreements import JudgeDisagreement

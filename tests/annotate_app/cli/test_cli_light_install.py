@@ -3,6 +3,7 @@ say how to get the critic extra."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -13,9 +14,11 @@ import pytest
 pytestmark = pytest.mark.slow  # each test starts processes (or trains models)
 
 # Runs the CLI in a fresh interpreter in which the critic extra's modules cannot be imported,
-# as in an install of the core package alone.
+# as in an install of the core package alone: each command given (a JSON list of argument
+# lists) in turn, as the console script runs it, stopping at the first that fails.
 _WITHOUT_CRITIC_EXTRA = textwrap.dedent(
     """
+    import json
     import sys
 
     EXTRA = {"torch", "transformers", "tokenizers", "peft", "accelerate", "gguf"}
@@ -27,16 +30,21 @@ _WITHOUT_CRITIC_EXTRA = textwrap.dedent(
             return None
 
     sys.meta_path.insert(0, NotInstalled())
-    from annotate_app.cli.main import run
-    sys.argv = ["critiquelab", *sys.argv[1:]]
-    run()
+    from annotate_app.cli.main import app
+    for argv in json.loads(sys.argv[1]):
+        try:
+            app(argv, prog_name="critiquelab")
+        except SystemExit as done:
+            if done.code:
+                raise
     """
 )
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _cli(*commands: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``commands`` run in one interpreter (one import of the CLI, not one per command)."""
     return subprocess.run(
-        [sys.executable, "-c", _WITHOUT_CRITIC_EXTRA, *args],
+        [sys.executable, "-c", _WITHOUT_CRITIC_EXTRA, json.dumps(commands)],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -57,7 +65,7 @@ def test_critic_commands_name_the_extra_when_it_is_missing(
 ) -> None:
     for name in ("x.jsonl", "model.gguf"):
         (tmp_path / name).write_text("{}\n", encoding="utf-8")
-    result = _cli("--db", f"sqlite:///{tmp_path / 'c.db'}", *command, cwd=tmp_path)
+    result = _cli(["--db", f"sqlite:///{tmp_path / 'c.db'}", *command], cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     assert result.stderr.startswith(f"error: this command needs {module}, which comes with the")
     assert "pip install torch==2.13.0 -e '.[critic]'" in result.stderr
@@ -72,8 +80,10 @@ def test_annotation_commands_run_without_the_critic_extra(tmp_path: Path) -> Non
         encoding="utf-8",
     )
     db = f"sqlite:///{tmp_path / 'c.db'}"
-    imported = _cli("--db", db, "--quiet", "import", "jsonl", str(dataset), cwd=tmp_path)
-    assert imported.returncode == 0, imported.stderr
-    created = _cli("--db", db, "campaign", "create", "c1", "--dataset", "d", "--protocol",
-                   "alignmmbench", cwd=tmp_path)  # fmt: skip
-    assert created.returncode == 0, created.stderr
+    done = _cli(
+        ["--db", db, "--quiet", "import", "jsonl", str(dataset)],
+        ["--db", db, "campaign", "create", "c1", "--dataset", "d", "--protocol", "alignmmbench"],
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "created campaign 'c1': 1 units" in done.stdout, done.stdout

@@ -13,7 +13,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlmodel import Session, col
 
-from data.io.frames import campaign_judgements
+from data.readmodels.frames import campaign_judgements
 from data.services.monitor import content_text
 from data.storage.campaign_lookup import get_campaign
 from schemas.audit_records import JudgementUsage, ResponseFacts
@@ -83,7 +83,7 @@ def campaign_judgement_usage(
     session: Session, campaign_id: int, judges: list[str] | None = None
 ) -> list[JudgementUsage]:
     """Token usage and latency of each model judgement of the campaign's units (the judgements
-    :func:`data.io.frames.campaign_judgement_frame` reads), as ``judge run`` and
+    :func:`data.readmodels.frames.campaign_judgement_frame` reads), as ``judge run`` and
     ``judgments import`` stored them. ``judges`` narrows the judges read; the judge a read-out
     (``<judge>-probs``, ``<judge>-debiased``) comes from is read with it, since the read-out
     is charged its calls (:mod:`calibration.cost`)."""

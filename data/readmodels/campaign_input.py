@@ -16,7 +16,7 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from data.io.frames import (
+from data.readmodels.frames import (
     HUMAN_PREFIX,
     campaign_judgement_frame,
     campaign_judges,

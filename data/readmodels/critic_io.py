@@ -5,7 +5,7 @@
 * :func:`annotated_units` — the same units with their live human labels and live adjudication,
   for the SFT export;
 * :func:`judged_keys` / :func:`store_judgements` — resumable judging through
-  :func:`data.io.judgements.insert_judgements`;
+  :func:`data.services.judgements.insert_judgements`;
 * :func:`cached_outputs` / :func:`store_cached_output` — the remote judge's cache (``JudgeCache``).
 """
 
@@ -22,10 +22,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from data.io.content import resolve_image
-from data.io.frames import item_content
-from data.io.judgements import insert_judgements
+from data.readmodels.frames import item_content
 from data.services.counted_answers import not_rejected
+from data.services.judgements import insert_judgements
+from data.storage.content import resolve_image
 from data.storage.engine import engine_data_dir
 from schemas.core import stored_id
 from schemas.core_tables import ANNOTATIONS, JUDGE_CACHE, PAIRS, RESPONSES, UNITS, USERS
