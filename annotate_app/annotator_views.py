@@ -105,11 +105,19 @@ def render_annotators(
         frame = frame.drop(columns="Weight")
     # Numbers stay numbers (the columns sort), shown with one rule: three decimals.
     decimals = {
-        column: st.column_config.NumberColumn(format="%.3f")
+        column: st.column_config.NumberColumn(format="%.3f", help=COLUMN_HELP.get(column))
         for column in frame.columns
         if frame[column].dtype == float and column not in ("Units", "Longest run")
     }
     st.dataframe(frame, hide_index=True, column_config=decimals)
+
+
+COLUMN_HELP = {
+    "Others, same pairs": "The share of the response shown first among the other annotators' "
+    "answers on this annotator's pairs, leaving out those flagged low competence or "
+    "straight-lining (so that careless annotators do not move the baseline; METRICS.md).",
+}
+"""Column tips of the Annotators table, where a column's name cannot say it all."""
 
 
 def _figure(estimate: AnnotatorEstimate | None) -> float | None:
