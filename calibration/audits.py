@@ -169,12 +169,22 @@ def _beside_stat(stat, judge: np.ndarray, humans: np.ndarray, boot: int, seed: i
     resampled units for both (so the difference's interval is paired)."""
     n, everything = judge.size, np.arange(judge.size)
     j, h = stat(judge, everything), stat(humans, everything)
-    cis: list[Interval] = [None, None, None]
     if boot > 0 and n > 0:
         samples = statistic_samples(
             [lambda idx: stat(judge, idx), lambda idx: stat(humans, idx)], n, boot, seed
         )
-        rows = (samples[0], samples[1], samples[0] - samples[1])
+        return _paired_beside(n, j, h, samples[0], samples[1])
+    return _paired_beside(n, j, h, None, None)
+
+
+def _paired_beside(
+    n: int, j: float, h: float, judge_samples: np.ndarray | None, human_samples: np.ndarray | None
+) -> Beside:
+    """The judge's and the humans' value and their difference, with percentile intervals from
+    paired resample values (none without resamples)."""
+    cis: list[Interval] = [None, None, None]
+    if judge_samples is not None and human_samples is not None:
+        rows = (judge_samples, human_samples, judge_samples - human_samples)
         cis = [interval_or_none(percentile_interval(row)) for row in rows]
     return Beside(
         n=int(n),
@@ -207,26 +217,16 @@ def _beside_rank_correlations(
                 f_ranks = bias.average_ranks_per_row(f)
                 for (v, v_ranks), side_samples in zip(sides, feature_samples, strict=True):
                     side_samples.append(bias.rank_correlations_of_ranks(v, f, v_ranks, f_ranks))
-    besides = []
-    for feature, (judge_parts, human_parts) in zip(features, samples, strict=True):
-        j = bias.rank_correlation(judge[everything], feature[everything])
-        h = bias.rank_correlation(humans[everything], feature[everything])
-        cis: list[Interval] = [None, None, None]
-        if judge_parts:
-            js, hs = np.concatenate(judge_parts), np.concatenate(human_parts)
-            cis = [interval_or_none(percentile_interval(row)) for row in (js, hs, js - hs)]
-        besides.append(
-            Beside(
-                n=int(n),
-                judge=finite_or_none(j),
-                judge_ci=cis[0],
-                humans=finite_or_none(h),
-                humans_ci=cis[1],
-                difference=finite_or_none(j - h),
-                difference_ci=cis[2],
-            )
+    return [
+        _paired_beside(
+            n,
+            bias.rank_correlation(judge[everything], feature[everything]),
+            bias.rank_correlation(humans[everything], feature[everything]),
+            np.concatenate(judge_parts) if judge_parts else None,
+            np.concatenate(human_parts) if human_parts else None,
         )
-    return besides
+        for feature, (judge_parts, human_parts) in zip(features, samples, strict=True)
+    ]
 
 
 def _pair_table(data: UnitData, judge: str, facts: Mapping[str, ResponseFacts]) -> pd.DataFrame:
