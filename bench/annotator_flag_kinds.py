@@ -91,13 +91,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
                     row = flag_kinds(campaign, kind, share, n, args.seeds, args.bootstrap)
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-    print(
-        f"{time.perf_counter() - started:.0f} s; load average {load_before} before, "
-        f"{os.getloadavg()} after",
-        file=sys.stderr,
-    )
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    aq.finish_sweep(rows, args.out, started, load_before)
     return rows
 
 

@@ -143,13 +143,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
                            "precision": round(p, 3), "recall": round(rec, 3)}  # fmt: skip
                     out.append(row)
                     print(json.dumps(row), flush=True)
-    print(
-        f"{time.perf_counter() - started:.0f} s; load average {load_before} before, "
-        f"{os.getloadavg()} after",
-        file=sys.stderr,
-    )
-    if args.out:
-        args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    aq.finish_sweep(out, args.out, started, load_before)
     return out
 
 

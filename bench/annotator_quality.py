@@ -539,6 +539,18 @@ def targets(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def finish_sweep(rows: list[dict], out: Path | None, started: float, load_before: Any) -> None:
+    """The end of a dev-half sweep (``annotator_flag_kinds``, ``annotator_position_rules``,
+    ``annotator_score_rules``): its time and the load average on stderr, its rows to ``out``."""
+    print(
+        f"{time.perf_counter() - started:.0f} s; load average {load_before} before, "
+        f"{os.getloadavg()} after",
+        file=sys.stderr,
+    )
+    if out:
+        out.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+
+
 def rounded(value: Any) -> Any:
     """Floats rounded to 4 decimals, in nested lists and dicts (the JSON's size)."""
     if isinstance(value, float):

@@ -120,13 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                             "recall": round(t["tp"] / (t["tp"] + t["fn"]), 3)
                             if t["tp"] + t["fn"] else None})  # fmt: skip
                 print(json.dumps(out[-1]), flush=True)
-    print(
-        f"{time.perf_counter() - started:.0f} s; load average {load_before} before, "
-        f"{os.getloadavg()} after",
-        file=sys.stderr,
-    )
-    if args.out:
-        args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    aq.finish_sweep(out, args.out, started, load_before)
 
 
 if __name__ == "__main__":
