@@ -33,7 +33,11 @@ class FakeEndpoint:
     def __init__(self) -> None:
         self.requests: Counter[tuple[int, int]] = Counter()
         self.in_flight = self.max_in_flight = 0
+        """Requests the client is waiting for: the scripted stall, which it abandons, is not one."""
         self.lock = threading.Lock()
+        self.all_in_flight = threading.Condition(self.lock)
+        self.hold_until_in_flight = 0
+        """When set, each request waits until this many are in flight together before answering."""
         self.healthy = False
         self.plain: str | None = None
         """When set, every request gets this answer at once."""
@@ -88,11 +92,16 @@ def endpoint() -> Iterator[tuple[str, FakeEndpoint]]:
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
             assert self.path == "/v1/chat/completions"
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            status, payload, wait = fake.respond(body, self.headers.get("Authorization", ""))
+            counted = wait == 0.0
             with fake.lock:
-                fake.in_flight += 1
+                fake.in_flight += counted
                 fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                fake.all_in_flight.notify_all()
+                fake.all_in_flight.wait_for(
+                    lambda: fake.max_in_flight >= fake.hold_until_in_flight, timeout=60
+                )
             try:
-                status, payload, wait = fake.respond(body, self.headers.get("Authorization", ""))
                 time.sleep(wait + 0.02)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
@@ -106,7 +115,7 @@ def endpoint() -> Iterator[tuple[str, FakeEndpoint]]:
                 pass  # the client gave up (timeout)
             finally:
                 with fake.lock:
-                    fake.in_flight -= 1
+                    fake.in_flight -= counted
 
         def log_message(self, *args: object) -> None:
             pass
@@ -152,7 +161,7 @@ def test_retries_cache_usage_and_failures(
     assert first.statuses == {"ok": 8, "unparsed": 1, "out_of_scale": 1}
     assert fake.requests[(0, 2)] == 3 and fake.requests[(1, 3)] == 2  # 429 ×2, timeout ×1 retried
     assert fake.requests[(3, 5)] == 3  # max_retries 2 → three attempts, then given up
-    assert fake.max_in_flight in (2, 3)
+    assert fake.max_in_flight <= 3  # the limit; that it is reached: the test below
     assert (
         first.usage["total_tokens"] == 16 * 10
     )  # answers received (the body without choices has none)
@@ -171,9 +180,11 @@ def test_retries_cache_usage_and_failures(
     assert by_key["r:item-2/model-x"].parse_status == "unparsed"
     assert by_key["r:item-4/model-y"].parse_status == "out_of_scale"
     assert by_key["r:item-4/model-y"].raw_output == "Final Score: 85"
-    # the server waits 0.02 s before answering; the timed-out first attempt (4 s) is not counted
+    # the server waits 0.02 s before answering; the abandoned first attempt of item-1/model-x
+    # (answered after 4 s, dropped at the 2 s timeout) is not in its latency
     latencies = {row.unit_key: row.meta["latency"] for row in rows}
-    assert all(0.02 <= seconds < 1.5 for seconds in latencies.values()), latencies
+    assert all(seconds >= 0.02 for seconds in latencies.values()), latencies
+    assert latencies["r:item-1/model-x"] < 2.0
     stored_text = json.dumps([r.model_dump(mode="json") for r in rows + cache])
     assert KEY not in stored_text
 
@@ -203,6 +214,23 @@ def test_retries_cache_usage_and_failures(
     assert costs["gpt-test"]["seconds_per_1000"] == pytest.approx(1000 * mean)
     assert costs["gpt-test"]["cost_per_1000"] == pytest.approx((11 * 1 + 5 * 2) * 1000 / 1e6)
     assert costs["gpt-test-again"]["seconds_per_1000"] is None  # every call from the cache
+
+
+def test_requests_are_in_flight_together_up_to_the_limit(
+    engine: Engine,
+    campaigns: dict,
+    endpoint: tuple[str, FakeEndpoint],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the server answers nobody until three requests are waiting: a client that sent one at a
+    # time would stall here for the server's 60 s ceiling and then show a maximum of 1
+    url, fake = endpoint
+    fake.plain = "[[A]]\nThe first one counts right."
+    fake.hold_until_in_flight = 3
+    monkeypatch.setenv("CRITIC_TEST_KEY", KEY)
+    result = judge_campaign_remote(engine, "pairs", _options(url, timeout=120.0))
+    assert result.stored == 6 and result.failed == []
+    assert fake.max_in_flight == 3
 
 
 def test_judge_run_command_reads_the_key_from_the_named_variable(
