@@ -23,7 +23,8 @@ CAPTION = (
     "over their units), the campaign's alpha without them, a latent-class competence "
     "(Dawid–Skene for preferences; ordinal MACE for scores, beside the evidence in nats that "
     "they answered at random), the share choosing the response shown "
-    "first beside the others' on the same pairs, and the longest run of one answer. Annotators "
+    "first beside the others' on the same pairs (and, where the responses' lengths are known, "
+    "the share choosing the longer one), and the longest run of one answer. Annotators "
     "left out of the reference are marked excluded, with why (listed, or held or retired in "
     "the campaign), and are not in the others' consensus. Click a column to sort; each flag says "
     "why it was raised (thresholds in METRICS.md)."
@@ -74,6 +75,13 @@ def annotators_table(
         table["Others, same pairs"] = [
             _number(row.position.others_share) if row and row.position else None for row in found
         ]
+    if pairwise and any(row is not None and row.length is not None for row in found):
+        table["Longer chosen"] = [
+            _figure(row.length.share_longer) if row and row.length else None for row in found
+        ]
+        table["Others, longer"] = [
+            _number(row.length.others_share) if row and row.length else None for row in found
+        ]
     table["Longest run"] = [row.run.length if row else None for row in found]
     table["Flags"] = ["; ".join(f.reason for f in row.flags) if row else "" for row in found]
     return pd.DataFrame(table)
@@ -116,6 +124,10 @@ COLUMN_HELP = {
     "Others, same pairs": "The share of the response shown first among the other annotators' "
     "answers on this annotator's pairs, leaving out those flagged low competence or "
     "straight-lining (so that careless annotators do not move the baseline; METRICS.md).",
+    "Longer chosen": "Their share choosing the longer response, over the pairs of unequal "
+    "lengths (ties count as not longer).",
+    "Others, longer": "The share of the longer response among the other annotators' answers on "
+    "this annotator's pairs of unequal lengths, counted as for 'Others, same pairs'.",
 }
 """Column tips of the Annotators table, where a column's name cannot say it all."""
 

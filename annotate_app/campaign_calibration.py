@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 
 from calibration import CalibrationOptions, CalibrationReport, calibrate, krippendorff_alpha
 from calibration.analysis import check_judges, with_shortcut_baseline
-from calibration.annotators import AnnotatorTable, annotator_reliability
+from calibration.annotators import AnnotatorTable, annotator_reliability, longer_responses
 from calibration.audits import JudgeAudit, audit_judges
 from calibration.consistency import ConsistencyReport, cross_protocol_consistency
 from calibration.cost import Prices
@@ -40,7 +40,11 @@ from data.readmodels.frames import (
     campaign_rationales,
     campaign_reference_overrides,
 )
-from data.readmodels.judge_facts import campaign_judgement_usage, campaign_response_facts
+from data.readmodels.judge_facts import (
+    campaign_judgement_usage,
+    campaign_response_facts,
+    campaign_response_lengths,
+)
 from data.services.monitor import human_rating_matrices
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope
@@ -128,6 +132,7 @@ def calibrate_campaign(
         source.frame,
         chosen,
         overrides=source.overrides,
+        response_lengths=source.response_lengths or None,
         progress=progress,
         unlabelled=source.outside_sample,
     )
@@ -323,6 +328,7 @@ def campaign_annotators(
         matrices = list(human_rating_matrices(session, campaign_id).values())
         protocol = campaign_protocol(get_campaign(session, campaign_id))
         excluded = standing_exclusions(session, campaign_id)
+        lengths = None if protocol.is_pointwise else campaign_response_lengths(session, campaign_id)
     if not matrices:
         return None
     names = sorted({name for matrix in matrices for name in matrix.annotators})
@@ -338,12 +344,14 @@ def campaign_annotators(
             block[2, rows] = matrix.order
         blocks.append(block)
     values, swapped, order = np.concatenate(blocks, axis=2)
+    units = [unit for matrix in matrices for unit in matrix.units]
     return annotator_reliability(
         values,
         names,
         scale=Scale.of(protocol) if protocol.is_pointwise else None,
         swapped=swapped == 1,
         order=order,
+        longer=None if lengths is None else longer_responses(units, lengths),
         bootstrap=bootstrap,
         seed=seed,
         excluded=[name for name in names if name in excluded],

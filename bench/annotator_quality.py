@@ -20,7 +20,8 @@ file has no story text). Share 0 (``none``) is the clean pool: the false flags o
 annotators.
 
 **Detection**, per annotator of the pool, from :func:`calibration.annotators.annotator_reliability`
-with the product's defaults (B = 1000, the campaign's seed, answers in the annotator's order):
+with the product's defaults (B = 1000, the campaign's seed, answers in the annotator's order;
+pairs: the responses' lengths, as a campaign's calibration reads them, for the ``length`` flag):
 ``flags`` (any flag), ``competence`` (its ``low_competence`` flag: Dawid–Skene less than 0.10
 above chance; on scores, ordinal MACE's evidence of random answers ≥ 4 nats; the product's
 constants). With gold: 5% of the campaign's units (at least one) carry a known answer, the
@@ -248,6 +249,15 @@ def contaminate(
     return labels, careless
 
 
+def longer_of(campaign: Campaign, pool: Pool) -> np.ndarray | None:
+    """Pairs: per unit of the pool, the code of the longer response (NaN when both are as
+    long), as the product gives the Annotators table (``longer``); None for scores."""
+    if campaign.longer is None:
+        return None
+    code = campaign.longer[pool.units]
+    return np.where(code == 2.0, np.nan, code)
+
+
 def gold_flags(
     labels: np.ndarray, pool: Pool, pairwise: bool, min_answers: int | None = None
 ) -> np.ndarray:
@@ -330,6 +340,7 @@ def run_one(task: tuple[Campaign, int, int, Sequence[tuple[str, float]], int]) -
             [f"v{v:02d}" for v in range(POOL)],
             scale=None if campaign.pairwise else SCALE,
             order=pool.order,
+            longer=longer_of(campaign, pool),
             bootstrap=bootstrap,
             seed=seed,
         )

@@ -12,14 +12,14 @@ import copy
 import hashlib
 import importlib.metadata
 import platform
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from calibration.alpha import AlphaData
-from calibration.annotators import AnnotatorTable, annotator_reliability
+from calibration.annotators import AnnotatorTable, annotator_reliability, longer_responses
 from calibration.bootstrap import (
     CI_LEVEL,
     percentile_interval,
@@ -156,6 +156,7 @@ def calibrate(
     progress: Callable[[int], None] | None = None,
     unlabelled: pd.DataFrame | None = None,
     facts: Sequence[ResponseFacts] | None = None,
+    response_lengths: Mapping[str, int] | None = None,
 ) -> CalibrationReport:
     """Calibrate every judge of ``frame`` against the humans (METRICS.md).
 
@@ -165,10 +166,14 @@ def calibrate(
     random sample (a stratified campaign's routed units), which only the model estimates read,
     as unlabelled units; ``facts``: every response's length, list format and model, to add the
     shortcut baseline (:mod:`calibration.shortcut`) as a judge, fitted by cross-fitting on the
-    reference.
+    reference; ``response_lengths``: response id → characters (preferences), for the Annotators
+    table's ``length`` figure and flag (without it, or ``facts``, the table has none).
     """
     options.validate()
     data = _units(frame, options, overrides)
+    lengths = response_lengths
+    if lengths is None and facts is not None:
+        lengths = {fact.response_id: fact.length for fact in facts}
     if facts is not None:
         frame = with_shortcut_baseline(frame, options, facts, overrides=overrides)
         data = _units(frame, options, overrides)
@@ -235,7 +240,7 @@ def calibrate(
         "human": human_block,
         "judges": judge_blocks,
         "versions": _versions(data_sha256 or frame_sha256(data.frame)),
-        "annotators": asdict(annotator_table(data, options, scale)),
+        "annotators": asdict(annotator_table(data, options, scale, lengths)),
     }
     if scale:
         summary["models"] = _models(data, judges, judge_blocks, scale)
@@ -309,10 +314,14 @@ def check_annotators(wanted: Sequence[str], present: Sequence[str]) -> None:
 
 
 def annotator_table(
-    data: UnitData, options: CalibrationOptions, scale: Scale | None
+    data: UnitData,
+    options: CalibrationOptions,
+    scale: Scale | None,
+    lengths: Mapping[str, int] | None = None,
 ) -> AnnotatorTable:
     """The Annotators table (:mod:`calibration.annotators`) of every human rater, excluded ones
-    too; answers in the order of the frame's rows (a campaign's: submission order)."""
+    too; answers in the order of the frame's rows (a campaign's: submission order);
+    ``lengths``: response id → characters, for preferences' ``length`` figure."""
     raters = list(data.all_raters)
     humans = data.all_humans if data.all_humans is not None else data.humans
     frame = data.frame
@@ -335,6 +344,9 @@ def annotator_table(
         scale=scale,
         swapped=swapped,
         order=order,
+        longer=None
+        if scale is not None or lengths is None
+        else longer_responses([str(unit) for unit in data.units], lengths),
         rule=options.loo_rule,
         no_majority=options.no_majority,
         bootstrap=options.bootstrap,

@@ -18,9 +18,15 @@ For each annotator (METRICS.md, "Annotators"):
   (:func:`calibration.mace.random_answer_evidence`); none on a continuous scale;
 * **position preference** (preferences): the share of their answers that chose the response
   shown first to them (Wilson interval), beside the share of the others who chose that same
-  response on the same pairs, the others being those not flagged ``low_competence`` or
-  ``straight_lining`` (an annotator who answers without reading the pair, always "A" say, would
-  otherwise pull the baseline towards their own habit and get honest annotators flagged);
+  response on the same pairs, the others being those of the consensus not flagged
+  ``low_competence`` or ``straight_lining`` (an annotator who answers without reading the pair,
+  always "A" say, would otherwise pull the baseline towards their own habit and get honest
+  annotators flagged);
+* **length preference** (preferences, when the responses' lengths are given): the share of
+  their answers that chose the longer response of the pair (Wilson interval), beside the share
+  of the same others choosing it on the same pairs; flagged only *above* theirs (choosing the
+  longer response without reading is the shortcut; careless annotators among the others raise
+  the others' share, and a two-sided rule would then flag honest annotators below it);
 * **straight-lining**: the longest run of one answer in their answers' order, beside the
   longest run of the others' consensus on the same units in the same order.
 
@@ -31,8 +37,9 @@ in words why.
 annotators (always "A", always the longer response) are much of the others' consensus on the
 pairs they answered: honest annotators then look worse and the careless better. So on
 preferences the table is computed twice: the second pass takes the leave-one-out figures
-(``loo_n``, ``accuracy``, ``run``) against the consensus of the others who raised no flag in the
-first (and are not ``excluded``), and its flags are the table's. Chosen on PandaLM's dev half
+(``loo_n``, ``accuracy``, ``run``) and the others' shares of ``position`` and ``length``
+against the others who raised no flag in the first (and are not ``excluded``), and its flags
+are the table's. Chosen on PandaLM's dev half
 (docs/ANNOTATOR_QUALITY.md): it raised recall and precision at nearly every share and n; on
 HANNA's scores it did not help, so scores keep one pass.
 """
@@ -53,6 +60,7 @@ from calibration.mace import ordinal_mace, random_answer_evidence
 from calibration.pointwise import PointwiseKernel
 from calibration.reference import ConsensusRule, NoMajorityRule, consensus, default_rule
 from calibration.scale import Scale
+from schemas.ids import parse_unit_key
 from schemas.intervals import wilson_interval
 
 MIN_UNITS = 10
@@ -86,6 +94,16 @@ Chosen on the dev half of PandaLM (bench/annotator_position_rules.py,
 docs/ANNOTATOR_QUALITY.md) over the others' median own share and a test of their decided
 answers against ½: with 20% / 30% always-"A" annotators it flagged 0 of 720 / 630 honest
 annotators for position at n = 30 (everyone counted: 25 and 126)."""
+LENGTH_GAP = 0.15
+"""Length (preferences, the responses' lengths known): flag when, over at least 20 pairs of
+unequal lengths, the share choosing the longer response is at least 0.15 *above* the others'
+share on the same pairs, and the others' share lies below the annotator's Wilson interval.
+One-sided: choosing the longer response without reading the pair is the known shortcut
+(verbosity bias), and careless annotators among the others raise the others' share, so that a
+two-sided rule would flag honest annotators below it. Chosen on the dev half of PandaLM
+(bench/annotator_length_rule.py, docs/ANNOTATOR_QUALITY.md): of gaps 0.10, 0.15, 0.20 and 0.25,
+the one keeping the most recall of length-biased annotators at n = 30 while flagging no honest
+annotator ``length`` in the clean pool at any n (a tie going to the larger gap)."""
 RUN_MIN = 10
 RUN_RATIO = 2.0
 RUN_CHANCE = 0.001
@@ -95,12 +113,15 @@ random as the others answer would hardly ever give: the expected number of such 
 n·(1 − p)·p^L with p the share of the others' answers on the same units that are this value (a
 run of length L starts at a given answer with probability about (1 − p)·p^L), is below 0.001."""
 
-FlagKind = Literal["low_agreement", "alpha_gain", "low_competence", "position", "straight_lining"]
+FlagKind = Literal[
+    "low_agreement", "alpha_gain", "low_competence", "position", "length", "straight_lining"
+]
 FLAG_KINDS: tuple[FlagKind, ...] = (
     "low_agreement",
     "alpha_gain",
     "low_competence",
     "position",
+    "length",
     "straight_lining",
 )
 _NAN = float("nan")
@@ -133,6 +154,18 @@ class PositionPreference:
     """Their share choosing the response shown first (ties count as not first), Wilson 95%."""
     others_share: float
     """Mean over the same pairs of the others' share choosing that same response."""
+
+
+@dataclass(frozen=True)
+class LengthPreference:
+    """Preferences: how often the annotator chose the longer response of a pair."""
+
+    n: int
+    """Pairs of unequal lengths answered that at least one other annotator answered too."""
+    share_longer: Estimate
+    """Their share choosing the longer response (ties count as not longer), Wilson 95%."""
+    others_share: float
+    """Mean over the same pairs of the others' share choosing the longer response."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +211,8 @@ class AnnotatorReliability:
     """Ordinal MACE only: nats of evidence that they answered at random rather than as the
     others' median annotator does (:func:`calibration.mace.random_answer_evidence`)."""
     position: PositionPreference | None
+    length: LengthPreference | None
+    """Preferences with the responses' lengths known (``longer``); None otherwise."""
     run: AnswerRun
     flags: tuple[AnnotatorFlag, ...]
 
@@ -204,6 +239,7 @@ def annotator_reliability(
     scale: Scale | None,
     swapped: np.ndarray | None = None,
     order: np.ndarray | None = None,
+    longer: np.ndarray | None = None,
     rule: ConsensusRule | None = None,
     no_majority: NoMajorityRule = "tie",
     bootstrap: int = 1000,
@@ -215,7 +251,9 @@ def annotator_reliability(
 
     ``scale``: None for preferences; ``swapped``: raters × units, True where the pair was shown
     to that rater in the order B, A (default: never); ``order``: raters × units, the position of
-    each answer in submission order (default: unit order); ``rule``: the others' per-unit
+    each answer in submission order (default: unit order); ``longer``: preferences, per unit
+    the code of the longer response (0 = A, 1 = B; NaN where both are as long or unknown), for
+    the ``length`` figure and flag (default: none); ``rule``: the others' per-unit
     consensus (default mean / majority); ``excluded``: raters left out of the others' consensus
     (still given a row); ``weights``: each rater's weight in the reference, copied into the rows.
     Preferences take two passes (the module's docstring).
@@ -244,6 +282,7 @@ def annotator_reliability(
             chance=float(chance[r]),
             random_evidence=float(evidence[r]),
             position=None,
+            length=None,
             run=AnswerRun(0, _NAN, 0, None, _NAN),
             flags=(),
         )
@@ -265,13 +304,15 @@ def annotator_reliability(
             )
         flagged = [_flags(row, out, alpha, model, level, margin) for row in out]
         if pairwise:
-            baseline = np.array(
+            baseline = counted & np.array(
                 [not {f.kind for f in flags} & POSITION_BASELINE_SKIPS for flags in flagged]
             )
             for r, row in enumerate(out):
                 position = _position(data, r, swapped, baseline)
-                out[r] = replace(row, position=position)
-                flagged[r] = _in_kind_order((*flagged[r], *_position_flags(position)))
+                length = None if longer is None else _length(data, r, longer, baseline)
+                out[r] = replace(row, position=position, length=length)
+                habits = (*_position_flags(position), *_length_flags(length))
+                flagged[r] = _in_kind_order((*flagged[r], *habits))
         return [replace(row, flags=flags) for row, flags in zip(out, flagged, strict=True)]
 
     table = flagged_rows(keep)
@@ -280,6 +321,24 @@ def annotator_reliability(
         if (screened != keep).any():
             table = flagged_rows(screened)
     return AnnotatorTable(model, rule, level, alpha, bootstrap, seed, tuple(table))
+
+
+def longer_responses(units: Sequence[str], lengths: Mapping[str, int]) -> np.ndarray:
+    """Per unit key, the code of the longer response of the pair (0 = A, 1 = B), as
+    :func:`annotator_reliability` reads ``longer``: NaN for a unit that is not a pair, a pair of
+    equal lengths, or one whose response is missing from ``lengths`` (response id →
+    characters, :class:`schemas.audit_records.ResponseFacts`'s ``length``)."""
+    out = np.full(len(units), np.nan)
+    for j, unit in enumerate(units):
+        if not str(unit).startswith("p:"):
+            continue
+        key = parse_unit_key(str(unit))
+        if key.pair is None or not all(r in lengths for r in key.pair):
+            continue
+        a, b = (lengths[r] for r in key.pair)
+        if a != b:
+            out[j] = 0.0 if a > b else 1.0
+    return out
 
 
 def annotator_label(name: str, excluded: bool, reason: str | None = None) -> str:
@@ -382,24 +441,42 @@ def _position(
 ) -> PositionPreference:
     """Rater ``r``'s share choosing the response shown first, on the pairs that at least one
     other rater of ``counted`` answered, and those others' mean share choosing it there."""
+    flipped = (
+        np.zeros(data.shape[1], dtype=bool)
+        if swapped is None
+        else np.asarray(swapped[r], dtype=bool)
+    )
+    first = np.where(flipped, 1.0, 0.0)  # the canonical code of the response shown first
+    return PositionPreference(*_choosing(data, r, first, counted))
+
+
+def _length(data: np.ndarray, r: int, longer: np.ndarray, counted: np.ndarray) -> LengthPreference:
+    """Rater ``r``'s share choosing the longer response, on the pairs of unequal lengths that
+    at least one other rater of ``counted`` answered, and those others' mean share there."""
+    return LengthPreference(*_choosing(data, r, np.asarray(longer, dtype=np.float64), counted))
+
+
+def _choosing(
+    data: np.ndarray, r: int, target: np.ndarray, counted: np.ndarray
+) -> tuple[int, Estimate, float]:
+    """(pairs, rater ``r``'s share choosing ``target`` with its Wilson interval, the counted
+    others' mean share choosing it on the same pairs): over the pairs with a target (not NaN)
+    that ``r`` and at least one other rater of ``counted`` answered. ``target``: per unit, a
+    response's code (0 = A, 1 = B); a tie is not a choice of it."""
     own = data[r]
     chosen = np.asarray(counted, dtype=bool).copy()
     chosen[r] = False
     others = data[chosen]
-    flipped = (
-        np.zeros(own.size, dtype=bool) if swapped is None else np.asarray(swapped[r], dtype=bool)
-    )
-    first = np.where(flipped, 1.0, 0.0)  # the canonical code of the response shown first
     answered_by_others = (~np.isnan(others)).sum(axis=0)
-    mask = ~np.isnan(own) & (answered_by_others > 0)
+    mask = ~np.isnan(own) & ~np.isnan(target) & (answered_by_others > 0)
     n = int(mask.sum())
     if n == 0:
-        return PositionPreference(0, Estimate(_NAN), _NAN)
-    chose_first = int((own[mask] == first[mask]).sum())
+        return 0, Estimate(_NAN), _NAN
+    hits = int((own[mask] == target[mask]).sum())
     with np.errstate(invalid="ignore"):
-        share = (others == first[None, :]).sum(axis=0) / answered_by_others
-    low, high = wilson_interval(chose_first, n)
-    return PositionPreference(n, Estimate(chose_first / n, low, high), float(np.mean(share[mask])))
+        share = (others == target[None, :]).sum(axis=0) / answered_by_others
+    low, high = wilson_interval(hits, n)
+    return n, Estimate(hits / n, low, high), float(np.mean(share[mask]))
 
 
 def _run(
@@ -547,6 +624,23 @@ def _position_flags(position: PositionPreference) -> tuple[AnnotatorFlag, ...]:
             f"(interval {_pct(share.low)}–{_pct(share.high)}), while the others chose that "
             f"same response on {_pct(position.others_share)} of the same pairs (others flagged "
             "low competence or straight-lining not counted)",
+        ),
+    )
+
+
+def _length_flags(length: LengthPreference | None) -> tuple[AnnotatorFlag, ...]:
+    if length is None or length.n < POSITION_MIN_PAIRS:
+        return ()
+    share = length.share_longer
+    if not (share.value - length.others_share >= LENGTH_GAP and length.others_share < share.low):
+        return ()
+    return (
+        AnnotatorFlag(
+            "length",
+            f"chose the longer response on {_pct(share.value)} of {length.n} pairs of unequal "
+            f"lengths (interval {_pct(share.low)}–{_pct(share.high)}), while the others chose "
+            f"it on {_pct(length.others_share)} of the same pairs (others flagged low "
+            "competence or straight-lining not counted)",
         ),
     )
 

@@ -224,7 +224,9 @@ def _annotators(result: CalibrationResult) -> str:
     left_out = result.reference.exclusion_reasons
     header = ["annotator", "units", "weight", "LOO units", *agreement]
     header += [f"alpha without ({_fmt(section.alpha)} with all)", competence]
+    lengths = pairwise and any(row.length is not None for row in section.rows)
     header += ["shown first: them / others"] if pairwise else []
+    header += ["longer chosen: them / others"] if lengths else []
     header += ["longest run / others'", "flags"]
     rows = []
     for row in section.rows:
@@ -244,6 +246,13 @@ def _annotators(result: CalibrationResult) -> str:
                 "n/a"
                 if position is None
                 else f"{_estimate(position.share_first)} / {_fmt(position.others_share)}"
+            )
+        if lengths:
+            length = row.length
+            cells.append(
+                "n/a"
+                if length is None
+                else f"{_estimate(length.share_longer)} / {_fmt(length.others_share)}"
             )
         run = row.run
         cells.append(f"{run.length} of {run.n} / {_fmt(run.others_length)}")

@@ -261,7 +261,7 @@ class AnnotatorEstimate(_Section):
 
 class AnnotatorFlagResult(_Section):
     kind: str
-    """low_agreement | alpha_gain | low_competence | position | straight_lining"""
+    """low_agreement | alpha_gain | low_competence | position | length | straight_lining"""
     reason: str
     """Why, in words, with the figures that raised it."""
 
@@ -272,6 +272,15 @@ class AnnotatorPosition(_Section):
     """Share of their answers choosing the response shown first to them (Wilson 95%)."""
     others_share: float | None
     """The others' share choosing that same response on the same pairs."""
+
+
+class AnnotatorLength(_Section):
+    n: int
+    share_longer: AnnotatorEstimate
+    """Share of their answers choosing the longer response of a pair (Wilson 95%), over the
+    pairs of unequal lengths."""
+    others_share: float | None
+    """The others' share choosing the longer response on the same pairs."""
 
 
 class AnnotatorRun(_Section):
@@ -306,6 +315,9 @@ class AnnotatorRow(_Section):
     """Scores with points: nats of evidence that they answered at random rather than as the
     others' median annotator does (ordinal MACE); null otherwise."""
     position: AnnotatorPosition | None
+    length: AnnotatorLength | None = None
+    """Preferences with the responses' lengths known: how often they chose the longer one;
+    null otherwise."""
     run: AnnotatorRun
     flags: list[AnnotatorFlagResult]
 

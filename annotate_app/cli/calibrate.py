@@ -50,7 +50,7 @@ def calibrate_command(
         None,
         "--dataset",
         help="File mode: dataset file (.jsonl, .csv or .parquet) giving task/category/model per "
-        "response.",
+        "response (and, for pairs, the responses' lengths that the Annotators table reads).",
     ),
     protocol: str = typer.Option(
         None, "--protocol", help="alignmmbench | mmie | pairwise | score (default: the campaign's)."
@@ -267,19 +267,28 @@ def _calibrate_files(
     # The options' closed sets arrive as the user's text; CalibrationOptions.validate() checks
     # each one and names the valid values, so the Literal types hold once it has run.
     options = CalibrationOptions(protocol=chosen, **fields)
-    if baselines and dataset is not None:
-        from calibration.analysis import with_shortcut_baseline
+    facts = None
+    if dataset is not None and (baselines or not chosen.is_pointwise):
         from data.readmodels.judge_facts import dataset_response_facts
 
+        facts = dataset_response_facts(dataset)
+    if baselines and facts is not None:
+        from calibration.analysis import with_shortcut_baseline
+
         options.validate()
-        frame = with_shortcut_baseline(frame, options, dataset_response_facts(dataset))
+        frame = with_shortcut_baseline(frame, options, facts)
+    lengths = None  # pairs: the Annotators table's length figure reads the responses' lengths
+    if facts is not None and not chosen.is_pointwise:
+        lengths = {fact.response_id: fact.length for fact in facts}
     total = options.bootstrap or None
     comparisons = []  # first, so that a misspelt judge is named before the long calibration
     for first, second in compare:
         with cli.progress(f"{first} vs {second}", total=total) as advance:
             comparisons.append(compare_judges(frame, options, first, second, progress=advance))
     with cli.progress("bootstrap resamples", total=total) as advance:
-        report = calibrate(frame, options, data_sha256=data_sha256, progress=advance)
+        report = calibrate(
+            frame, options, data_sha256=data_sha256, progress=advance, response_lengths=lengths
+        )
     result = report.result.with_extras(comparisons=comparisons or None)
     if json_out is not None:
         json_out.write_text(result.to_json(), "utf-8")

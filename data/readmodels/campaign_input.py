@@ -22,6 +22,7 @@ from data.readmodels.frames import (
     campaign_judges,
     campaign_reference_overrides,
 )
+from data.readmodels.judge_facts import campaign_response_lengths
 from data.services.counted_answers import not_rejected
 from data.services.disagreements import review_settings
 from data.services.monitor import unit_infos
@@ -75,6 +76,10 @@ class CampaignCalibrationInput:
     """Pointwise: the campaign's disagreement threshold (its review settings), which its report's
     list of largest disagreements and the *Disagreements* page both apply; None for pairwise, or
     when the reader was given another protocol (another scale: the default threshold then)."""
+    response_lengths: dict[str, int] = field(default_factory=dict)
+    """Preferences: characters of each response of the campaign's pairs (response id → length,
+    :func:`data.readmodels.judge_facts.response_length`), for the Annotators table's ``length``
+    figure; empty for scores."""
     rejected_units: tuple[str, ...] = ()
     """The unit key of each answer a reviewer rejected (or revision of one not accepted yet) on
     the units read: not in ``frame``, counted in the JSON's ``reference.rejected_answers``."""
@@ -120,11 +125,14 @@ def read_calibration_input(
     rejected = rejected_answer_units(session, found.id)
     if sample is not None:
         rejected = tuple(unit for unit in rejected if unit in sample)
+    chosen = protocol if protocol is not None else campaign_protocol(found)
+    lengths = {} if chosen.is_pointwise else campaign_response_lengths(session, found.id)
     return CampaignCalibrationInput(
+        response_lengths=lengths,
         standing_exclusions=standing,
         rejected_units=rejected,
         campaign=found.name,
-        protocol=protocol if protocol is not None else campaign_protocol(found),
+        protocol=chosen,
         frame=frame,
         overrides=campaign_reference_overrides(session, found.id),
         judges=campaign_judges(session, found.id),

@@ -62,6 +62,12 @@ def campaign_response_facts(session: Session, campaign_id: int) -> list[Response
     )
 
 
+def campaign_response_lengths(session: Session, campaign_id: int) -> dict[str, int]:
+    """Response id → characters (:func:`response_length`) of every response of the campaign's
+    units, what the Annotators table's ``length`` figure compares within a pair."""
+    return {fact.response_id: fact.length for fact in campaign_response_facts(session, campaign_id)}
+
+
 def dataset_response_facts(path: Path) -> list[ResponseFacts]:
     """Model, length and list format of every response of a dataset file (FORMATS.md §1), read
     and checked as ``import`` reads it (:class:`~data.io.importers.errors.InvalidFile` naming

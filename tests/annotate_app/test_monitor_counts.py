@@ -9,14 +9,20 @@ import json
 from pathlib import Path
 
 import numpy as np
+from admin_factory import add_campaign, add_dataset, add_people, answer, units_of
 from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from annotate_app.auth import USER_KEY
-from annotate_app.campaign_calibration import campaign_annotators, task_agreement
+from annotate_app.campaign_calibration import (
+    calibrate_campaign,
+    campaign_annotators,
+    task_agreement,
+)
 from annotate_app.cli.main import app
 from annotate_app.navigation import APP_DIR
+from data.readmodels.campaign_input import read_calibration_input
 from data.services.campaign_progress import campaign_progress
 from data.services.monitor import human_rating_matrices, low_effort_report
 from data.services.users import create_user, to_record
@@ -92,3 +98,44 @@ def test_monitor_page_marks_held_and_retired_annotators_excluded(
     assert list(table["Submitted"]) == [6, 6, 5, 6, 6]
     assert list(table["Rejected"]) == [0, 0, 1, 0, 0]
     assert list(table["Units"]) == [6, 6, 5, 6, 6]
+
+
+def test_pairs_length_figure_is_read_from_the_responses_on_the_monitor_and_in_calibrate(
+    engine: Engine,
+) -> None:
+    # Four items, each one pair: m1's answer and m22's, one character longer ("m22" against
+    # "m1"), so B is the longer response of every pair. Five raters; ann answers B on all four,
+    # each of the others A on one pair of their own (bob the third, cat the first, rita the
+    # second, root the fourth) and B on the rest. ann chose the longer on 4/4; on every pair
+    # three of the four others did: 0.75. bob chose it on 3/4; the others on his pairs: 3/4,
+    # 3/4, 4/4, 3/4, a mean of 0.8125 (so for cat, rita and root). Four pairs each: no flag.
+    answers = {"ann": "BBBB", "bob": "BBAB", "cat": "ABBB", "rita": "BABB", "root": "BBBA"}
+    with session_scope(engine) as session:
+        people = add_people(session)
+        add_dataset(session, items=4, models=("m1", "m22"))
+        campaign = add_campaign(session, protocol="pairwise", overlap=5)
+        units = units_of(session, campaign.id)
+        for name, preferences in answers.items():
+            for unit, preference in zip(units, preferences, strict=True):
+                answer(session, unit, people[name], preference=preference)
+        campaign_id = campaign.id
+        source = read_calibration_input(session, campaign_id)
+    text = "The answer of {} to question {} is long enough to copy."
+    assert source.response_lengths == {
+        f"ds-item-{i}/{m}": len(text.format(m, i)) for i in range(4) for m in ("m1", "m22")
+    }
+    expected = {name: (0.75, 0.8125) for name in answers} | {"ann": (1.0, 0.75)}
+    live = campaign_annotators(engine, campaign_id, bootstrap=0)
+    assert live is not None
+    for row in live.rows:
+        length = row.length
+        assert length is not None and length.n == 4, row.annotator
+        assert (length.share_longer.value, length.others_share) == expected[row.annotator]
+        assert not row.flags
+    result = calibrate_campaign(engine, source, bootstrap=0).report.result
+    assert result.annotators is not None
+    for row in result.annotators.rows:
+        length = row.length
+        assert length is not None, row.annotator
+        share, others = expected[row.annotator.removeprefix("annotator:")]
+        assert (length.share_longer.value, length.others_share) == (share, others)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from annotate_app.cli.main import app
 from calibration import CalibrationInputError, CalibrationOptions, calibrate
-from calibration.annotators import annotator_reliability
+from calibration.annotators import annotator_reliability, longer_responses
 from calibration.dawid_skene import dawid_skene
 from calibration.mace import mace, ordinal_kernel, ordinal_mace, random_answer_evidence
 from calibration.reference import human_reference
@@ -305,6 +305,92 @@ def test_careless_annotators_bend_neither_the_position_baseline_nor_the_consensu
         "others chose that same response on 33% of the same pairs (others flagged low "
         "competence or straight-lining not counted)"
     )
+
+
+def _length_campaign(n_biased: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """30 pairs shown unswapped; the longer response is A on even pairs, B on odd ones. The
+    better response is the longer one except on pairs 0–5 (S: three with A longer, three with
+    B). Six honest raters answer the better response except on three pairs each, where they
+    choose the other one: h_k on S[k] and on pairs 6 + 4k and 7 + 4k (better = longer there),
+    so each chooses the longer response on 24 − 2 + 1 = 23 of 30 pairs, and every pair is
+    answered against the better response by at most one of them. ``n_biased`` raters choose
+    the longer response on every pair."""
+    longer = np.array([0.0 if i % 2 == 0 else 1.0 for i in range(30)])
+    better = np.where(np.arange(30) < 6, 1 - longer, longer)
+    honest = []
+    for k in range(6):
+        answers = better.copy()
+        for i in (k, 6 + 4 * k, 7 + 4 * k):
+            answers[i] = 1 - answers[i]
+        honest.append(answers)
+    names = [f"h{k}" for k in range(6)] + [f"L{j}" for j in range(n_biased)]
+    return np.vstack(honest + [longer] * n_biased), longer, names
+
+
+def test_a_length_biased_annotator_is_flagged_length_in_words():
+    # One rater L0 always chooses the longer response. The others' majority on every pair is
+    # the better response (five or six of six honest raters), so L0 agrees with it on 24 of 30
+    # pairs (0.80) and an honest rater on 27 (0.90): within L0's interval. Dawid–Skene sees L0
+    # right on 12 of the 15 pairs where A is better and 12 of 15 where B is (0.80, chance 0.50);
+    # they chose the response shown first on 15 of 30 pairs, as the others did; their longest
+    # run is 1. The former rules flag nobody. With the lengths: L0 chose the longer response on
+    # 30 of 30 pairs, Wilson interval 0.886–1; the others (the six honest raters) on
+    # 6 · 23 / (6 · 30) = 23/30 = 0.77 of the same pairs: 0.23 above, below the interval.
+    matrix, longer, names = _length_campaign(1)
+    before = annotator_reliability(matrix, names, scale=None, bootstrap=1000)
+    assert not any(row.flags for row in before.rows)
+    assert all(row.length is None for row in before.rows)
+    table = annotator_reliability(matrix, names, scale=None, longer=longer, bootstrap=1000)
+    rows = {row.annotator: row for row in table.rows}
+    biased = rows["L0"]
+    assert [flag.kind for flag in biased.flags] == ["length"]
+    assert biased.length is not None and biased.length.n == 30
+    assert biased.length.share_longer.value == 1.0
+    assert biased.length.share_longer.low == pytest.approx(0.8865, abs=1e-4)
+    assert biased.length.others_share == pytest.approx(23 / 30)
+    assert biased.flags[0].reason == (
+        "chose the longer response on 100% of 30 pairs of unequal lengths (interval 89%–100%), "
+        "while the others chose it on 77% of the same pairs (others flagged low competence or "
+        "straight-lining not counted)"
+    )
+    accuracy = biased.accuracy
+    assert accuracy is not None and accuracy.value == pytest.approx(24 / 30)
+    for k in range(6):
+        row = rows[f"h{k}"]
+        assert not row.flags
+        assert row.length is not None and row.length.share_longer.value == pytest.approx(23 / 30)
+        # the second pass leaves L0 out: the other five honest raters, 5 · 23 / (5 · 30)
+        assert row.length.others_share == pytest.approx(23 / 30)
+        assert row.accuracy is not None and row.accuracy.value == pytest.approx(27 / 30)
+
+
+def test_length_biased_annotators_do_not_set_each_others_baseline():
+    # Two raters always choose the longer response. In the first pass L0's others are the six
+    # honest raters and L1: on each pair (honest choosing the longer + 1) / 7, over the pairs
+    # (6 · 23 + 30) / (7 · 30) = 0.80; both are flagged (1.00 is 0.20 above, the interval's
+    # bottom 0.886). The second pass counts only the others the first did not flag: L0's
+    # others are the six honest raters again, 23/30, and the flag's reason says 77%.
+    matrix, longer, names = _length_campaign(2)
+    table = annotator_reliability(matrix, names, scale=None, longer=longer, bootstrap=1000)
+    rows = {row.annotator: row for row in table.rows}
+    for name in ("L0", "L1"):
+        length = rows[name].length
+        assert "length" in {flag.kind for flag in rows[name].flags}
+        assert length is not None and length.others_share == pytest.approx(23 / 30)
+    for k in range(6):
+        row = rows[f"h{k}"]
+        assert "length" not in {flag.kind for flag in row.flags}
+        assert row.length is not None and row.length.others_share == pytest.approx(23 / 30)
+
+
+def test_longer_responses_reads_pairs_and_lengths():
+    lengths = {"a": 10, "b": 5, "c": 3, "d": 7, "e": 4, "f": 4, "h": 9}
+    units = ["p:a|b", "p:c|d", "p:e|f", "r:a", "p:g|h", "u7"]
+    np.testing.assert_array_equal(
+        longer_responses(units, lengths), [0.0, 1.0, np.nan, np.nan, np.nan, np.nan]
+    )
+    with pytest.raises(ValueError, match="p:<a>"):
+        longer_responses(["p:a"], lengths)
 
 
 def test_annotator_table_runs_and_straight_lining_by_hand():
