@@ -5,7 +5,7 @@ same careless annotators, n labels each), the Annotators table is computed with 
 lengths (``longer``) under each candidate rule for the ``length`` flag, and once without them
 (``none``: the rules before the flag). Candidates: one-sided (the share choosing the longer
 response at least ``gap`` *above* the others' share on the same pairs, the others' share below
-the annotator's Wilson interval; the product's form, ``gap`` = ``LENGTH_GAP``) for gaps 0.10,
+the annotator's Wilson interval; the product's form, ``gap`` = ``LENGTH_EXCESS``) for gaps 0.10,
 0.15, 0.20, 0.25, and two-sided (\\|share − others\\| ≥ ``gap`` and the others' share outside the
 interval, the ``position`` rule's form) for gaps 0.15 and 0.25. Everything else is the table's.
 Printed per candidate and condition: precision / recall of all flags, and the honest annotators
@@ -65,12 +65,12 @@ def candidates() -> list[tuple[str, float | None, bool]]:
 
 def run(seeds: int, first: int, labels: Sequence[int], bootstrap: int) -> list[dict]:
     campaign = aq.split(aq.pandalm_campaign(), "dev")
-    original_gap, original_flags = annotators.LENGTH_GAP, annotators._length_flags
+    original_gap, original_flags = annotators.LENGTH_EXCESS, annotators._length_flags
     totals: dict[tuple, dict[str, int]] = {}
     try:
         for name, gap, one_sided in candidates():
             if gap is not None:
-                annotators.LENGTH_GAP = gap
+                annotators.LENGTH_EXCESS = gap
                 annotators._length_flags = original_flags if one_sided else _two_sided(gap)
             for n in labels:
                 for seed in range(first, first + seeds):
@@ -99,7 +99,7 @@ def run(seeds: int, first: int, labels: Sequence[int], bootstrap: int) -> list[d
                         t["honest"] += int((~careless).sum())
                         t["honest_length"] += int((by_length & ~careless).sum())
     finally:
-        annotators.LENGTH_GAP, annotators._length_flags = original_gap, original_flags
+        annotators.LENGTH_EXCESS, annotators._length_flags = original_gap, original_flags
     out = []
     for (name, n, kind, share), t in totals.items():
         found = t["tp"] + t["fp"]

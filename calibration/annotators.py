@@ -94,7 +94,7 @@ Chosen on the dev half of PandaLM (bench/annotator_position_rules.py,
 docs/ANNOTATOR_QUALITY.md) over the others' median own share and a test of their decided
 answers against ½: with 20% / 30% always-"A" annotators it flagged 0 of 720 / 630 honest
 annotators for position at n = 30 (everyone counted: 25 and 126)."""
-LENGTH_GAP = 0.15
+LENGTH_EXCESS = 0.15
 """Length (preferences, the responses' lengths known): flag when, over at least 20 pairs of
 unequal lengths, the share choosing the longer response is at least 0.15 *above* the others'
 share on the same pairs, and the others' share lies below the annotator's Wilson interval.
@@ -103,7 +103,10 @@ One-sided: choosing the longer response without reading the pair is the known sh
 two-sided rule would flag honest annotators below it. Chosen on the dev half of PandaLM
 (bench/annotator_length_rule.py, docs/ANNOTATOR_QUALITY.md): of gaps 0.10, 0.15, 0.20 and 0.25,
 the one keeping the most recall of length-biased annotators at n = 30 while flagging no honest
-annotator ``length`` in the clean pool at any n (a tie going to the larger gap)."""
+annotator ``length`` in the clean pool at any n (a tie going to the larger gap). Every pair of
+unequal lengths counts, not only those differing by more than the judge audit's 30 characters
+(:data:`calibration.bias.LENGTH_GAP`): a third of PandaLM's pairs differ by less, and an
+annotator with 30 labels would keep too few pairs for the rule's 20."""
 RUN_MIN = 10
 RUN_RATIO = 2.0
 RUN_CHANCE = 0.001
@@ -632,7 +635,7 @@ def _length_flags(length: LengthPreference | None) -> tuple[AnnotatorFlag, ...]:
     if length is None or length.n < POSITION_MIN_PAIRS:
         return ()
     share = length.share_longer
-    if not (share.value - length.others_share >= LENGTH_GAP and length.others_share < share.low):
+    if not (share.value - length.others_share >= LENGTH_EXCESS and length.others_share < share.low):
         return ()
     return (
         AnnotatorFlag(
