@@ -449,7 +449,8 @@ def test_the_annotators_table_flags_the_careless_and_the_position_biased_ones(
     }
     assert flags["demo-dave"] & {"low_competence", "low_agreement"}
     for annotator in ("demo-alice", "demo-bob", "demo-carol"):
-        assert not flags[annotator] & {"low_competence", "low_agreement", "position"}, annotator
+        careless = {"low_competence", "low_agreement", "position", "length"}
+        assert not flags[annotator] & careless, annotator
     if name == "demo-pairwise-finished":
         assert "position" in flags["demo-erin"]
     else:  # on scores there is no first response to prefer
