@@ -269,7 +269,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
-        parameters = set(callspec.params.values()) if callspec is not None else set()
+        # Only the names among the parameters: others may be unhashable (a dict, a list).
+        values = callspec.params.values() if callspec is not None else ()
+        parameters = {value for value in values if isinstance(value, str)}
         on_postgres = "postgresql" in parameters
         uses |= {value for value in parameters if value in SLOW_FIXTURES}
         marked = any(item.get_closest_marker(name) for name in ("e2e", "postgres"))
