@@ -269,6 +269,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
+        # Only the names among the parameters: others may be unhashable (a dict, a list).
         values = callspec.params.values() if callspec is not None else ()
         parameters = {value for value in values if isinstance(value, str)}
         on_postgres = "postgresql" in parameters
