@@ -244,8 +244,9 @@ def pg_engine(
 
 # What makes a test `slow` (left out of the inner loop's `pytest -m "not slow"`; CI runs all):
 # a browser, a PostgreSQL server, a served app, a tiny torch model or the built sample project
-# among its fixtures, or the PostgreSQL side of `any_engine`. Tests that start processes of their
-# own or build the sample themselves are marked by hand.
+# among its fixtures, or a parameter that names PostgreSQL or one of those fixtures (the tests that
+# fetch it with `request.getfixturevalue`). Tests that start processes of their own or build the
+# sample themselves are marked by hand.
 SLOW_FIXTURES = frozenset(
     {
         "browser",
@@ -268,7 +269,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
-        on_postgres = callspec is not None and callspec.params.get("any_engine") == "postgresql"
+        # Only the names among the parameters: others may be unhashable (a dict, a list).
+        values = callspec.params.values() if callspec is not None else ()
+        parameters = {value for value in values if isinstance(value, str)}
+        on_postgres = "postgresql" in parameters
+        uses |= {value for value in parameters if value in SLOW_FIXTURES}
         marked = any(item.get_closest_marker(name) for name in ("e2e", "postgres"))
         if uses & SLOW_FIXTURES or on_postgres or marked:
             item.add_marker(pytest.mark.slow)
