@@ -4,8 +4,10 @@ on some (METRICS.md, "Prediction-powered leaderboards").
 For every judge and every evaluated model, each leaderboard value is given three ways
 (:class:`ModelEstimate`): the judge-only value (all units the judge scored, labelled or not:
 biased by the judge's errors), the humans-only value (the units with a human reference that the
-judge also scored, with a normal interval) and the PPI++ value (:mod:`calibration.ppi`) with its
-interval and the effective number of human labels it is worth.
+judge also scored, with its interval) and the PPI++ value (:mod:`calibration.ppi`) with its
+interval and the effective number of human labels it is worth. Both intervals are about the
+humans' mean over the units the judge scored (finite-population corrected, Student's t:
+:mod:`calibration.ppi`).
 
 The leaderboards (:mod:`calibration.leaderboard`'s values):
 
@@ -35,6 +37,7 @@ from calibration.ppi import (
     MIN_LABELLED,
     MeanEstimate,
     PredictionPoweredMean,
+    effective_labels,
     humans_only_mean,
     mean_of_estimates,
     prediction_powered_mean,
@@ -241,7 +244,9 @@ def _estimate(
     unlabelled = scored & np.isnan(y)
     n, big_n = int(labelled.sum()), int(unlabelled.sum())
     judge_only = float(f[scored].mean()) if scored.any() else None
-    humans = humans_only_mean(y[labelled], confidence) if n >= MIN_LABELLED else None
+    humans = (
+        humans_only_mean(y[labelled], confidence, units=n + big_n) if n >= MIN_LABELLED else None
+    )
     reason = blocked
     if reason is None and n < MIN_LABELLED:
         reason = f"{n} labelled unit(s) the judge scored: at least {MIN_LABELLED} are needed"
@@ -295,7 +300,20 @@ def _average(
         [t.prediction_powered for t in tasks if t.prediction_powered], confidence
     )
     assert humans_only is not None  # every task with an estimate has its humans-only value
-    effective = n * humans_only.variance / powered.variance if powered.variance > 0 else None
+    parts = [
+        (t.n_labelled, t.n_labelled + t.n_unlabelled, t.humans_only.variance / len(tasks) ** 2)
+        for t in tasks
+        if t.humans_only is not None
+    ]
+    effective = effective_labels(parts, powered.variance)
     return ModelEstimate(
-        judge, model, AVERAGE, judge_only, humans_only, powered, effective, n, big_n
+        judge,
+        model,
+        AVERAGE,
+        judge_only,
+        humans_only,
+        powered,
+        effective if np.isfinite(effective) else None,
+        n,
+        big_n,
     )

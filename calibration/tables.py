@@ -132,8 +132,10 @@ MODEL_SCORE_COLUMNS: tuple[str, ...] = (
 
 MODEL_SCORES_NOTE = (
     "Judge-only: the judge's value on every unit it scored, biased by its errors. Humans-only: "
-    "the human reference on the labelled units it scored, ± the half-width of the 95% normal "
-    "interval. PPI++: the judge's value on every unit corrected by its errors on the labelled "
+    "the human reference on the labelled units it scored, ± the half-width of the 95% interval "
+    "(Student's t) for the humans' mean over all the units the judge scored, of which the "
+    "labelled ones are a random sample (finite-population corrected: zero when all are "
+    "labelled). PPI++: the judge's value on every unit corrected by its errors on the labelled "
     "ones (prediction-powered inference with power tuning), unbiased, ± its 95% half-width; "
     "worth N labels: the humans-only labels it would take to be as precise "
     "(n × humans-only variance / PPI++ variance). Win rate: 1 when the preference is for the "

@@ -272,9 +272,10 @@ def drawn_by_this_run(page: Any) -> Any:
     return page.locator('[data-testid="stElementContainer"][data-stale="false"]')
 
 
-def click_option(page: Any, box: Any, option: str) -> None:
+def click_option(page: Any, box: Any, option: str, *, exact: bool = True) -> None:
     """Open the list of the select box ``box``, type ``option`` (the list filters, so an option
-    below the fold is reachable) and click it.
+    below the fold is reachable) and click it (``exact`` False: the only option whose text holds
+    ``option``).
 
     The list is a react-aria popover, which closes when the page scrolls; the scroll that brings
     the box into view can land just after the list opened. Then the list is opened again, at most
@@ -282,7 +283,10 @@ def click_option(page: Any, box: Any, option: str) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     wait_for_run_to_end(page)  # open the list on the page the last run drew, not mid-run
-    choice = page.get_by_role("option", name=option, exact=True)
+    if exact:
+        choice = page.get_by_role("option", name=option, exact=True)
+    else:
+        choice = page.get_by_role("option").filter(has_text=option)
     for attempt in range(3):
         box.click()
         page.keyboard.press("ControlOrMeta+A")

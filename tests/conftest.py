@@ -47,8 +47,11 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto`` runs two test processes per core, not one: a browser or served-app test spends
     much of its time waiting for another process (the Streamlit server, Chromium, PostgreSQL), and
     with one process per core a core sat idle meanwhile. On the 2-core machine the whole suite took
-    691 s with four processes against 752 s with two (quiet machine, same commit)."""
-    return 2 * len(os.sched_getaffinity(0))
+    691 s with four processes against 752 s with two (quiet machine, same commit). The fast tier
+    (``-m "not slow"``) waits for no other process, and each test process collects every file
+    (about 10 s of CPU), so it runs one process per core."""
+    cores = len(os.sched_getaffinity(0))
+    return cores if config.option.markexpr == "not slow" else 2 * cores
 
 
 # Real argon2 at its smallest cost in every test: the production cost (64 MiB, 3 passes) took
@@ -244,8 +247,9 @@ def pg_engine(
 
 # What makes a test `slow` (left out of the inner loop's `pytest -m "not slow"`; CI runs all):
 # a browser, a PostgreSQL server, a served app, a tiny torch model or the built sample project
-# among its fixtures, or the PostgreSQL side of `any_engine`. Tests that start processes of their
-# own or build the sample themselves are marked by hand.
+# among its fixtures, or a parameter that names PostgreSQL or one of those fixtures (the tests that
+# fetch it with `request.getfixturevalue`). Tests that start processes of their own or build the
+# sample themselves are marked by hand.
 SLOW_FIXTURES = frozenset(
     {
         "browser",
@@ -268,8 +272,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
-        on_postgres = callspec is not None and callspec.params.get("any_engine") == "postgresql"
+        # Only the names among the parameters: others may be unhashable (a dict, a list).
+        values = callspec.params.values() if callspec is not None else ()
+        parameters = {value for value in values if isinstance(value, str)}
+        on_postgres = "postgresql" in parameters
+        uses |= {value for value in parameters if value in SLOW_FIXTURES}
         marked = any(item.get_closest_marker(name) for name in ("e2e", "postgres"))
+        if "browser" in uses:
+            item.add_marker(pytest.mark.e2e)  # `pytest -m e2e`: every test that drives Chromium
         if uses & SLOW_FIXTURES or on_postgres or marked:
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("slow"):

@@ -91,6 +91,34 @@ def _which(view: queue.UnitView, progress: queue.UnitProgress) -> str:
     return f"{noun} {progress.item_position} of {progress.item_units} for item {view.item_id}"
 
 
+def _give_back_menu(assignment_id: int) -> None:
+    """ "Skip or report a problem": one popover per unit, so that a new unit's opens closed (the
+    old one stayed open over it)."""
+    with st.popover(
+        "Skip or report a problem",
+        icon=":material/flag:",
+        key=f"give-back-{assignment_id}",
+        on_change="rerun",
+    ):
+        reason_key = f"reason-{assignment_id}"
+        st.text_input("Reason", key=reason_key, placeholder="e.g. outside my expertise")
+        skip_column, flag_column = st.columns(2)
+        skip_column.button(
+            "Skip this unit",
+            key=f"skip-{assignment_id}",
+            on_click=_give_back,
+            args=("skip", assignment_id, reason_key),
+            help="Someone else will annotate it; you will not see it again.",
+        )
+        flag_column.button(
+            "Report as broken",
+            key=f"flag-{assignment_id}",
+            on_click=_give_back,
+            args=("flag", assignment_id, reason_key),
+            help="The item is broken (missing image, garbled text): reviewers will look at it.",
+        )
+
+
 def _saved_line(where: DeltaGenerator, saved: _Saved) -> None:
     """The line 'Saved: response k of n for item X', "Undo" for a short while, and the way back
     to that answer in My work. The line is HTML-escaped text, not Markdown: the word joiners that
@@ -320,7 +348,12 @@ def _feedback_panel(campaign_id: int) -> None:
     if told is None or fed_campaign != campaign_id:
         return
     expected = protocol.answer_label(told.expected_score, told.expected_preference_shown)
-    verdict = "Your answer matches it." if told.agrees else "Your answer differs from it."
+    if told.exact:
+        verdict = "Your answer matches it."
+    elif told.agrees:  # pointwise, one scale step away: counted right in gold accuracy
+        verdict = "Yours is one step from it, which counts as right."
+    else:
+        verdict = "Your answer differs from it."
     with st.container(border=True, key="cl-feedback"):
         st.markdown(
             f":material/school: **Check answer** — the expected answer to the unit you just "
@@ -591,6 +624,12 @@ with head:
         f"{progress.units_total} in this campaign · "
         f"{progress.my_submitted} done by you",
     )
+    # In the sidebar, under the campaign: always on screen (under the panel, a message above
+    # the unit pushed it below the fold; in the header, three buttons broke over two lines). An
+    # answered unit has nothing to give back: the line above the unit offers the way on.
+    if view.answered_revision is None:
+        with st.sidebar:
+            _give_back_menu(view.assignment_id)
     if saved is not None:
         _saved_line(st.container(), saved)
     if view.answered_revision is not None:
@@ -629,32 +668,6 @@ with answer_column, st.container(key="cl-answer-column"):
         error=error,
         store=store_key(user.id, campaign_id, view.assignment_id),
     )
-    # One popover per unit: a new unit's opens closed (the old one stayed open over it). An
-    # answered unit has nothing to give back: the line above the unit offers the way on.
-    if view.answered_revision is None:
-        with st.popover(
-            "Skip or report a problem",
-            icon=":material/flag:",
-            key=f"give-back-{view.assignment_id}",
-            on_change="rerun",
-        ):
-            reason_key = f"reason-{view.assignment_id}"
-            st.text_input("Reason", key=reason_key, placeholder="e.g. outside my expertise")
-            skip_column, flag_column = st.columns(2)
-            skip_column.button(
-                "Skip this unit",
-                key=f"skip-{view.assignment_id}",
-                on_click=_give_back,
-                args=("skip", view.assignment_id, reason_key),
-                help="Someone else will annotate it; you will not see it again.",
-            )
-            flag_column.button(
-                "Report as broken",
-                key=f"flag-{view.assignment_id}",
-                on_click=_give_back,
-                args=("flag", view.assignment_id, reason_key),
-                help="The item is broken (missing image, garbled text): reviewers will look at it.",
-            )
     # Closed: the panel shows what each choice means, and Guidelines (above) holds all of it.
     with st.expander("Rubric and guidance"):
         render_rubric(view, bands=False)

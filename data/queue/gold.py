@@ -378,10 +378,13 @@ def feedback(
     row = session.connection().execute(_GOLD_OF_UNIT, {"unit_id": unit_id}).first()
     if row is None:
         return None
-    _, within_one = grade(campaign_protocol(campaign), row.score, row.preference, score, preference)
+    exact, within_one = grade(
+        campaign_protocol(campaign), row.score, row.preference, score, preference
+    )
     return GoldFeedback(
         expected_score=row.score,
         expected_preference_shown=shown_preference(row.preference, shown_order),
         explanation=row.explanation,
         agrees=within_one,
+        exact=exact,
     )

@@ -49,6 +49,8 @@ class GoldFeedback:
     explanation: str
     agrees: bool
     """the answer counts as right (pointwise: within one scale step; pairwise: the same)"""
+    exact: bool
+    """the answer is the expected one itself"""
 
 
 @dataclass(frozen=True)

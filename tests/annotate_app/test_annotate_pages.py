@@ -363,7 +363,7 @@ def test_a_tab_keeps_its_unit_after_another_tab_answered_it(seeded: dict) -> Non
     assert (panel["draft"]["score"], panel["draft"]["rationale"]) == (9.0, typed.rationale)
     (warning,) = second.warning
     assert "already answered this unit" in warning.value and "revision 2" in warning.value
-    skip = [p for p in second.get("popover") if "Skip or report" in str(p.proto)]
+    skip = [p for p in second.get("popover") if "Skip or report a problem" in str(p.proto)]
     assert not skip  # nothing to skip or report on an answered unit
     (bar,) = second.get("progress")
     assert "Unit 1 of 4 in this campaign · 1 done by you" in str(bar.proto)

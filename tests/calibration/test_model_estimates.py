@@ -133,9 +133,12 @@ def test_alignmmbench_average_is_the_mean_of_task_estimates() -> None:
     _same(average.humans_only, mean_of_estimates([t.humans_only for t in tasks]))
     assert average.judge_only == pytest.approx(np.mean([t.judge_only for t in tasks]))
     assert average.n_labelled == 15 and average.n_unlabelled == 30
-    assert average.effective_labels == pytest.approx(
-        15 * average.humans_only.variance / average.prediction_powered.variance
-    )
+    # worth c·15 labels: with c·5 labels of each task's 15 units, the humans-only variance of the
+    # average, Σ (1/(c·5) − 1/15)·s²(Y of the task) / 3², is the PPI++ one
+    spread = [np.var(_split_arrays(frame, "m2", t)[0], ddof=1) for t in ("chart", "meme", "ocr")]
+    scale = average.effective_labels / 15
+    humans_at_scale = sum((1 / (scale * 5) - 1 / 15) * s2 for s2 in spread) / 9
+    assert humans_at_scale == pytest.approx(average.prediction_powered.variance, rel=1e-9)
 
 
 def _split_arrays(frame: pd.DataFrame, model: str, task: str):
@@ -219,7 +222,8 @@ def test_the_json_holds_the_estimates_and_the_schema_admits_them() -> None:
     result = calibrate(frame, CalibrationOptions(_score(), bootstrap=0)).result
     written = json.loads(result.to_json())
     first = written["model_estimates"]["estimates"][0]
-    assert set(first["prediction_powered"]) == {"value", "variance", "low", "high"}
+    assert set(first["prediction_powered"]) == {"value", "variance", "low", "high", "df"}
+    assert first["prediction_powered"]["df"] == 7  # Student's t over the 8 labelled units
     assert first["reason"] is None and first["effective_labels"] > 0
     jsonschema.validate(written, result_schema())
 

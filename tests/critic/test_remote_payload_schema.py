@@ -1,12 +1,12 @@
 """The chat payload of ``judge run`` against the OpenAI API's own request types.
 
 Issue 28 asks for the image payload to be tested against a vision-language model behind
-``transformers serve``, or, where that cannot run here, against the OpenAI schema. A tiny
-vision-language model served that way would add minutes to every CI run on this 2-core machine
-(``test_remote_transformers_serve.py`` serves a text model), so the payload is checked against
-the request types the ``openai`` package publishes (``CompletionCreateParamsNonStreaming``, a
-``TypedDict`` validated by pydantic), which is what vLLM, llama.cpp and ``transformers serve``
-accept.
+``transformers serve``: ``test_remote_transformers_serve.py`` serves a tiny LLaVA and checks that
+the server takes the images in. That is one server, lenient where others may not be; here the
+payload (a pairwise prompt with images in the question and both answers, a text-only prompt) is
+checked against the request types the ``openai`` package publishes
+(``CompletionCreateParamsNonStreaming``, a ``TypedDict`` validated by pydantic), which is what
+vLLM, llama.cpp and ``transformers serve`` accept.
 """
 
 from __future__ import annotations

@@ -1,18 +1,24 @@
 """``judge run`` end to end against a real OpenAI-compatible server: ``transformers serve``
-(transformers' own server, extra ``serving``), started here on a free localhost port with a tiny
-Llama built offline (random weights, a real BPE tokenizer and ChatML chat template).
+(transformers' own server, extra ``serving``), started here on a free localhost port with tiny
+models built offline (random weights, a real BPE tokenizer and ChatML chat template): a Llama, and
+a LLaVA (CLIP vision tower, ``CLIPImageProcessorPil``: no torchvision) for images.
 
 What a random model can show, and what is checked: the server applies the chat template (the
 prompt tokens it reports are those of ``apply_chat_template`` over the very messages sent), usage
 and latency are stored, its answer (noise) is stored as ``unparsed`` with the raw text, the server
 stopped mid-run leaves a resumable run (the rest stored on the next run against a fresh server,
-nothing twice), and the cache answers a second judge with no request. A parsed answer needs a
-model that answers on the scale; the scripted server of ``test_remote.py`` covers parsing.
+nothing twice), and the cache answers a second judge with no request. With the LLaVA, the images
+``critiquelab judge run`` sends as data URLs are decoded and fed to the vision tower: the prompt
+tokens the server reports are the template's, with each image's one placeholder token standing for
+its CLIP patches; ``--text-only`` against the same server reports the text-only template's tokens
+(images marked ``[image N]`` in text). A parsed answer needs a model that answers on the scale;
+the scripted server of ``test_remote.py`` covers parsing.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -21,9 +27,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from campaign_factory import build_mmie_campaign
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 from transformers import AutoTokenizer
+from typer.testing import CliRunner
 
 from critic.judging import plan_jobs
 from critic.prompts import builtin_template
@@ -32,6 +40,7 @@ from data.readmodels.critic_io import campaign_units, image_resolver
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
 from data.storage.engine import read_scope, session_scope
 from schemas.core import stored_id
+from schemas.guidance import MMIE_JUDGE_MAX_IMAGES
 from schemas.tables import JudgeCache, Judgement
 from tests.pg_cluster import free_port
 from tests.servers import wait_until_healthy
@@ -64,12 +73,22 @@ class Server:
             self.process.wait(timeout=60)
 
 
-@pytest.fixture
-def model(tiny_llama: Path) -> Path:
+def _serving_extra() -> None:
     for module in ("fastapi", "uvicorn", "openai"):
         if importlib.util.find_spec(module) is None:
             missing(f"transformers serve needs the `serving` extra ({module} is not installed)")
+
+
+@pytest.fixture
+def model(tiny_llama: Path) -> Path:
+    _serving_extra()
     return tiny_llama
+
+
+@pytest.fixture
+def vl_model(tiny_llava: Path) -> Path:
+    _serving_extra()
+    return tiny_llava
 
 
 @pytest.fixture
@@ -80,7 +99,7 @@ def servers(tmp_path: Path) -> Iterator[list[Server]]:
         server.stop()
 
 
-def _options(server: Server, model: Path, judge: str) -> RemoteOptions:
+def _options(server: Server, model: Path, judge: str, *, vision: bool = False) -> RemoteOptions:
     return RemoteOptions(
         base_url=f"{server.url}/v1",
         model=str(model),
@@ -91,16 +110,21 @@ def _options(server: Server, model: Path, judge: str) -> RemoteOptions:
         backoff_base=0.01,
         backoff_max=0.05,
         max_tokens=8,
-        vision=False,
+        vision=vision,
     )
 
 
-def _sent_prompt_tokens(engine: Engine, model: Path) -> dict[str, int]:
-    """Unit key → the tokens of the chat template applied to the messages ``judge run`` sends,
-    computed here with the model's own tokenizer."""
+def _sent_prompt_tokens(
+    engine: Engine, model: Path, campaign_name: str = "amb", *, image_tokens: int = 0
+) -> dict[str, tuple[int, int]]:
+    """Unit key → (prompt tokens, images) of each request ``judge run`` sends (skipped units
+    send none): the tokens of the chat template applied to the messages sent, computed here with
+    the model's own tokenizer, where each ``image_url`` part is the template's one image
+    placeholder token, plus ``image_tokens - 1`` per image (the placeholder stands for
+    ``image_tokens`` tokens). ``image_tokens`` 0 plans the text-only prompts."""
     tokenizer = AutoTokenizer.from_pretrained(model)
     with read_scope(engine) as session:
-        campaign = get_campaign(session, "amb")
+        campaign = get_campaign(session, campaign_name)
         protocol = campaign_protocol(campaign)
         units = campaign_units(session, stored_id(campaign))
         show_reference = campaign.show_reference
@@ -108,16 +132,26 @@ def _sent_prompt_tokens(engine: Engine, model: Path) -> dict[str, int]:
         units,
         protocol,
         builtin_template(protocol.name, "en"),
-        vision=False,
+        vision=image_tokens > 0,
         resolve_image=image_resolver(engine),
         show_reference=show_reference,
     )
     counts = {}
     for job in jobs:
-        ids = tokenizer.apply_chat_template(
-            chat_messages(job.prompt), add_generation_prompt=True, tokenize=True
-        )
-        counts[job.unit.unit_key] = len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+        if job.prompt.skipped:
+            continue
+        messages = chat_messages(job.prompt)
+        images = 0
+        for message in messages:
+            if isinstance(message["content"], list):
+                images += sum(part["type"] == "image_url" for part in message["content"])
+                message["content"] = [
+                    {"type": "image"} if part["type"] == "image_url" else part
+                    for part in message["content"]
+                ]
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        tokens = len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+        counts[job.unit.unit_key] = (tokens + images * (image_tokens - 1), images)
     return counts
 
 
@@ -157,7 +191,7 @@ def test_judge_run_against_transformers_serve(
         assert row.parse_status == "unparsed" and row.score is None
         assert isinstance(row.raw_output, str) and row.raw_output
         assert row.usage["completion_tokens"] <= 8
-        assert row.usage["prompt_tokens"] == expected_tokens[row.unit_key]
+        assert row.usage["prompt_tokens"] == expected_tokens[row.unit_key][0]
         assert row.usage["total_tokens"] == (
             row.usage["prompt_tokens"] + row.usage["completion_tokens"]
         )
@@ -170,3 +204,55 @@ def test_judge_run_against_transformers_serve(
     outputs = {row.unit_key: row.raw_output for row in rows}
     assert {row.unit_key: row.raw_output for row in again} == outputs
     assert all(row.meta == {"cached": True} for row in again)
+
+
+def test_judge_run_sends_images_that_transformers_serve_feeds_a_vision_language_model(
+    engine: Engine, vl_model: Path, servers: list[Server], tmp_path: Path
+) -> None:
+    from tiny_models import IMAGE_SIZE, PATCH_SIZE
+
+    from annotate_app.cli.main import app
+
+    campaign = build_mmie_campaign(engine)  # answers with 1, 4 and 5 images
+    servers.append(Server(vl_model, free_port(), tmp_path / "serve.log"))
+    url = engine.url.render_as_string(hide_password=False)
+    args = ["--db", url, "--json", "judge", "run", "--base-url", f"{servers[0].url}/v1",
+            "--model", str(vl_model), "--campaign", campaign, "--judge-name", "served-vl",
+            "--concurrency", "1", "--max-retries", "1", "--timeout", "120",
+            "--max-tokens", "8"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    # MMIE's released judge: the 5-image answer is skipped, the 4-image one cut to 3 images.
+    assert (summary["stored"], summary["requests"], summary["failed"]) == (3, 2, [])
+    assert summary["statuses"] == {"skipped": 1, "unparsed": 2}
+    text_only = judge_campaign_remote(engine, campaign, _options(servers[0], vl_model, "served-tx"))
+    assert (text_only.stored, text_only.requests, text_only.failed) == (3, 2, [])
+
+    # LLaVA's "default" feature selection: one token per CLIP patch, the CLS feature dropped.
+    patches = (IMAGE_SIZE // PATCH_SIZE) ** 2
+    vision = _sent_prompt_tokens(engine, vl_model, campaign, image_tokens=patches)
+    text = _sent_prompt_tokens(engine, vl_model, campaign)
+    assert {key: images for key, (_, images) in vision.items()} == {
+        "r:PBL-0/m": 1,
+        "r:PBL-1/m": MMIE_JUDGE_MAX_IMAGES,
+    }
+    assert all(images == 0 for _, images in text.values())
+    assert summary["usage"]["prompt_tokens"] == sum(tokens for tokens, _ in vision.values())
+    with session_scope(engine) as session:
+        rows = {
+            (row.judge, row.unit_key): row
+            for row in session.exec(select(Judgement).where(Judgement.judge.startswith("served")))
+        }
+    for judge, expected in (("served-vl", vision), ("served-tx", text)):
+        assert rows[(judge, "r:PBL-2/m")].parse_status == "skipped"
+        for key, (tokens, _) in expected.items():
+            row = rows[(judge, key)]
+            assert row.parse_status == "unparsed" and row.score is None, row.raw_output
+            assert isinstance(row.raw_output, str) and row.raw_output
+            assert row.usage["prompt_tokens"] == tokens
+            assert row.usage["completion_tokens"] <= 8
+            assert row.usage["total_tokens"] == (
+                row.usage["prompt_tokens"] + row.usage["completion_tokens"]
+            )
+            assert row.meta["latency"] > 0

@@ -341,13 +341,15 @@ def test_an_annotator_meets_the_qualification_step_first_and_gold_is_blind(
             assert view is not None and session.get(Unit, view.unit_id).gold, turn
             gold_views.append(view)
             expected = _gold_answer(session, view.unit_id)
+            near = expected.score - 1 if expected.score > 1 else expected.score + 1
+            # one wrong, one exact, one a step away (counted right, but not "the same")
+            given = [expected.score - 4, expected.score, near][turn]
             step = queue.submit_and_next(
-                session, view.assignment_id, alice,
-                score=expected.score if turn else expected.score - 4,  # one wrong of three
+                session, view.assignment_id, alice, score=given,
                 rationale="Checked the answer against the picture and the question.", seconds=40,
             )  # fmt: skip
             assert step.feedback is not None and step.feedback.explanation == expected.explanation
-            assert step.feedback.agrees == (turn > 0)
+            assert (step.feedback.agrees, step.feedback.exact) == (turn > 0, turn == 1)
             view = step.next_unit
         assert view is not None and not session.get(Unit, view.unit_id).gold
         real = view

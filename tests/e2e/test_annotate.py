@@ -732,6 +732,9 @@ def test_guidelines_gate_once_and_confirmations_cover_no_control(
     for control in controls:
         expect(control).to_be_in_viewport()
         assert not _overlaps(box, control.bounding_box()), control
+    # in the header: the message above the unit does not push it out of view (it was under the
+    # panel, below the fold while a message showed)
+    expect(page.get_by_role("button", name="Skip or report a problem")).to_be_in_viewport()
     menu = page.get_by_role("button", name="Skip or report a problem").bounding_box()
     assert not _overlaps(box, menu)
     page.get_by_test_id("cl-rationale").fill("Typing reruns the page for the draft.")

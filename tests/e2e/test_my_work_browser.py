@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from sqlmodel import select
 
 from schemas.tables import Annotation
-from tests.browser_fixtures import wait_for_run_to_end
+from tests.browser_fixtures import click_option
 
 pytestmark = pytest.mark.e2e
 REASON = "The answer names every object in the picture."
@@ -40,12 +40,8 @@ def test_a_revision_keeps_the_picker_for_the_next_answer(
     expect(page.get_by_role("combobox", name="Campaign")).to_have_value("b-latest")
     picker = page.get_by_role("combobox", name="Edit an answer")
     expect(picker).to_be_in_viewport()
-    wait_for_run_to_end(page)  # open the list on the page the last run drew
-    picker.click()
-    options = page.get_by_role("option")
-    expect(options.filter(has_text="ds-item-0 · response 1 of 2 · b-latest")).to_have_count(1)
-    expect(options.filter(has_text="ds-item-0 · response 2 of 2 · b-latest")).to_have_count(1)
-    options.filter(has_text="response 1 of 2").click()
+    # (click_option opens the list again if a scroll or a rerun closed it, as under load)
+    click_option(page, picker, "ds-item-0 · response 1 of 2 · b-latest", exact=False)
     expect(
         page.get_by_role("heading", name="Edit ds-item-0, response 1 of 2 (revision 1)")
     ).to_be_visible()
@@ -64,9 +60,7 @@ def test_a_revision_keeps_the_picker_for_the_next_answer(
     expect(edited).to_be_visible()
     expect(page.get_by_test_id("cl-rationale")).to_have_value(REASON)  # the new panel is ready
     expect(picker).to_have_value(re.compile(r"response 1 of 2 · b-latest · .* · revision 2$"))
-    wait_for_run_to_end(page)
-    picker.click()
-    page.get_by_role("option").filter(has_text="response 2 of 2").click()
+    click_option(page, picker, "ds-item-0 · response 2 of 2 · b-latest", exact=False)
     expect(
         page.get_by_role("heading", name="Edit ds-item-0, response 2 of 2 (revision 1)")
     ).to_be_visible()
