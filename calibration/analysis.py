@@ -47,6 +47,7 @@ from calibration.scale import Scale
 from calibration.shortcut import is_baseline, shortcut_judgements
 from calibration.units import UnitData, prepare_units
 from schemas.audit_records import ResponseFacts
+from schemas.audit_records import response_lengths as lengths_of  # a parameter has the name
 from schemas.disagreements import JudgeDisagreement
 from schemas.option_text import OptionText
 from schemas.protocols import Protocol
@@ -173,7 +174,7 @@ def calibrate(
     data = _units(frame, options, overrides)
     lengths = response_lengths
     if lengths is None and facts is not None:
-        lengths = {fact.response_id: fact.length for fact in facts}
+        lengths = lengths_of(facts)
     if facts is not None:
         frame = with_shortcut_baseline(frame, options, facts, overrides=overrides)
         data = _units(frame, options, overrides)

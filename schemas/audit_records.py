@@ -6,6 +6,7 @@ reads them without knowing where they came from.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -20,6 +21,12 @@ class ResponseFacts:
     """Characters of its text segments (images do not count)."""
     has_list: bool
     """Some line is a list item: ``-``, ``*``, ``+``, ``•`` or ``1.`` / ``1)`` then a space."""
+
+
+def response_lengths(facts: Iterable[ResponseFacts]) -> dict[str, int]:
+    """Response id → characters: what the Annotators table's ``length`` figure compares within
+    a pair."""
+    return {fact.response_id: fact.length for fact in facts}
 
 
 @dataclass(frozen=True)

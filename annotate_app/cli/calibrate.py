@@ -10,6 +10,7 @@ import typer
 from typer.core import TyperCommand, TyperOption
 
 from annotate_app.cli.context import CliState, bounded, state
+from schemas.audit_records import response_lengths
 from schemas.bounds import BOOTSTRAP, MAX_DISAGREEMENTS, SEED
 
 if TYPE_CHECKING:
@@ -279,7 +280,7 @@ def _calibrate_files(
         frame = with_shortcut_baseline(frame, options, facts)
     lengths = None  # pairs: the Annotators table's length figure reads the responses' lengths
     if facts is not None and not chosen.is_pointwise:
-        lengths = {fact.response_id: fact.length for fact in facts}
+        lengths = response_lengths(facts)
     total = options.bootstrap or None
     comparisons = []  # first, so that a misspelt judge is named before the long calibration
     for first, second in compare:

@@ -102,21 +102,24 @@ def _give_back_menu(assignment_id: int) -> None:
     ):
         reason_key = f"reason-{assignment_id}"
         st.text_input("Reason", key=reason_key, placeholder="e.g. outside my expertise")
-        skip_column, flag_column = st.columns(2)
-        skip_column.button(
-            "Skip this unit",
-            key=f"skip-{assignment_id}",
-            on_click=_give_back,
-            args=("skip", assignment_id, reason_key),
-            help="Someone else will annotate it; you will not see it again.",
-        )
-        flag_column.button(
-            "Report as broken",
-            key=f"flag-{assignment_id}",
-            on_click=_give_back,
-            args=("flag", assignment_id, reason_key),
-            help="The item is broken (missing image, garbled text): reviewers will look at it.",
-        )
+        for column, (action, label, tip) in zip(st.columns(2), _GIVE_BACK_ACTIONS, strict=True):
+            column.button(
+                label,
+                key=f"{action}-{assignment_id}",
+                on_click=_give_back,
+                args=(action, assignment_id, reason_key),
+                help=tip,
+            )
+
+
+_GIVE_BACK_ACTIONS = (
+    ("skip", "Skip this unit", "Someone else will annotate it; you will not see it again."),
+    (
+        "flag",
+        "Report as broken",
+        "The item is broken (missing image, garbled text): reviewers will look at it.",
+    ),
+)
 
 
 def _saved_line(where: DeltaGenerator, saved: _Saved) -> None:

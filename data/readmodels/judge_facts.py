@@ -16,7 +16,7 @@ from sqlmodel import Session, col
 from data.readmodels.frames import campaign_judgements
 from data.services.monitor import content_text
 from data.storage.campaign_lookup import get_campaign
-from schemas.audit_records import JudgementUsage, ResponseFacts
+from schemas.audit_records import JudgementUsage, ResponseFacts, response_lengths
 from schemas.readouts import readout_source
 from schemas.tables import Judgement, Pair, Response, Unit
 
@@ -64,8 +64,8 @@ def campaign_response_facts(session: Session, campaign_id: int) -> list[Response
 
 def campaign_response_lengths(session: Session, campaign_id: int) -> dict[str, int]:
     """Response id → characters (:func:`response_length`) of every response of the campaign's
-    units, what the Annotators table's ``length`` figure compares within a pair."""
-    return {fact.response_id: fact.length for fact in campaign_response_facts(session, campaign_id)}
+    units (:func:`schemas.audit_records.response_lengths`)."""
+    return response_lengths(campaign_response_facts(session, campaign_id))
 
 
 def dataset_response_facts(path: Path) -> list[ResponseFacts]:
