@@ -28,7 +28,17 @@ estimated without bias by (Theorem 2.4)
 
 and the interval is Student's, ``θ ± t · √V`` with ``t`` the ``1 − α/2`` quantile of the t
 distribution with ``n − 1`` degrees of freedom (Student 1908; Cochran 1977 §2.8 for small
-samples). ``λ = 0`` gives the humans-only mean with ``(1 − n/M) · s²(Y) / n``. The tuning needs no
+samples). ``λ = 0`` gives the humans-only mean with ``(1 − n/M) · s²(Y) / n``.
+
+**An estimated λ costs a degree of freedom.** When power tuning estimates ``λ`` from the same
+labels (and it is not 0), ``θ`` is Cochran's regression estimate (§7.1, slope ``κ`` estimated from
+the sample), whose variance estimate divides the residuals' sum of squares by ``n − 2`` and whose
+interval takes ``n − 2`` degrees of freedom (Cochran 1977, §7.3): ``s²`` then has divisor
+``n − 2`` and ``t`` ``n − 2`` degrees of freedom. With one label per parameter fewer than that
+(``n = 2``), nothing is left to estimate the slope's error, and ``λ = 0``: the humans-only mean. A
+``λ`` given by the caller is fixed, and keeps ``n − 1``. At about five labels per system (HANNA,
+n = 50 over 11 systems) the intervals with ``n − 1`` covered 0.914 instead of 0.95
+(docs/MODEL_SCORES.md). The tuning needs no
 change: ``V`` is ``(1 − n/M)/n`` times ``var(Y − κ f)``, smallest at ``κ = cov(Y, f)/var(f)``,
 which is the ``λ`` above (``λ = κ · N / M``); ppi_py's superpopulation variance has its minimum at
 the same ``λ``.
@@ -122,7 +132,8 @@ def prediction_powered_mean(
     holds the judge's values on the other units. ``tuning`` fixes λ (0: humans only, 1: plain
     PPI); None estimates it. ``finite_population``: the variance of the mean over these units,
     the labelled ones drawn without replacement (False: ppi_py's superpopulation variance);
-    ``student_t``: Student's t interval with ``n − 1`` degrees of freedom (False: normal). Raises
+    ``student_t``: Student's t interval with ``n − 1`` degrees of freedom, ``n − 2`` for an
+    estimated λ (module docstring; False: normal, as ppi_py). Raises
     ValueError on fewer than :data:`MIN_LABELLED` labelled units, no unlabelled unit, misaligned
     inputs or a missing value."""
     y = np.asarray(labels, dtype=np.float64)
@@ -138,12 +149,19 @@ def prediction_powered_mean(
     if big_n == 0:
         raise ValueError("no unlabelled unit: the humans-only mean is the estimate")
     _check_confidence(confidence)
+    estimated = tuning is None
     if tuning is None:
-        tuning = _power_tuning(y, f, f_tilde)
-    df = n - 1 if student_t else None
-    critical = critical_value(confidence, df)
-    humans = _estimate(y, f, f_tilde, 0.0, finite_population, df, critical)
-    powered = _estimate(y, f, f_tilde, tuning, finite_population, df, critical)
+        # Under Student's t two labels leave no degree of freedom for an estimated slope.
+        tuning = _power_tuning(y, f, f_tilde) if n > 2 or not student_t else 0.0
+    humans_df = n - 1 if student_t else None
+    slope_df = 1 if estimated and tuning > 0 else 0  # Cochran 1977 §7.3
+    powered_df = n - 1 - slope_df if student_t else None
+    humans = _estimate(
+        y, f, f_tilde, 0.0, finite_population, humans_df, critical_value(confidence, humans_df)
+    )
+    powered = _estimate(
+        y, f, f_tilde, tuning, finite_population, powered_df, critical_value(confidence, powered_df)
+    )
     judge_only = float(np.concatenate([f, f_tilde]).mean())
     return PredictionPoweredMean(judge_only, humans, powered, tuning, n, big_n, finite_population)
 
@@ -258,9 +276,10 @@ def _estimate(
     df: int | None,
     critical: float,
 ) -> MeanEstimate:
-    """θ, its variance (module docstring) and interval; ``df`` None: divisor n, else n − 1."""
+    """θ, its variance (module docstring) and interval; ``df`` None: divisor n (a normal
+    interval), else divisor ``df`` (n − 1, or n − 2 for an estimated λ)."""
     n, big_n = y.size, f_tilde.size
-    ddof = 0 if df is None else 1
+    ddof = 0 if df is None else n - df
     value = float(tuning * f_tilde.mean() + (y - tuning * f).mean()) if big_n else float(y.mean())
     if finite_population:
         units = n + big_n

@@ -223,7 +223,9 @@ def test_the_json_holds_the_estimates_and_the_schema_admits_them() -> None:
     written = json.loads(result.to_json())
     first = written["model_estimates"]["estimates"][0]
     assert set(first["prediction_powered"]) == {"value", "variance", "low", "high", "df"}
-    assert first["prediction_powered"]["df"] == 7  # Student's t over the 8 labelled units
+    # Student's t over the 8 labelled units, one degree of freedom spent on the estimated λ
+    assert first["prediction_powered"]["df"] == 6
+    assert first["humans_only"]["df"] == 7
     assert first["reason"] is None and first["effective_labels"] > 0
     jsonschema.validate(written, result_schema())
 

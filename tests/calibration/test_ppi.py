@@ -114,6 +114,40 @@ def test_campaign_worked_example_of_metrics_md() -> None:
     assert superpopulation.prediction_powered.variance == pytest.approx(0.296875)
 
 
+def test_an_estimated_tuning_is_a_regression_estimate_with_n_minus_2_degrees_of_freedom() -> None:
+    """METRICS.md's third worked example: λ estimated from the four labels. Cochran 1977 §7.3:
+    the residuals' sum of squares over n − 2 and Student's t with n − 2 degrees of freedom."""
+    y, f, f_tilde = WORKED
+    result = prediction_powered_mean(y, f, f_tilde)
+    # λ = cov(Y, f) / ((1 + n/N) · var(f ∪ f~)) = 1.5 / (2 · 11.5/7) = 21/46
+    assert result.tuning == pytest.approx(21 / 46)
+    kappa = (21 / 46) * 8 / 4
+    residuals = y - kappa * f
+    variance = (1 - 4 / 8) * float(np.sum((residuals - residuals.mean()) ** 2)) / 2 / 4
+    assert result.prediction_powered.variance == pytest.approx(variance, rel=1e-12)
+    assert result.prediction_powered.variance == pytest.approx(0.127836, abs=1e-6)
+    assert result.prediction_powered.value == pytest.approx(kappa * 6.75 + residuals.mean())
+    assert result.prediction_powered.df == 2
+    half = (result.prediction_powered.high - result.prediction_powered.low) / 2
+    assert half == pytest.approx(4.302652730 * np.sqrt(variance), rel=1e-8)  # t(0.975, 2)
+    assert result.humans_only.df == 3  # the humans-only mean estimates no slope
+    # a λ given by the caller is fixed: n − 1, as in the second example
+    assert prediction_powered_mean(y, f, f_tilde, tuning=21 / 46).prediction_powered.df == 3
+    # ppi_py's interval is unchanged by the rule
+    normal = prediction_powered_mean(y, f, f_tilde, finite_population=False, student_t=False)
+    assert normal.prediction_powered.df is None and normal.tuning == pytest.approx(21 / 46)
+
+
+def test_two_labels_leave_no_degree_of_freedom_for_the_slope() -> None:
+    """With n = 2 an estimated λ would leave n − 2 = 0 degrees of freedom: λ = 0, the
+    humans-only mean and its interval."""
+    y, f, f_tilde = np.array([3.0, 5]), np.array([3.0, 4]), np.array([4.0, 2, 5])
+    result = prediction_powered_mean(y, f, f_tilde)
+    assert result.tuning == 0.0
+    assert result.prediction_powered == result.humans_only
+    assert result.humans_only.df == 1
+
+
 def _population(seed: int, units: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     y = rng.integers(1, 6, size=units).astype(float)

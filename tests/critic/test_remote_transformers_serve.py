@@ -6,7 +6,7 @@ a LLaVA (CLIP vision tower, ``CLIPImageProcessorPil``: no torchvision) for image
 What a random model can show, and what is checked: the server applies the chat template (the
 prompt tokens it reports are those of ``apply_chat_template`` over the very messages sent), usage
 and latency are stored, its answer (noise) is stored as ``unparsed`` with the raw text, the server
-stopped mid-run leaves a resumable run (the rest stored on the next run against a fresh server,
+stopped mid-run leaves a resumable run (the rest stored on the next run against another server,
 nothing twice), and the cache answers a second judge with no request. With the LLaVA, the images
 ``critiquelab judge run`` sends as data URLs are decoded and fed to the vision tower: the prompt
 tokens the server reports are the template's, with each image's one placeholder token standing for
@@ -53,12 +53,14 @@ UNITS = 12  # the "amb" campaign
 
 
 class Server:
-    """``transformers serve MODEL`` in its own process group, logging to a file."""
+    """``transformers serve [MODEL]`` in its own process group, logging to a file. Without a
+    model it serves whichever model a request names (a local folder here), loaded on first use."""
 
-    def __init__(self, model: Path, port: int, log: Path) -> None:
+    def __init__(self, model: Path | None, port: int, log: Path) -> None:
         self.url = f"http://127.0.0.1:{port}"
-        command = [sys.executable, "-c", SERVE, "serve", str(model), "--host", "127.0.0.1"]
-        command += ["--port", str(port), "--device", "cpu", "--log-level", "warning"]
+        command = [sys.executable, "-c", SERVE, "serve", *([str(model)] if model else [])]
+        command += ["--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+        command += ["--log-level", "warning"]
         with log.open("ab") as sink:
             self.process = subprocess.Popen(
                 command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
@@ -91,12 +93,14 @@ def vl_model(tiny_llava: Path) -> Path:
     return tiny_llava
 
 
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[list[Server]]:
-    started: list[Server] = []
-    yield started
-    for server in started:
-        server.stop()
+@pytest.fixture(scope="module")
+def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server for the module's tests, serving both tiny models (each start imports torch and
+    transformers: tens of seconds of CPU on the 2-core machine)."""
+    _serving_extra()
+    server = Server(None, free_port(), tmp_path_factory.mktemp("serve") / "serve.log")
+    yield server
+    server.stop()
 
 
 def _options(server: Server, model: Path, judge: str, *, vision: bool = False) -> RemoteOptions:
@@ -156,28 +160,30 @@ def _sent_prompt_tokens(
 
 
 def test_judge_run_against_transformers_serve(
-    engine: Engine, campaigns: dict, model: Path, servers: list[Server], tmp_path: Path
+    engine: Engine, campaigns: dict, model: Path, serving: Server, tmp_path: Path
 ) -> None:
-    log = tmp_path / "serve.log"
-    servers.append(Server(model, free_port(), log))
+    # A server of its own, pinned to the model, that stops mid-run; the run resumes on `serving`.
+    stopping = Server(model, free_port(), tmp_path / "serve.log")
     judged = 0
 
     def stop_after_the_first_chunk(count: int) -> None:
         nonlocal judged
         judged += count
         if judged:
-            servers[0].stop()  # the next chunk's requests meet a closed port
+            stopping.stop()  # the next chunk's requests meet a closed port
 
-    first = judge_campaign_remote(
-        engine, "amb", _options(servers[0], model, "served"), progress=stop_after_the_first_chunk
-    )
+    try:
+        first = judge_campaign_remote(
+            engine, "amb", _options(stopping, model, "served"), progress=stop_after_the_first_chunk
+        )
+    finally:
+        stopping.stop()
     chunk = 8  # concurrency 1 × JOBS_PER_TRANSACTION_PER_SLOT
     assert (first.units, first.stored, len(first.failed)) == (UNITS, chunk, UNITS - chunk)
     assert all("ConnectError" in failure for failure in first.failed), first.failed
     assert first.statuses == {"unparsed": chunk}
 
-    servers.append(Server(model, free_port(), log))
-    second = judge_campaign_remote(engine, "amb", _options(servers[1], model, "served"))
+    second = judge_campaign_remote(engine, "amb", _options(serving, model, "served"))
     assert (second.already_judged, second.stored, second.failed) == (chunk, UNITS - chunk, [])
     assert second.requests == UNITS - chunk
 
@@ -197,7 +203,7 @@ def test_judge_run_against_transformers_serve(
         )
         assert row.meta["latency"] > 0
 
-    third = judge_campaign_remote(engine, "amb", _options(servers[1], model, "served-again"))
+    third = judge_campaign_remote(engine, "amb", _options(serving, model, "served-again"))
     assert (third.stored, third.cached, third.requests) == (UNITS, UNITS, 0)
     with session_scope(engine) as session:
         again = list(session.exec(select(Judgement).where(Judgement.judge == "served-again")))
@@ -207,16 +213,15 @@ def test_judge_run_against_transformers_serve(
 
 
 def test_judge_run_sends_images_that_transformers_serve_feeds_a_vision_language_model(
-    engine: Engine, vl_model: Path, servers: list[Server], tmp_path: Path
+    engine: Engine, vl_model: Path, serving: Server
 ) -> None:
     from tiny_models import IMAGE_SIZE, PATCH_SIZE
 
     from annotate_app.cli.main import app
 
     campaign = build_mmie_campaign(engine)  # answers with 1, 4 and 5 images
-    servers.append(Server(vl_model, free_port(), tmp_path / "serve.log"))
     url = engine.url.render_as_string(hide_password=False)
-    args = ["--db", url, "--json", "judge", "run", "--base-url", f"{servers[0].url}/v1",
+    args = ["--db", url, "--json", "judge", "run", "--base-url", f"{serving.url}/v1",
             "--model", str(vl_model), "--campaign", campaign, "--judge-name", "served-vl",
             "--concurrency", "1", "--max-retries", "1", "--timeout", "120",
             "--max-tokens", "8"]  # fmt: skip
@@ -226,7 +231,7 @@ def test_judge_run_sends_images_that_transformers_serve_feeds_a_vision_language_
     # MMIE's released judge: the 5-image answer is skipped, the 4-image one cut to 3 images.
     assert (summary["stored"], summary["requests"], summary["failed"]) == (3, 2, [])
     assert summary["statuses"] == {"skipped": 1, "unparsed": 2}
-    text_only = judge_campaign_remote(engine, campaign, _options(servers[0], vl_model, "served-tx"))
+    text_only = judge_campaign_remote(engine, campaign, _options(serving, vl_model, "served-tx"))
     assert (text_only.stored, text_only.requests, text_only.failed) == (3, 2, [])
 
     # LLaVA's "default" feature selection: one token per CLIP patch, the CLS feature dropped.

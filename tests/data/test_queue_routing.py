@@ -494,7 +494,7 @@ def test_the_judge_audit_of_a_stratified_campaign_reads_only_its_estimation_samp
 
     for module in ("data.readmodels.campaign_input", "annotate_app.campaign_calibration"):
         monkeypatch.setattr(f"{module}.campaign_judgement_frame", counted, raising=False)
-    request = CampaignReportRequest(campaign=campaign_id)
+    request = CampaignReportRequest(campaign=campaign_id, bootstrap=20)
     report = build_campaign_report(engine, request).files.result.judge_audit
     assert len(reads) == 1  # the report and its audit from one read of the campaign
     monkeypatch.undo()

@@ -23,7 +23,7 @@ from schemas.tables import (
     Response,
     Unit,
 )
-from tests.browser_fixtures import wait_for_run_to_end, wait_until
+from tests.browser_fixtures import app_context, wait_for_run_to_end, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -268,7 +268,7 @@ def test_refresh_in_the_middle_of_a_rationale_restores_it(
 def test_two_annotators_with_overlap_one_never_get_the_same_unit(
     seeded: Any, browser: Any, login: Any
 ) -> None:
-    contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in range(2)]
+    contexts = [app_context(browser) for _ in range(2)]
     try:
         pages = [context.new_page() for context in contexts]
         for page, name in zip(pages, ("ann", "dee"), strict=True):

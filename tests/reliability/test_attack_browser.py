@@ -14,7 +14,7 @@ import pytest
 from hostile_world import PASSWORD, PAYLOADS, HostileWorld, build_hostile_world
 
 from annotate_app.navigation import PAGES, PageSpec
-from tests.browser_fixtures import wait_for_run_to_end
+from tests.browser_fixtures import app_context, wait_for_run_to_end
 
 pytestmark = pytest.mark.e2e
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
@@ -138,7 +138,7 @@ def test_logout_ends_the_session_and_the_cookie_cannot_be_replayed(
     assert any(cookie["name"] == "critiquelab_session" for cookie in cookies), cookies
     page.get_by_role("button", name="Log out").click()
     expect(page.get_by_label("Password", exact=True)).to_be_visible()
-    replay = browser.new_context()
+    replay = app_context(browser)
     try:
         replay.add_cookies(cookies)
         other = replay.new_page()

@@ -22,7 +22,7 @@ from sqlmodel import select
 from data.services.users import create_user
 from data.storage.engine import make_engine, session_scope, upgrade_database
 from schemas.tables import Annotation, Assignment
-from tests.browser_fixtures import UI_TIMEOUT_MS, wait_until_healthy
+from tests.browser_fixtures import app_context, wait_until_healthy
 from tests.pg_cluster import free_port
 
 pytestmark = pytest.mark.e2e
@@ -89,8 +89,7 @@ def test_two_serve_processes_on_one_postgres_database(
     two_servers: tuple[list[str], Any], browser: Any, page: Any, login: Any
 ) -> None:
     (url_a, url_b), engine = two_servers
-    context_b = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
-    context_b.set_default_timeout(UI_TIMEOUT_MS)
+    context_b = app_context(browser)
     page_b = context_b.new_page()
     try:
         login(page, url_a, "kim", PASSWORD)
