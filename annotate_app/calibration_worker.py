@@ -32,6 +32,7 @@ from sqlalchemy.engine import Engine
 
 from annotate_app.campaign_calibration import (
     calibrate_campaign,
+    campaign_annotators,
     campaign_consistency,
     judge_audit,
     load_campaign,
@@ -45,6 +46,7 @@ from annotate_app.campaign_report import (
     build_campaign_report,
 )
 from calibration import CalibrationOptions, CalibrationReport
+from calibration.annotators import AnnotatorTable
 from calibration.audits import JudgeAudit
 from calibration.compare import JudgeComparison, compare_judges
 from calibration.consistency import ConsistencyReport
@@ -157,6 +159,13 @@ def campaign_sft_file(url: str, campaign: str, target: Path) -> int:
     with nothing to train on), nothing is left at ``target`` and the refusal is raised here.
     """
     return _run(_sft_file, url, campaign, target)
+
+
+def page_annotators(url: str, campaign_id: int) -> AnnotatorTable | None:
+    """The Monitor's Annotators table of the campaign
+    (:func:`~annotate_app.campaign_calibration.campaign_annotators`): its bootstrap holds the GIL
+    for seconds on a large campaign, which the annotators' submits would wait behind."""
+    return _run(_annotators, url, campaign_id)
 
 
 def page_consistency(
@@ -281,6 +290,10 @@ def _overview(scope: CampaignScope) -> CampaignOverview:
         annotators=_names(frame[frame["kind"] == "human"], "rater") if not frame.empty else [],
         standing_exclusions=dict(source.standing_exclusions),
     )
+
+
+def _annotators(url: str, campaign_id: int) -> AnnotatorTable | None:
+    return campaign_annotators(_engine(url), campaign_id)
 
 
 def _names(frame: Any, column: str) -> list[str]:

@@ -9,7 +9,9 @@ from the cache; each N runs ``ROUNDS`` rounds, reported one by one with their mi
 What this measures is the client and the server together on one machine: a server that batches
 (vLLM, or ``transformers serve --continuous-batching``) gains more from N than one that does not.
 
-Run: ``.venv/bin/python bench/judge_serve_bench.py [--out FILE.json]`` (prints JSON).
+Run: ``.venv/bin/python bench/judge_serve_bench.py [--continuous-batching] [--out FILE.json]``
+(prints JSON; ``--continuous-batching`` starts the server with it: paged attention, requests
+batched as they arrive).
 """
 
 from __future__ import annotations
@@ -84,13 +86,15 @@ def _round(folder: Path, url: str, model: Path, concurrency: int, index: int) ->
     }
 
 
-def main() -> dict:
+def main(continuous_batching: bool = False) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="judge-serve-bench-"))
     model = build_tiny_llama(folder / "tiny-llama")
     log = folder / "serve.log"
     port = free_port()
     command = [sys.executable, "-c", SERVE, "serve", str(model), "--host", "127.0.0.1"]
     command += ["--port", str(port), "--device", "cpu", "--log-level", "warning"]
+    if continuous_batching:
+        command.append("--continuous-batching")
     with log.open("ab") as sink:
         server = subprocess.Popen(
             command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
@@ -116,7 +120,9 @@ def main() -> dict:
     for figures in results.values():
         figures["speedup_vs_n1"] = round(figures["units_per_s_median"] / baseline, 2)
     return {
-        "server": "transformers serve (no continuous batching), CPU",
+        "server": "transformers serve "
+        + ("--continuous-batching" if continuous_batching else "(no continuous batching)")
+        + ", CPU",
         "model": "tiny Llama (hidden 32, 2 layers, vocab 400, random weights)",
         "max_tokens": MAX_TOKENS,
         "rounds_per_n": ROUNDS,
@@ -128,8 +134,11 @@ def main() -> dict:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument(
+        "--continuous-batching", action="store_true", help="start the server with it"
+    )
     arguments = parser.parse_args()
-    text = json.dumps(main(), indent=2)
+    text = json.dumps(main(arguments.continuous_batching), indent=2)
     print(text)
     if arguments.out:
         arguments.out.write_text(text + "\n", encoding="utf-8")

@@ -7,18 +7,16 @@ import math
 import pandas as pd
 import streamlit as st
 
-from annotate_app.annotator_views import render_annotators
+from annotate_app.annotator_views import live_annotators, render_annotators
 from annotate_app.auth import require_role
 from annotate_app.campaign_calibration import (
     campaign_annotator_exclusions,
-    campaign_annotators,
     task_agreement,
 )
 from annotate_app.db import get_engine
 from annotate_app.gold_views import render_gold_monitor
 from annotate_app.pickers import pick_campaign
 from annotate_app.review_views import render_answer_review
-from calibration.analysis import annotators_section
 from data.services.campaign_progress import campaign_progress
 from data.services.effort import ABS_MIN_SECONDS, EFFORT_REASON_NAMES, SECONDS_PER_1000_CHARS
 from data.services.monitor import low_effort_report, unit_issues
@@ -70,9 +68,9 @@ st.dataframe(
     hide_index=True,
 )
 
-reliability = campaign_annotators(engine, campaign_id)
+reliability = live_annotators(engine, campaign_id)
 render_annotators(
-    annotators_section(reliability) if reliability else None,
+    reliability,
     pairwise=not campaign_protocol(campaign).is_pointwise,
     reasons=campaign_annotator_exclusions(engine, campaign_id),
     names=[a.annotator for a in progress.by_annotator],

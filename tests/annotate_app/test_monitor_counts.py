@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
+from annotate_app import annotator_views, calibration_worker
 from annotate_app.auth import USER_KEY
 from annotate_app.campaign_calibration import (
     calibrate_campaign,
@@ -24,6 +25,7 @@ from annotate_app.cli.main import app
 from annotate_app.navigation import APP_DIR
 from data.readmodels.campaign_input import read_calibration_input
 from data.services.campaign_progress import campaign_progress
+from data.services.gold import change_standing
 from data.services.monitor import human_rating_matrices, low_effort_report
 from data.services.users import create_user, to_record
 from data.storage.engine import session_scope
@@ -98,6 +100,49 @@ def test_monitor_page_marks_held_and_retired_annotators_excluded(
     assert list(table["Submitted"]) == [6, 6, 5, 6, 6]
     assert list(table["Rejected"]) == [0, 0, 1, 0, 0]
     assert list(table["Units"]) == [6, 6, 5, 6, 6]
+
+
+def test_the_monitor_measures_the_annotators_in_the_worker_once_per_version(
+    engine: Engine, db_url: str, monkeypatch
+) -> None:
+    """The Annotators table's bootstrap runs in the calibration worker, never in the app's
+    process (where it held the GIL the annotators' submits wait for), and once per version of
+    the campaign: a rerun reuses it, a release of a held annotator recomputes it."""
+    campaign_id, _, _ = _annotated_campaign(engine)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Annotators table was computed in the app's process")
+
+    monkeypatch.setattr("annotate_app.campaign_calibration.annotator_reliability", refuse)
+    asked = []
+
+    def counted(url: str, campaign: int):
+        asked.append(campaign)
+        return calibration_worker.page_annotators(url, campaign)
+
+    monkeypatch.setattr(annotator_views, "page_annotators", counted)
+    monkeypatch.setenv("CRITIQUELAB_DB", db_url)
+    with session_scope(engine) as session:
+        admin = to_record(create_user(session, "root", "a long password 123", "admin"))
+    at = AppTest.from_file(str(APP_DIR / "pages/admin_monitor.py"), default_timeout=120)
+    at.session_state[USER_KEY] = admin
+
+    def annotators_shown() -> list[str]:
+        at.run()
+        assert not at.exception, at.exception
+        table = next(d.value for d in at.dataframe if "Longest run" in d.value.columns)
+        return list(table["Annotator"])
+
+    try:
+        assert annotators_shown()[0] == "ann0 (excluded: held)"
+        assert annotators_shown()[0] == "ann0 (excluded: held)"
+        assert asked == [campaign_id]  # the rerun read it from the cache
+        with session_scope(engine) as session:
+            change_standing(session, campaign_id, "ann0", "release")
+        assert annotators_shown()[0] == "ann0"
+        assert asked == [campaign_id, campaign_id]
+    finally:
+        calibration_worker.shutdown()
 
 
 def test_pairs_length_figure_is_read_from_the_responses_on_the_monitor_and_in_calibrate(
