@@ -7,9 +7,10 @@ random from all 1,056 (so about n/11 per system), each system's humans-only and 
 (:func:`calibration.ppi.prediction_powered_mean`, the product's code; the judge's score from its
 first prompt on every story) and their 95% intervals are compared with the full-data human value
 over the stories the judge scored (the product's target: the humans' mean over the judge's units),
-each interval four ways (:data:`VARIANTS`): ppi_py's superpopulation normal interval (the product
-before the corrections), with the finite-population correction only, with Student's t only, and
-with both (the product). Per variant:
+each interval five ways (:data:`VARIANTS`): ppi_py's superpopulation normal interval (the product
+before the corrections), with the finite-population correction only, with Student's t only, with
+both and λ from each system's own labels, and the product (both, and the judge's one λ from all
+systems' labels of the draw, :func:`calibration.model_estimates.judge_tuning`). Per variant:
 
 * **coverage**: the share of (draw, system) intervals that hold it;
 * **width ratio**: mean PPI++ width / mean humans-only width;
@@ -40,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from calibration.model_estimates import judge_tuning
 from calibration.ppi import prediction_powered_mean
 
 HANNA = Path(__file__).resolve().parents[1] / "tests/fixtures/hanna"
@@ -54,10 +56,16 @@ VARIANTS = {
     "ppi_py": {"finite_population": False, "student_t": False},
     "finite_population": {"finite_population": True, "student_t": False},
     "student_t": {"finite_population": False, "student_t": True},
+    "own_tuning": {"finite_population": True, "student_t": True},
     "product": {"finite_population": True, "student_t": True},
 }
 """The intervals compared: ppi_py's (superpopulation variance, normal quantile), each correction
-alone, both (the product's default)."""
+alone, both with λ estimated from each model's own labels (n − 2 degrees of freedom), and the
+product: both, with the judge's one λ estimated from every model's labels of the draw
+(:func:`calibration.model_estimates.judge_tuning`) and taken as fixed (n − 1). The first four
+estimate λ per model, as ppi_py does."""
+POOLED = frozenset({"product"})
+"""The variants whose λ is the judge's, from all models' labels of the draw."""
 
 
 def measure(hanna: pd.DataFrame, criterion: str, judge: str, n: int, draws: int, seed: int) -> dict:
@@ -110,7 +118,7 @@ def measure_pairwise(
         ys.append(np.where(flip, human[mine], 1 - human[mine]))
         fs.append(np.where(flip, judge[mine], 1 - judge[mine]))
         groups.append(np.flatnonzero(mine))
-    return _measure_groups(names, groups, ys, fs, len(models), n, draws, seed)
+    return _measure_groups(names, groups, ys, fs, (human, judge), n, draws, seed)
 
 
 def _measure(
@@ -120,15 +128,24 @@ def _measure(
     groups = [np.flatnonzero(systems == name) for name in names]
     ys = [human[g] for g in groups]
     fs = [scores[g] for g in groups]
-    return _measure_groups(names, groups, ys, fs, len(human), n, draws, seed)
+    return _measure_groups(names, groups, ys, fs, (human, scores), n, draws, seed)
 
 
 def _measure_groups(
-    names: list, groups: list, ys: list, fs: list, units: int, n: int, draws: int, seed: int
+    names: list,
+    groups: list,
+    ys: list,
+    fs: list,
+    pool: tuple[np.ndarray, np.ndarray],
+    n: int,
+    draws: int,
+    seed: int,
 ) -> dict:
-    """Each group's units are ``groups[i]`` (indices into the ``units`` drawn from), its human
+    """Each group's units are ``groups[i]`` (indices into the units drawn from), its human
     values ``ys[i]`` and judge values ``fs[i]`` (NaN: not scored). The target of a group is the
-    humans' mean over the units its judge scored."""
+    humans' mean over the units its judge scored. ``pool``: the human and judge values of every
+    unit drawn from, each once (a pair as its model A's win), for the judge's λ."""
+    units = len(pool[0])
     truth = [float(y[~np.isnan(f)].mean()) for y, f in zip(ys, fs, strict=True)]
     rng = np.random.default_rng(seed)
     keys = [(v, k) for v in VARIANTS for k in ("humans_only", "ppi")]
@@ -139,6 +156,8 @@ def _measure_groups(
     for _ in range(draws):
         chosen = np.zeros(units, dtype=bool)
         chosen[rng.choice(units, size=n, replace=False)] = True
+        # the judge's λ, as the product estimates it: every unit once, labelled where drawn
+        judge_lambda = judge_tuning(np.where(chosen, pool[0], np.nan), pool[1])
         for index in range(len(names)):
             y, f = ys[index], fs[index]
             scored = ~np.isnan(f)
@@ -147,7 +166,8 @@ def _measure_groups(
                 skipped += 1
                 continue
             for variant, options in VARIANTS.items():
-                found = prediction_powered_mean(y[lab], f[lab], f[unlab], **options)
+                tuning = judge_lambda if variant in POOLED else None
+                found = prediction_powered_mean(y[lab], f[lab], f[unlab], tuning=tuning, **options)
                 for key, estimate in (
                     ("humans_only", found.humans_only),
                     ("ppi", found.prediction_powered),

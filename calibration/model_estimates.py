@@ -20,6 +20,14 @@ The leaderboards (:mod:`calibration.leaderboard`'s values):
   preference is for the model, 0.5 for a tie and 0 otherwise (the human reference's for ``Y``,
   the judge's mean verdict over its shown orders for ``f``).
 
+**One λ per judge.** The power-tuning λ is estimated once per judge, from all its labelled
+units (every model, task and category: :func:`judge_tuning`), and each value's interval then
+takes it as fixed (Student's t with n − 1 degrees of freedom over that value's own labels). With
+a model's own labels only, a handful per model, λ fitted those few labels: taken as fixed, the
+interval was too narrow (HANNA, 5 labels per system: coverage 0.914); counted as a regression
+estimate (n − 2), 30% wider than humans-only (docs/MODEL_SCORES.md). The judge's relation to the
+humans is one property of the judge, which the whole sample estimates.
+
 The interval is valid only when the labelled units are a random sample of the units scored
 (PROTOCOLS.md, "Which labelled units count"): a campaign routed by its judges gives a reason
 instead (:data:`JUDGE_ROUTED`).
@@ -40,6 +48,7 @@ from calibration.ppi import (
     effective_labels,
     humans_only_mean,
     mean_of_estimates,
+    power_tuning,
     prediction_powered_mean,
 )
 from calibration.scale import Scale
@@ -86,7 +95,8 @@ class ModelEstimate:
     n_labelled: int
     n_unlabelled: int
     tuning: float | None = None
-    """The power-tuning λ (None for an average of task estimates or no estimate)."""
+    """The power-tuning λ, the judge's (:func:`judge_tuning`); None for an average of task
+    estimates or no estimate."""
     reason: str | None = None
     """Why there is no prediction-powered estimate (None when there is one)."""
 
@@ -138,6 +148,20 @@ def model_estimates(
     return ModelEstimates(sample, tuple(estimates), confidence)
 
 
+def judge_tuning(reference: np.ndarray, values: np.ndarray) -> float | None:
+    """The judge's power-tuning λ (:func:`calibration.ppi.power_tuning`) over every unit it
+    scored: ``reference`` the human value per unit (NaN: unlabelled), ``values`` the judge's
+    (NaN: not scored), on one scale. None below three labelled units or with no unlabelled one:
+    each value then estimates its own (:func:`calibration.ppi.prediction_powered_mean`)."""
+    y = np.asarray(reference, dtype=np.float64)
+    f = np.asarray(values, dtype=np.float64)
+    scored = ~np.isnan(f)
+    labelled, unlabelled = scored & ~np.isnan(y), scored & np.isnan(y)
+    if labelled.sum() < 3 or not unlabelled.any():
+        return None
+    return power_tuning(y[labelled], f[labelled], f[unlabelled])
+
+
 def pairwise_judge_values(unit_index: np.ndarray, verdicts: np.ndarray, n_units: int) -> np.ndarray:
     """Model A's mean result per unit from a judge's parsed verdicts (A = 1, tie = 0.5, B = 0,
     canonical order; both shown orders averaged), NaN where it gave none."""
@@ -169,6 +193,7 @@ def _pointwise(
     )
     y = np.asarray(reference, dtype=np.float64) * factor
     f = np.asarray(values, dtype=np.float64) * factor
+    tuning = judge_tuning(y, f)
     result: list[ModelEstimate] = []
     for model in sorted({str(m) for m in models if m is not None}):
         mine = np.array([m is not None and str(m) == model for m in models])
@@ -184,17 +209,18 @@ def _pointwise(
                     f,
                     blocked,
                     confidence,
+                    tuning,
                 )
                 for task in names
             ]
             result.append(_average(judge, model, per_task, confidence))
             result.extend(per_task)
         else:
-            result.append(_estimate(judge, model, AVERAGE, mine, y, f, blocked, confidence))
+            result.append(_estimate(judge, model, AVERAGE, mine, y, f, blocked, confidence, tuning))
             if protocol == "mmie":  # MMIE's leaderboard is per category and overall
                 result.extend(
                     _estimate(judge, model, f"category:{name}", mine & (categories == name), y,
-                              f, blocked, confidence)
+                              f, blocked, confidence, tuning)
                     for name in sorted({str(c) for c in categories[mine] if c is not None})
                 )  # fmt: skip
     return result
@@ -218,6 +244,7 @@ def _pairwise(
         dtype=np.float64,
     )
     f_a = np.asarray(values, dtype=np.float64)
+    tuning = judge_tuning(y_a, f_a)  # a model's win as B is 1 − A's: the same λ
     names = sorted({str(m) for m in (*first, *second) if m is not None})
     result = []
     for model in names:
@@ -225,7 +252,9 @@ def _pairwise(
         as_b = np.array([m is not None and str(m) == model for m in second])
         y = np.where(as_a, y_a, 1.0 - y_a)
         f = np.where(as_a, f_a, 1.0 - f_a)
-        result.append(_estimate(judge, model, WIN_RATE, as_a | as_b, y, f, blocked, confidence))
+        result.append(
+            _estimate(judge, model, WIN_RATE, as_a | as_b, y, f, blocked, confidence, tuning)
+        )
     return result
 
 
@@ -238,6 +267,7 @@ def _estimate(
     f: np.ndarray,
     blocked: str | None,
     confidence: float,
+    tuning: float | None,
 ) -> ModelEstimate:
     scored = units & ~np.isnan(f)
     labelled = scored & ~np.isnan(y)
@@ -256,7 +286,9 @@ def _estimate(
         return ModelEstimate(
             judge, model, leaderboard, judge_only, humans, None, None, n, big_n, reason=reason
         )
-    found = prediction_powered_mean(y[labelled], f[labelled], f[unlabelled], confidence=confidence)
+    found = prediction_powered_mean(
+        y[labelled], f[labelled], f[unlabelled], confidence=confidence, tuning=tuning
+    )
     return _from_ppi(judge, model, leaderboard, found)
 
 

@@ -152,7 +152,7 @@ def prediction_powered_mean(
     estimated = tuning is None
     if tuning is None:
         # Under Student's t two labels leave no degree of freedom for an estimated slope.
-        tuning = _power_tuning(y, f, f_tilde) if n > 2 or not student_t else 0.0
+        tuning = power_tuning(y, f, f_tilde) if n > 2 or not student_t else 0.0
     humans_df = n - 1 if student_t else None
     slope_df = 1 if estimated and tuning > 0 else 0  # Cochran 1977 §7.3
     powered_df = n - 1 - slope_df if student_t else None
@@ -258,7 +258,15 @@ def _check_confidence(confidence: float) -> None:
         raise ValueError(f"confidence must lie strictly between 0 and 1, not {confidence}")
 
 
-def _power_tuning(y: np.ndarray, f: np.ndarray, f_tilde: np.ndarray) -> float:
+def power_tuning(
+    labels: np.ndarray, judge_labelled: np.ndarray, judge_unlabelled: np.ndarray
+) -> float:
+    """PPI++'s power-tuning λ (module docstring): ``cov(Y, f) / ((1 + n/N) · var(f ∪ f~))``,
+    clipped to [0, 1]; 0 for a constant judge. The arrays are as
+    :func:`prediction_powered_mean`'s."""
+    y = np.asarray(labels, dtype=np.float64)
+    f = np.asarray(judge_labelled, dtype=np.float64)
+    f_tilde = np.asarray(judge_unlabelled, dtype=np.float64)
     n, big_n = y.size, f_tilde.size
     covariance = float(np.mean((y - y.mean()) * (f - f.mean())))
     spread = float(np.var(np.concatenate([f, f_tilde]), ddof=1))

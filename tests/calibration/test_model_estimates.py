@@ -65,15 +65,36 @@ def _split(frame: pd.DataFrame, model: str, task: str | None = None):
     return humans[judge.index[labelled]].to_numpy(), judge[labelled].to_numpy(), judge[~labelled]
 
 
+def _judge_lambda(y: np.ndarray, f: np.ndarray) -> float:
+    """PPI++'s power tuning over every unit the judge scored (y NaN: unlabelled), written out:
+    cov(Y, f) / ((1 + n/N) · var(f over all)), clipped to [0, 1]."""
+    labelled = ~np.isnan(y)
+    n, big_n = int(labelled.sum()), int((~labelled).sum())
+    y_l, f_l = y[labelled], f[labelled]
+    covariance = float(np.mean((y_l - y_l.mean()) * (f_l - f_l.mean())))
+    return float(np.clip(covariance / ((1 + n / big_n) * np.var(f, ddof=1)), 0.0, 1.0))
+
+
+def _frame_lambda(frame: pd.DataFrame) -> float:
+    """The judge's λ over every unit of ``frame`` (all models, tasks and categories)."""
+    humans = frame[frame["kind"] == "human"].groupby("unit")["value"].mean()
+    judge = frame[frame["kind"] == "model"].set_index("unit")["value"].astype(float)
+    return _judge_lambda(humans.reindex(judge.index).to_numpy(float), judge.to_numpy())
+
+
 def test_a_scale_mean_equals_ppi_on_the_models_units() -> None:
     frame = _pointwise_frame("score", (None,), labelled=8, units=40)
     result = calibrate(frame, CalibrationOptions(_score(), bootstrap=0)).result
     assert result.model_estimates is not None
     by_model = {e.model: e for e in result.model_estimates.estimates}
     assert set(by_model) == {"m1", "m2"}
+    tuning = _frame_lambda(frame)  # the judge's one λ, from both models' labels
     for model, estimate in by_model.items():
         y, f, f_tilde = _split(frame, model)
-        expected = prediction_powered_mean(y, f, f_tilde.to_numpy())
+        expected = prediction_powered_mean(y, f, f_tilde.to_numpy(), tuning=tuning)
+        assert estimate.tuning == pytest.approx(tuning, rel=1e-12)
+        assert estimate.prediction_powered is not None
+        assert estimate.prediction_powered.df == 7  # λ taken as fixed: n − 1
         assert estimate.leaderboard == AVERAGE and estimate.judge == "judge"
         _same(estimate.prediction_powered, expected.prediction_powered)
         _same(estimate.humans_only, expected.humans_only)
@@ -91,7 +112,9 @@ def test_mmie_is_in_percent() -> None:
     estimate = result.model_estimates.estimates[0]
     y, f, f_tilde = _split(frame, estimate.model)
     factor = 100.0 / get_protocol("mmie").scale_max
-    expected = prediction_powered_mean(y * factor, f * factor, f_tilde.to_numpy() * factor)
+    expected = prediction_powered_mean(
+        y * factor, f * factor, f_tilde.to_numpy() * factor, tuning=_frame_lambda(frame)
+    )  # λ is the same on either scale
     assert estimate.prediction_powered is not None
     assert estimate.prediction_powered.value == pytest.approx(expected.prediction_powered.value)
     assert estimate.prediction_powered.high == pytest.approx(expected.prediction_powered.high)
@@ -105,15 +128,20 @@ def test_mmie_has_an_estimate_per_category_beside_the_overall_percent() -> None:
     mine = {e.leaderboard: e for e in result.model_estimates.estimates if e.model == "m1"}
     assert set(mine) == {AVERAGE, "category:PBL", "category:SA"}
     factor = 100.0 / get_protocol("mmie").scale_max
+    tuning = _frame_lambda(frame)  # one λ for the judge, across categories and models
     for name in ("PBL", "SA"):
         part = frame[frame["category"] == name]
         y, f, f_tilde = _split(part, "m1")
-        expected = prediction_powered_mean(y * factor, f * factor, f_tilde.to_numpy() * factor)
+        expected = prediction_powered_mean(
+            y * factor, f * factor, f_tilde.to_numpy() * factor, tuning=tuning
+        )
         _same(mine[f"category:{name}"].prediction_powered, expected.prediction_powered)
         _same(mine[f"category:{name}"].humans_only, expected.humans_only)
         assert mine[f"category:{name}"].n_labelled == 6
     y, f, f_tilde = _split(frame, "m1")
-    overall = prediction_powered_mean(y * factor, f * factor, f_tilde.to_numpy() * factor)
+    overall = prediction_powered_mean(
+        y * factor, f * factor, f_tilde.to_numpy() * factor, tuning=tuning
+    )
     _same(mine[AVERAGE].prediction_powered, overall.prediction_powered)
 
 
@@ -123,8 +151,10 @@ def test_alignmmbench_average_is_the_mean_of_task_estimates() -> None:
     assert result.model_estimates is not None
     mine = {e.leaderboard: e for e in result.model_estimates.estimates if e.model == "m2"}
     assert set(mine) == {AVERAGE, "task:ocr", "task:chart", "task:meme"}
+    tuning = _frame_lambda(frame)  # one λ for the judge, across tasks and models
     tasks = [
-        prediction_powered_mean(*_split_arrays(frame, "m2", t)) for t in ("chart", "meme", "ocr")
+        prediction_powered_mean(*_split_arrays(frame, "m2", t), tuning=tuning)
+        for t in ("chart", "meme", "ocr")
     ]
     for task, expected in zip(("chart", "meme", "ocr"), tasks, strict=True):
         _same(mine[f"task:{task}"].prediction_powered, expected.prediction_powered)
@@ -197,6 +227,10 @@ def test_pairwise_win_rate_counts_a_tie_as_half() -> None:
     win = {"A": 1.0, "tie": 0.5, "B": 0.0}
     judged = frame[frame["kind"] == "model"].assign(v=lambda d: d["value"].map(win))
     judge_a = judged.groupby("unit")["v"].mean()
+    # the judge's λ over the pairs, each once as model A's win (B's is 1 − A's: the same λ)
+    y_a = np.array([win[truth_of[u][2]] if int(u[2:].split("a")[0]) < 20 else np.nan
+                    for u in judge_a.index])  # fmt: skip
+    tuning = _judge_lambda(y_a, judge_a.to_numpy(float))
     for estimate in result.model_estimates.estimates:
         assert estimate.leaderboard == WIN_RATE
         y, f, f_tilde = [], [], []
@@ -209,7 +243,10 @@ def test_pairwise_win_rate_counts_a_tie_as_half() -> None:
                 f.append(flip(judge_a[unit]))
             else:
                 f_tilde.append(flip(judge_a[unit]))
-        expected = prediction_powered_mean(np.array(y), np.array(f), np.array(f_tilde))
+        expected = prediction_powered_mean(
+            np.array(y), np.array(f), np.array(f_tilde), tuning=tuning
+        )
+        assert estimate.tuning == pytest.approx(tuning, rel=1e-12)
         _same(estimate.prediction_powered, expected.prediction_powered)
         assert estimate.judge_only == pytest.approx(expected.judge_only)
 
@@ -223,8 +260,9 @@ def test_the_json_holds_the_estimates_and_the_schema_admits_them() -> None:
     written = json.loads(result.to_json())
     first = written["model_estimates"]["estimates"][0]
     assert set(first["prediction_powered"]) == {"value", "variance", "low", "high", "df"}
-    # Student's t over the 8 labelled units, one degree of freedom spent on the estimated λ
-    assert first["prediction_powered"]["df"] == 6
+    # Student's t over the model's 8 labelled units; the judge's λ, from both models' 16 labels,
+    # is taken as fixed (calibration.model_estimates, "One λ per judge")
+    assert first["prediction_powered"]["df"] == 7
     assert first["humans_only"]["df"] == 7
     assert first["reason"] is None and first["effective_labels"] > 0
     jsonschema.validate(written, result_schema())
