@@ -3,6 +3,7 @@ test: good answers, malformed answers, 429s, 5xx, timeouts; cache, usage, images
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -17,6 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 from typer.testing import CliRunner
 
+import critic.remote
 from annotate_app.cli.main import app
 from critic.remote import RemoteOptions, judge_campaign_remote
 from data.storage.engine import session_scope
@@ -40,7 +42,11 @@ class FakeEndpoint:
         """When set, each request waits until this many are in flight together before answering."""
         self.healthy = False
         self.plain: str | None = None
-        """When set, every request gets this answer at once."""
+        """When set, every request gets this answer at once (after ``throttle`` 429s)."""
+        self.throttle = 0
+        """With ``plain``: the first this many requests are answered 429."""
+        self.retry_after = "0"
+        """The ``Retry-After`` header of a 429."""
         self.authorizations: set[str] = set()
         self.image_urls: list[str] = []
 
@@ -48,6 +54,10 @@ class FakeEndpoint:
         """``(status, json body, seconds to wait first)`` for one request."""
         self.authorizations.add(authorization)
         if self.plain is not None:
+            with self.lock:
+                self.throttle -= 1
+                if self.throttle >= 0:
+                    return 429, {"error": "slow down"}, 0.0
             return 200, _completion(self.plain), 0.0
         user = body["messages"][1]["content"]
         text = user if isinstance(user, str) else "".join(p.get("text", "") for p in user)
@@ -108,7 +118,7 @@ def endpoint() -> Iterator[tuple[str, FakeEndpoint]]:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 if status == 429:
-                    self.send_header("Retry-After", "0")
+                    self.send_header("Retry-After", fake.retry_after)
                 self.end_headers()
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
@@ -231,6 +241,50 @@ def test_requests_are_in_flight_together_up_to_the_limit(
     result = judge_campaign_remote(engine, "pairs", _options(url, timeout=120.0))
     assert result.stored == 6 and result.failed == []
     assert fake.max_in_flight == 3
+
+
+class _RecordedSleeps:
+    """``asyncio`` as :mod:`critic.remote` sees it, but ``sleep`` records the seconds asked for
+    and returns at once: what a retry waits is read, not timed."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(asyncio, name)
+
+    async def sleep(self, seconds: float) -> None:
+        self.seconds.append(seconds)
+
+
+@pytest.mark.parametrize(
+    ("header", "waits"),
+    [("2", 2.0), ("100", 3.0), ("Wed, 21 Oct 2015 07:28:00 GMT", None), ("0", None)],
+)
+def test_a_retry_waits_what_retry_after_asks_up_to_the_backoff_ceiling(
+    engine: Engine,
+    campaigns: dict,
+    endpoint: tuple[str, FakeEndpoint],
+    monkeypatch: pytest.MonkeyPatch,
+    header: str,
+    waits: float | None,
+) -> None:
+    """Two 429s carrying ``Retry-After: header``, then answers: each retry waits the seconds the
+    server asked for, capped at ``backoff_max`` (3 s here); a date or 0 leaves the exponential
+    backoff (0.01 s, then 0.02 s, each with up to 25% jitter)."""
+    url, fake = endpoint
+    fake.plain, fake.throttle, fake.retry_after = "[[A]]\nThe first one.", 2, header
+    sleeps = _RecordedSleeps()
+    monkeypatch.setattr(critic.remote, "asyncio", sleeps)
+    monkeypatch.setenv("CRITIC_TEST_KEY", KEY)
+    options = _options(url, concurrency=1, backoff_base=0.01, backoff_max=3.0)
+    result = judge_campaign_remote(engine, "pairs", options)
+    assert result.stored == 6 and result.failed == [] and result.requests == 6 + 2
+    assert len(sleeps.seconds) == 2  # the two retries of the first request
+    if waits is not None:
+        assert sleeps.seconds == [waits, waits]
+    else:
+        assert 0.01 <= sleeps.seconds[0] <= 0.0125 and 0.02 <= sleeps.seconds[1] <= 0.025
 
 
 def test_judge_run_command_reads_the_key_from_the_named_variable(
