@@ -95,8 +95,8 @@ class ModelEstimate:
     n_labelled: int
     n_unlabelled: int
     tuning: float | None = None
-    """The power-tuning λ, the judge's (:func:`judge_tuning`); None for an average of task
-    estimates or no estimate."""
+    """The power-tuning λ: the judge's one λ, from all its labelled units (None for an average
+    of task estimates or no estimate)."""
     reason: str | None = None
     """Why there is no prediction-powered estimate (None when there is one)."""
 
