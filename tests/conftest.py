@@ -27,7 +27,7 @@ from data.storage.engine import make_engine, upgrade_database
 from tests.skips import missing
 from tests.system_binaries import postgres_bindir, postgres_missing
 
-# One thread per test process: the test command runs two processes per core (pytest-xdist),
+# One thread per test process: the test command runs more processes than cores (pytest-xdist),
 # and torch's thread pool spinning on a busy core made a tiny L-BFGS fit over ten times slower
 # (11.8 s → 0.9 s for test_head's cross-validation at load 3.5). Nothing above imports torch.
 for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -44,14 +44,16 @@ pytest_plugins = ["tests.sample_template", "tests.browser_fixtures"]
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto`` runs two test processes per core, not one: a browser or served-app test spends
-    much of its time waiting for another process (the Streamlit server, Chromium, PostgreSQL), and
-    with one process per core a core sat idle meanwhile. On the 2-core machine the whole suite took
-    691 s with four processes against 752 s with two (quiet machine, same commit). The fast tier
-    (``-m "not slow"``) waits for no other process, and each test process collects every file
-    (about 10 s of CPU), so it runs one process per core."""
+    """``-n auto`` runs one and a half test processes per core (3 on 2 cores): a browser or
+    served-app test spends part of its time waiting for another process (the Streamlit server,
+    Chromium, PostgreSQL), so one process per core left a core idle (752 s for the whole suite
+    with two processes against 691 s with four, 2026-12-02); but each browser test's own
+    processes (Chromium, the app server) then compete for the same cores, and four were too many:
+    449 s with three against 527 s with four (2026-12-04, load average 1.3 at the start of both).
+    The fast tier (``-m "not slow"``) waits for no other process, and each test process collects
+    every file (about 10 s of CPU), so it runs one process per core."""
     cores = len(os.sched_getaffinity(0))
-    return cores if config.option.markexpr == "not slow" else 2 * cores
+    return cores if config.option.markexpr == "not slow" else max(cores + cores // 2, 1)
 
 
 # Real argon2 at its smallest cost in every test: the production cost (64 MiB, 3 passes) took

@@ -221,9 +221,12 @@ def _crossing(
 ) -> tuple[dict[int, BaseException | None], dict[int, int]]:
     """Two threads update rows 1 then 2, and 2 then 1, each ``run``-ning its block; a barrier
     lets the second updates start only once both first rows are held (on a block's first run),
-    so the two cross: PostgreSQL cancels the block that started on row 1. Each thread's outcome,
-    and its block's runs."""
+    so the two cross: PostgreSQL cancels the block that started on row 1. A second run of that
+    block starts once the other block has ended: run at once, it could take row 1 back before
+    the other block (waiting for row 1 since the crossing) got it, and cross it again, which a
+    loaded machine saw once. Each thread's outcome, and its block's runs."""
     first_rows_held = threading.Barrier(2, timeout=30)
+    other_block_ended = threading.Event()
     runs = {1: 0, 2: 0}
     outcomes: dict[int, BaseException | None] = {}
 
@@ -243,11 +246,19 @@ def _crossing(
                 first_rows_held.wait()
             session.execute(touch, {"id": second})
 
+        def block_that_waits_to_run_again(session: Session) -> None:
+            if runs[first] == 1:  # this is its second run
+                assert other_block_ended.wait(30), "the block that won the crossing never ended"
+            block(session)
+
         try:
-            run(block)
+            run(block_that_waits_to_run_again if first == 1 else block)
             outcomes[first] = None
         except BaseException as error:  # noqa: BLE001 - checked by the tests
             outcomes[first] = error
+        finally:
+            if first == 2:
+                other_block_ended.set()
 
     threads = [threading.Thread(target=cross, args=rows) for rows in ((1, 2), (2, 1))]
     for thread in threads:
