@@ -34,9 +34,10 @@ samples). ``λ = 0`` gives the humans-only mean with ``(1 − n/M) · s²(Y) / n
 labels (and it is not 0), ``θ`` is Cochran's regression estimate (§7.1, slope ``κ`` estimated from
 the sample), whose variance estimate divides the residuals' sum of squares by ``n − 2`` and whose
 interval takes ``n − 2`` degrees of freedom (Cochran 1977, §7.3): ``s²`` then has divisor
-``n − 2`` and ``t`` ``n − 2`` degrees of freedom. With one label per parameter fewer than that
-(``n = 2``), nothing is left to estimate the slope's error, and ``λ = 0``: the humans-only mean. A
-``λ`` given by the caller is fixed, and keeps ``n − 1``. At about five labels per system (HANNA,
+``n − 2`` and ``t`` ``n − 2`` degrees of freedom. Two labels leave nothing to estimate the
+slope's error with, so there ``λ = 0``: the humans-only mean. A ``λ`` given by the caller (the
+leaderboards give the judge's, :func:`calibration.model_estimates.judge_tuning`) is fixed, and
+keeps ``n − 1``. At about five labels per system (HANNA,
 n = 50 over 11 systems) the intervals with ``n − 1`` covered 0.914 instead of 0.95
 (docs/MODEL_SCORES.md). The tuning needs no
 change: ``V`` is ``(1 − n/M)/n`` times ``var(Y − κ f)``, smallest at ``κ = cov(Y, f)/var(f)``,
