@@ -53,19 +53,16 @@ CRITERIA = ("RE", "CH", "EM", "SU", "EG", "CX")
 JUDGES = ("Beluga-13B", "Mistral-7B", "Llama-13B", "ChatGPT")
 SIZES = (50, 100, 200, 400)
 VARIANTS = {
-    "ppi_py": {"finite_population": False, "student_t": False},
-    "finite_population": {"finite_population": True, "student_t": False},
-    "student_t": {"finite_population": False, "student_t": True},
-    "own_tuning": {"finite_population": True, "student_t": True},
-    "product": {"finite_population": True, "student_t": True},
+    "ppi_py": {"finite_population": False, "student_t": False, "judge_lambda": False},
+    "finite_population": {"finite_population": True, "student_t": False, "judge_lambda": False},
+    "student_t": {"finite_population": False, "student_t": True, "judge_lambda": False},
+    "own_tuning": {"finite_population": True, "student_t": True, "judge_lambda": False},
+    "product": {"finite_population": True, "student_t": True, "judge_lambda": True},
 }
 """The intervals compared: ppi_py's (superpopulation variance, normal quantile), each correction
 alone, both with λ estimated from each model's own labels (n − 2 degrees of freedom), and the
 product: both, with the judge's one λ estimated from every model's labels of the draw
-(:func:`calibration.model_estimates.judge_tuning`) and taken as fixed (n − 1). The first four
-estimate λ per model, as ppi_py does."""
-POOLED = frozenset({"product"})
-"""The variants whose λ is the judge's, from all models' labels of the draw."""
+(:func:`calibration.model_estimates.judge_tuning`) and taken as fixed (n − 1)."""
 
 
 def measure(hanna: pd.DataFrame, criterion: str, judge: str, n: int, draws: int, seed: int) -> dict:
@@ -166,8 +163,12 @@ def _measure_groups(
                 skipped += 1
                 continue
             for variant, options in VARIANTS.items():
-                tuning = judge_lambda if variant in POOLED else None
-                found = prediction_powered_mean(y[lab], f[lab], f[unlab], tuning=tuning, **options)
+                found = prediction_powered_mean(
+                    y[lab], f[lab], f[unlab],
+                    tuning=judge_lambda if options["judge_lambda"] else None,
+                    finite_population=options["finite_population"],
+                    student_t=options["student_t"],
+                )  # fmt: skip
                 for key, estimate in (
                     ("humans_only", found.humans_only),
                     ("ppi", found.prediction_powered),
