@@ -89,6 +89,12 @@ def submit_and_next(
     leases the next unit, so the page never waits for a second transaction (on SQLite, a second
     turn at the write lock). If the next unit cannot be leased the whole step rolls back and the
     answer is not stored: the caller reports it, and the saved draft still holds what was typed.
+
+    A ``next_unit`` of None does not say the annotator is done: on PostgreSQL the step passes over
+    a unit it could wait for only at the risk of a cycle of waits (:func:`~data.queue.leases.
+    _lease_then_count`), which a new transaction, holding nothing, may wait for. Ask
+    :func:`~data.queue.leases.next_unit` before telling them there is nothing left, as the
+    annotation page does.
     """
     now = now or utcnow()
     share_queue_of_assignment(session, assignment_id)  # first: see data.queue.routing_lock

@@ -173,6 +173,8 @@ def test_concurrent_annotators_never_exceed_overlap_nor_lose_work(
             while view is not None:
                 if step == "submit_and_next":
                     following = _submit_and_next(any_engine, view, annotator_id).next_unit
+                    if following is None:  # not "done" yet: asked again, as the page does
+                        following = _lease(any_engine, campaign_id, annotator_id)
                 else:
                     _submit(any_engine, view, annotator_id)
                     following = _lease(any_engine, campaign_id, annotator_id)
