@@ -10,7 +10,8 @@ over the stories the judge scored (the product's target: the humans' mean over t
 each interval five ways (:data:`VARIANTS`): ppi_py's superpopulation normal interval (the product
 before the corrections), with the finite-population correction only, with Student's t only, with
 both and λ from each system's own labels, and the product (both, and the judge's one λ from all
-systems' labels of the draw, :func:`calibration.model_estimates.judge_tuning`). Per variant:
+systems' labels of the draw, each system centred on its own means:
+:func:`calibration.model_estimates.judge_tuning`). Per variant:
 
 * **coverage**: the share of (draw, system) intervals that hold it;
 * **width ratio**: mean PPI++ width / mean humans-only width;
@@ -61,8 +62,9 @@ VARIANTS = {
 }
 """The intervals compared: ppi_py's (superpopulation variance, normal quantile), each correction
 alone, both with λ estimated from each model's own labels (n − 2 degrees of freedom), and the
-product: both, with the judge's one λ estimated from every model's labels of the draw
-(:func:`calibration.model_estimates.judge_tuning`) and taken as fixed (n − 1)."""
+product: both, with the judge's one λ estimated from every model's labels of the draw, each
+model's centred on its own means (:func:`calibration.model_estimates.judge_tuning`), and taken as
+fixed (n − 1)."""
 
 
 def measure(hanna: pd.DataFrame, criterion: str, judge: str, n: int, draws: int, seed: int) -> dict:
@@ -115,7 +117,7 @@ def measure_pairwise(
         ys.append(np.where(flip, human[mine], 1 - human[mine]))
         fs.append(np.where(flip, judge[mine], 1 - judge[mine]))
         groups.append(np.flatnonzero(mine))
-    return _measure_groups(names, groups, ys, fs, (human, judge), n, draws, seed)
+    return _measure_groups(names, groups, ys, fs, len(human), n, draws, seed)
 
 
 def _measure(
@@ -125,7 +127,7 @@ def _measure(
     groups = [np.flatnonzero(systems == name) for name in names]
     ys = [human[g] for g in groups]
     fs = [scores[g] for g in groups]
-    return _measure_groups(names, groups, ys, fs, (human, scores), n, draws, seed)
+    return _measure_groups(names, groups, ys, fs, len(human), n, draws, seed)
 
 
 def _measure_groups(
@@ -133,16 +135,15 @@ def _measure_groups(
     groups: list,
     ys: list,
     fs: list,
-    pool: tuple[np.ndarray, np.ndarray],
+    units: int,
     n: int,
     draws: int,
     seed: int,
 ) -> dict:
     """Each group's units are ``groups[i]`` (indices into the units drawn from), its human
     values ``ys[i]`` and judge values ``fs[i]`` (NaN: not scored). The target of a group is the
-    humans' mean over the units its judge scored. ``pool``: the human and judge values of every
-    unit drawn from, each once (a pair as its model A's win), for the judge's λ."""
-    units = len(pool[0])
+    humans' mean over the units its judge scored. ``units``: how many units the draws
+    choose from (a pair is one unit, in two groups)."""
     truth = [float(y[~np.isnan(f)].mean()) for y, f in zip(ys, fs, strict=True)]
     rng = np.random.default_rng(seed)
     keys = [(v, k) for v in VARIANTS for k in ("humans_only", "ppi")]
@@ -153,8 +154,10 @@ def _measure_groups(
     for _ in range(draws):
         chosen = np.zeros(units, dtype=bool)
         chosen[rng.choice(units, size=n, replace=False)] = True
-        # the judge's λ, as the product estimates it: every unit once, labelled where drawn
-        judge_lambda = judge_tuning(np.where(chosen, pool[0], np.nan), pool[1])
+        # the judge's λ, as the product estimates it: from every group, labelled where drawn
+        judge_lambda = judge_tuning(
+            [(np.where(chosen[g], y, np.nan), f) for g, y, f in zip(groups, ys, fs, strict=True)]
+        )
         for index in range(len(names)):
             y, f = ys[index], fs[index]
             scored = ~np.isnan(f)

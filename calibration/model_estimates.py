@@ -21,12 +21,12 @@ The leaderboards (:mod:`calibration.leaderboard`'s values):
   the judge's mean verdict over its shown orders for ``f``).
 
 **One λ per judge.** The power-tuning λ is estimated once per judge, from all its labelled
-units (every model, task and category: :func:`judge_tuning`), and each value's interval then
-takes it as fixed (Student's t with n − 1 degrees of freedom over that value's own labels). With
-a model's own labels only, a handful per model, λ fitted those few labels: taken as fixed, the
-interval was too narrow (HANNA, 5 labels per system: coverage 0.914); counted as a regression
-estimate (n − 2), 30% wider than humans-only (docs/MODEL_SCORES.md). The judge's relation to the
-humans is one property of the judge, which the whole sample estimates.
+units with each leaderboard value's units centred on their own means (:func:`judge_tuning`), and
+each value's interval then takes it as fixed (Student's t with n − 1 degrees of freedom over that
+value's own labels). With a model's own labels only, a handful per model, λ fitted those few
+labels: taken as fixed, the interval was too narrow (HANNA, 5 labels per system: coverage 0.914);
+counted as a regression estimate (n − 2), 30% wider than humans-only (docs/MODEL_SCORES.md). The
+judge's relation to the humans is one property of the judge, which the whole sample estimates.
 
 The interval is valid only when the labelled units are a random sample of the units scored
 (PROTOCOLS.md, "Which labelled units count"): a campaign routed by its judges gives a reason
@@ -35,6 +35,7 @@ instead (:data:`JUDGE_ROUTED`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,8 +96,8 @@ class ModelEstimate:
     n_labelled: int
     n_unlabelled: int
     tuning: float | None = None
-    """The power-tuning λ: the judge's one λ, from all its labelled units (None for an average
-    of task estimates or no estimate)."""
+    """The power-tuning λ: the judge's one λ, from all its labelled units, within each value
+    (:func:`judge_tuning`; None for an average of task estimates or no estimate)."""
     reason: str | None = None
     """Why there is no prediction-powered estimate (None when there is one)."""
 
@@ -148,18 +149,37 @@ def model_estimates(
     return ModelEstimates(sample, tuple(estimates), confidence)
 
 
-def judge_tuning(reference: np.ndarray, values: np.ndarray) -> float | None:
-    """The judge's power-tuning λ (:func:`calibration.ppi.power_tuning`) over every unit it
-    scored: ``reference`` the human value per unit (NaN: unlabelled), ``values`` the judge's
-    (NaN: not scored), on one scale. None below three labelled units or with no unlabelled one:
-    each value then estimates its own (:func:`calibration.ppi.prediction_powered_mean`)."""
-    y = np.asarray(reference, dtype=np.float64)
-    f = np.asarray(values, dtype=np.float64)
-    scored = ~np.isnan(f)
-    labelled, unlabelled = scored & ~np.isnan(y), scored & np.isnan(y)
-    if labelled.sum() < 3 or not unlabelled.any():
+def judge_tuning(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> float | None:
+    """The judge's power-tuning λ (:func:`calibration.ppi.power_tuning`) from how its values
+    vary with the humans' *within* the leaderboard values it estimates.
+
+    Each part is one value's units (a model's, or a model's on one task): the human value per unit
+    (NaN: unlabelled) and the judge's (NaN: not scored), on one scale. Each part is centred on its
+    own means (its labelled units' human and judge means, its unlabelled units' judge mean), and the
+    centred parts are pooled. A value's PPI++ variance depends only on how the judge's errors vary
+    among that value's units; pooled uncentred, the differences between the models' means, which a
+    judge can rank well while it reads single units poorly, made λ too large for every model
+    (HANNA, 5 labels per system: intervals up to 5.5% wider than humans-only; docs/MODEL_SCORES.md).
+    A part with fewer than two labelled units adds nothing. None below three labelled units in
+    all, or with no unlabelled one: each value then estimates its own
+    (:func:`calibration.ppi.prediction_powered_mean`)."""
+    labels, judge_labelled, judge_unlabelled = [], [], []
+    for reference, values in parts:
+        y = np.asarray(reference, dtype=np.float64)
+        f = np.asarray(values, dtype=np.float64)
+        scored = ~np.isnan(f)
+        labelled, unlabelled = scored & ~np.isnan(y), scored & np.isnan(y)
+        if labelled.sum() < 2:
+            continue
+        labels.append(y[labelled] - y[labelled].mean())
+        judge_labelled.append(f[labelled] - f[labelled].mean())
+        if unlabelled.any():
+            judge_unlabelled.append(f[unlabelled] - f[unlabelled].mean())
+    if sum(part.size for part in labels) < 3 or not judge_unlabelled:
         return None
-    return power_tuning(y[labelled], f[labelled], f[unlabelled])
+    return power_tuning(
+        np.concatenate(labels), np.concatenate(judge_labelled), np.concatenate(judge_unlabelled)
+    )
 
 
 def pairwise_judge_values(unit_index: np.ndarray, verdicts: np.ndarray, n_units: int) -> np.ndarray:
@@ -193,25 +213,30 @@ def _pointwise(
     )
     y = np.asarray(reference, dtype=np.float64) * factor
     f = np.asarray(values, dtype=np.float64) * factor
-    tuning = judge_tuning(y, f)
+    by_model = {
+        model: np.array([m is not None and str(m) == model for m in models])
+        for model in sorted({str(m) for m in models if m is not None})
+    }
+    by_task = {
+        model: {
+            task: mine & np.array([t is not None and str(t) == task for t in tasks])
+            for task in sorted({str(t) for t in tasks[mine] if t is not None})
+        }
+        for model, mine in by_model.items()
+        if protocol == "alignmmbench"
+    }
+    values_estimated = [  # λ's parts: AlignMMBench's values are per task, the others per model
+        mask
+        for model, mine in by_model.items()
+        for mask in (by_task[model].values() if by_task.get(model) else [mine])
+    ]
+    tuning = judge_tuning([(y[mask], f[mask]) for mask in values_estimated])
     result: list[ModelEstimate] = []
-    for model in sorted({str(m) for m in models if m is not None}):
-        mine = np.array([m is not None and str(m) == model for m in models])
-        if protocol == "alignmmbench" and any(t is not None for t in tasks[mine]):
-            names = sorted({str(t) for t in tasks[mine] if t is not None})
+    for model, mine in by_model.items():
+        if by_task.get(model):
             per_task = [
-                _estimate(
-                    judge,
-                    model,
-                    f"task:{task}",
-                    mine & np.array([t is not None and str(t) == task for t in tasks]),
-                    y,
-                    f,
-                    blocked,
-                    confidence,
-                    tuning,
-                )
-                for task in names
+                _estimate(judge, model, f"task:{task}", mask, y, f, blocked, confidence, tuning)
+                for task, mask in by_task[model].items()
             ]
             result.append(_average(judge, model, per_task, confidence))
             result.extend(per_task)
@@ -244,18 +269,17 @@ def _pairwise(
         dtype=np.float64,
     )
     f_a = np.asarray(values, dtype=np.float64)
-    tuning = judge_tuning(y_a, f_a)  # a model's win as B is 1 − A's: the same λ
     names = sorted({str(m) for m in (*first, *second) if m is not None})
-    result = []
+    wins = {}  # per model: its pairs, and its win in each (a win as B is 1 − A's)
     for model in names:
         as_a = np.array([m is not None and str(m) == model for m in first])
         as_b = np.array([m is not None and str(m) == model for m in second])
-        y = np.where(as_a, y_a, 1.0 - y_a)
-        f = np.where(as_a, f_a, 1.0 - f_a)
-        result.append(
-            _estimate(judge, model, WIN_RATE, as_a | as_b, y, f, blocked, confidence, tuning)
-        )
-    return result
+        wins[model] = (as_a | as_b, np.where(as_a, y_a, 1.0 - y_a), np.where(as_a, f_a, 1.0 - f_a))
+    tuning = judge_tuning([(y[mine], f[mine]) for mine, y, f in wins.values()])
+    return [
+        _estimate(judge, model, WIN_RATE, mine, y, f, blocked, confidence, tuning)
+        for model, (mine, y, f) in wins.items()
+    ]
 
 
 def _estimate(

@@ -12,7 +12,7 @@ import pytest
 
 from calibration import CalibrationOptions
 from calibration.analysis import calibrate
-from calibration.model_estimates import AVERAGE, WIN_RATE
+from calibration.model_estimates import AVERAGE, WIN_RATE, judge_tuning
 from calibration.ppi import MeanEstimate, mean_of_estimates, prediction_powered_mean
 from schemas.protocols import get_protocol
 
@@ -65,21 +65,46 @@ def _split(frame: pd.DataFrame, model: str, task: str | None = None):
     return humans[judge.index[labelled]].to_numpy(), judge[labelled].to_numpy(), judge[~labelled]
 
 
-def _judge_lambda(y: np.ndarray, f: np.ndarray) -> float:
-    """PPI++'s power tuning over every unit the judge scored (y NaN: unlabelled), written out:
-    cov(Y, f) / ((1 + n/N) · var(f over all)), clipped to [0, 1]."""
-    labelled = ~np.isnan(y)
-    n, big_n = int(labelled.sum()), int((~labelled).sum())
-    y_l, f_l = y[labelled], f[labelled]
-    covariance = float(np.mean((y_l - y_l.mean()) * (f_l - f_l.mean())))
-    return float(np.clip(covariance / ((1 + n / big_n) * np.var(f, ddof=1)), 0.0, 1.0))
+def _judge_lambda(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> float:
+    """PPI++'s power tuning within the values estimated, written out: each part (one value's
+    labelled Y, labelled f, unlabelled f) centred on its own means, then
+    Σ (Y − Ȳ)(f − f̄) / n over (1 + n/N) · var(every centred f), clipped to [0, 1]."""
+    products = sum(float(np.sum((y - y.mean()) * (f - f.mean()))) for y, f, _ in parts)
+    centred = [v - v.mean() for _, f, f_tilde in parts for v in (f, f_tilde) if v.size]
+    n, big_n = sum(y.size for y, _, _ in parts), sum(t.size for _, _, t in parts)
+    spread = float(np.var(np.concatenate(centred), ddof=1))
+    return float(np.clip(products / n / ((1 + n / big_n) * spread), 0.0, 1.0))
 
 
-def _frame_lambda(frame: pd.DataFrame) -> float:
-    """The judge's λ over every unit of ``frame`` (all models, tasks and categories)."""
-    humans = frame[frame["kind"] == "human"].groupby("unit")["value"].mean()
-    judge = frame[frame["kind"] == "model"].set_index("unit")["value"].astype(float)
-    return _judge_lambda(humans.reindex(judge.index).to_numpy(float), judge.to_numpy())
+def _frame_lambda(frame: pd.DataFrame, tasks: tuple[str, ...] = ()) -> float:
+    """The judge's λ over the values ``frame``'s leaderboard estimates: each model's (or each
+    model's on each of ``tasks``)."""
+    parts = [
+        (y, f, f_tilde.to_numpy())
+        for model in ("m1", "m2")
+        for y, f, f_tilde in (
+            [_split(frame, model, task) for task in tasks] if tasks else [_split(frame, model)]
+        )
+    ]
+    return _judge_lambda(parts)
+
+
+def test_the_judges_lambda_is_fitted_within_each_value_estimated() -> None:
+    """Hand-worked (METRICS.md, "One λ per judge"): two models whose means the judge ranks as the
+    humans do. Centred on each model's means, Y − Ȳ = (−1, 1), (−2, 2) and every f − f̄ = ±1:
+    Σ (Y − Ȳ)(f − f̄) / n = 6/4 and var(f − f̄) over the 8 units = 8/7, so
+    λ = 1.5 / ((1 + 4/4) · 8/7) = 21/32. Uncentred, the same units give 0.452."""
+    nan = np.nan
+    first = (np.array([1.0, 3.0, nan, nan]), np.array([4.0, 6.0, 5.0, 7.0]))
+    second = (np.array([5.0, 9.0, nan, nan]), np.array([9.0, 11.0, 10.0, 12.0]))
+    assert judge_tuning([first, second]) == pytest.approx(21 / 32, abs=1e-12)
+    lonely = (np.array([4.0, nan]), np.array([1.0, 2.0]))  # one label: nothing to centre on
+    assert judge_tuning([first, second, lonely]) == pytest.approx(21 / 32, abs=1e-12)
+    assert judge_tuning([first]) is None  # two labelled units in all
+    # model 2's humans order its units against the judge: within the models the covariance is
+    # (2 − 4)/4 < 0, so λ = 0, where the uncentred pool (the models' means) still gives 0.34
+    reversed_second = (np.array([9.0, 5.0, nan, nan]), second[1])
+    assert judge_tuning([first, reversed_second]) == 0.0
 
 
 def test_a_scale_mean_equals_ppi_on_the_models_units() -> None:
@@ -88,7 +113,7 @@ def test_a_scale_mean_equals_ppi_on_the_models_units() -> None:
     assert result.model_estimates is not None
     by_model = {e.model: e for e in result.model_estimates.estimates}
     assert set(by_model) == {"m1", "m2"}
-    tuning = _frame_lambda(frame)  # the judge's one λ, from both models' labels
+    tuning = _frame_lambda(frame)  # the judge's one λ, within both models
     for model, estimate in by_model.items():
         y, f, f_tilde = _split(frame, model)
         expected = prediction_powered_mean(y, f, f_tilde.to_numpy(), tuning=tuning)
@@ -128,7 +153,7 @@ def test_mmie_has_an_estimate_per_category_beside_the_overall_percent() -> None:
     mine = {e.leaderboard: e for e in result.model_estimates.estimates if e.model == "m1"}
     assert set(mine) == {AVERAGE, "category:PBL", "category:SA"}
     factor = 100.0 / get_protocol("mmie").scale_max
-    tuning = _frame_lambda(frame)  # one λ for the judge, across categories and models
+    tuning = _frame_lambda(frame)  # one λ for the judge, within each model (not category)
     for name in ("PBL", "SA"):
         part = frame[frame["category"] == name]
         y, f, f_tilde = _split(part, "m1")
@@ -151,7 +176,7 @@ def test_alignmmbench_average_is_the_mean_of_task_estimates() -> None:
     assert result.model_estimates is not None
     mine = {e.leaderboard: e for e in result.model_estimates.estimates if e.model == "m2"}
     assert set(mine) == {AVERAGE, "task:ocr", "task:chart", "task:meme"}
-    tuning = _frame_lambda(frame)  # one λ for the judge, across tasks and models
+    tuning = _frame_lambda(frame, ("chart", "meme", "ocr"))  # within each model's tasks
     tasks = [
         prediction_powered_mean(*_split_arrays(frame, "m2", t), tuning=tuning)
         for t in ("chart", "meme", "ocr")
@@ -227,25 +252,23 @@ def test_pairwise_win_rate_counts_a_tie_as_half() -> None:
     win = {"A": 1.0, "tie": 0.5, "B": 0.0}
     judged = frame[frame["kind"] == "model"].assign(v=lambda d: d["value"].map(win))
     judge_a = judged.groupby("unit")["v"].mean()
-    # the judge's λ over the pairs, each once as model A's win (B's is 1 − A's: the same λ)
-    y_a = np.array([win[truth_of[u][2]] if int(u[2:].split("a")[0]) < 20 else np.nan
-                    for u in judge_a.index])  # fmt: skip
-    tuning = _judge_lambda(y_a, judge_a.to_numpy(float))
-    for estimate in result.model_estimates.estimates:
-        assert estimate.leaderboard == WIN_RATE
+    parts = {}  # per model: its labelled wins, the judge's on them, the judge's on the others
+    for model in models:
         y, f, f_tilde = [], [], []
         for unit, (a, b, truth) in truth_of.items():
-            if estimate.model not in (a, b):
+            if model not in (a, b):
                 continue
-            flip = (lambda v: v) if estimate.model == a else (lambda v: 1 - v)
+            flip = (lambda v: v) if model == a else (lambda v: 1 - v)
             if int(unit[2:].split("a")[0]) < 20:
                 y.append(flip(win[truth]))
                 f.append(flip(judge_a[unit]))
             else:
                 f_tilde.append(flip(judge_a[unit]))
-        expected = prediction_powered_mean(
-            np.array(y), np.array(f), np.array(f_tilde), tuning=tuning
-        )
+        parts[model] = (np.array(y), np.array(f), np.array(f_tilde))
+    tuning = _judge_lambda(list(parts.values()))  # within each model's pairs
+    for estimate in result.model_estimates.estimates:
+        assert estimate.leaderboard == WIN_RATE
+        expected = prediction_powered_mean(*parts[estimate.model], tuning=tuning)
         assert estimate.tuning == pytest.approx(tuning, rel=1e-12)
         _same(estimate.prediction_powered, expected.prediction_powered)
         assert estimate.judge_only == pytest.approx(expected.judge_only)
