@@ -152,9 +152,13 @@ def with_shortcut_baseline_source(
 ) -> CampaignCalibrationInput:
     """``source`` with the shortcut baseline as one more judge of its frame
     (:func:`calibration.analysis.with_shortcut_baseline`), fitted on the reference of
-    ``options`` from the lengths, list items and models of the campaign's responses."""
-    with read_scope(engine) as session:
-        facts = campaign_response_facts(session, stored_id(get_campaign(session, source.campaign)))
+    ``options`` from the lengths, list items and models of the campaign's responses (read with
+    the preferences, read here for scores)."""
+    facts = list(source.response_facts)
+    if not facts:
+        with read_scope(engine) as session:
+            campaign_id = stored_id(get_campaign(session, source.campaign))
+            facts = campaign_response_facts(session, campaign_id)
     frame = with_shortcut_baseline(source.frame, options, facts, overrides=source.overrides)
     return replace(source, frame=frame)
 

@@ -22,12 +22,13 @@ from data.readmodels.frames import (
     campaign_judges,
     campaign_reference_overrides,
 )
-from data.readmodels.judge_facts import campaign_response_lengths
+from data.readmodels.judge_facts import campaign_response_facts
 from data.services.counted_answers import not_rejected
 from data.services.disagreements import review_settings
 from data.services.monitor import unit_infos
 from data.services.routing import campaign_estimation_sample
 from data.storage.campaign_lookup import campaign_protocol, get_campaign, unit_key_map
+from schemas.audit_records import ResponseFacts, response_lengths
 from schemas.core import core_table
 from schemas.protocols import Protocol
 from schemas.tables import (
@@ -76,13 +77,18 @@ class CampaignCalibrationInput:
     """Pointwise: the campaign's disagreement threshold (its review settings), which its report's
     list of largest disagreements and the *Disagreements* page both apply; None for pairwise, or
     when the reader was given another protocol (another scale: the default threshold then)."""
-    response_lengths: dict[str, int] = field(default_factory=dict)
-    """Preferences: characters of each response of the campaign's pairs (response id → length,
-    :func:`data.readmodels.judge_facts.response_length`), for the Annotators table's ``length``
-    figure; empty for scores."""
+    response_facts: tuple[ResponseFacts, ...] = ()
+    """Preferences: the model, length and list format of each response of the campaign's pairs
+    (:func:`data.readmodels.judge_facts.campaign_response_facts`), for the Annotators table's
+    ``length`` figure and the shortcut baseline; empty for scores (the baseline reads them)."""
     rejected_units: tuple[str, ...] = ()
     """The unit key of each answer a reviewer rejected (or revision of one not accepted yet) on
     the units read: not in ``frame``, counted in the JSON's ``reference.rejected_answers``."""
+
+    @property
+    def response_lengths(self) -> dict[str, int]:
+        """Response id → characters, from :attr:`response_facts` (empty for scores)."""
+        return response_lengths(self.response_facts)
 
     def rejected_answers(self) -> int:
         """How many of :attr:`rejected_units` fall on the units of ``frame`` (after a filter of
@@ -126,9 +132,9 @@ def read_calibration_input(
     if sample is not None:
         rejected = tuple(unit for unit in rejected if unit in sample)
     chosen = protocol if protocol is not None else campaign_protocol(found)
-    lengths = {} if chosen.is_pointwise else campaign_response_lengths(session, found.id)
+    facts = () if chosen.is_pointwise else tuple(campaign_response_facts(session, found.id))
     return CampaignCalibrationInput(
-        response_lengths=lengths,
+        response_facts=facts,
         standing_exclusions=standing,
         rejected_units=rejected,
         campaign=found.name,

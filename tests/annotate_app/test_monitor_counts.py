@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 from admin_factory import add_campaign, add_dataset, add_people, answer, units_of
+from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
@@ -20,9 +21,12 @@ from annotate_app.campaign_calibration import (
     calibrate_campaign,
     campaign_annotators,
     task_agreement,
+    with_shortcut_baseline_source,
 )
 from annotate_app.cli.main import app
 from annotate_app.navigation import APP_DIR
+from calibration import CalibrationOptions
+from calibration.shortcut import SHORTCUT_JUDGE
 from data.readmodels.campaign_input import read_calibration_input
 from data.services.campaign_progress import campaign_progress
 from data.services.gold import change_standing
@@ -146,7 +150,7 @@ def test_the_monitor_measures_the_annotators_in_the_worker_once_per_version(
 
 
 def test_pairs_length_figure_is_read_from_the_responses_on_the_monitor_and_in_calibrate(
-    engine: Engine,
+    engine: Engine, tmp_path: Path
 ) -> None:
     # Four items, each one pair: m1's answer and m22's, one character longer ("m22" against
     # "m1"), so B is the longer response of every pair. Five raters; ann answers B on all four,
@@ -184,3 +188,10 @@ def test_pairs_length_figure_is_read_from_the_responses_on_the_monitor_and_in_ca
         assert length is not None, row.annotator
         share, others = expected[row.annotator.removeprefix("annotator:")]
         assert (length.share_longer.value, length.others_share) == (share, others)
+    # the shortcut baseline of a pairwise campaign uses the responses read with it: an engine
+    # that cannot connect is never asked (it was: every response read a second time)
+    unreachable = create_engine(f"sqlite:///{tmp_path / 'no-such-folder' / 'none.db'}")
+    options = CalibrationOptions(source.protocol, bootstrap=0)
+    with_baseline = with_shortcut_baseline_source(unreachable, source, options)
+    baseline = with_baseline.frame[with_baseline.frame["rater"] == SHORTCUT_JUDGE]
+    assert set(baseline["unit"]) == set(source.frame["unit"])
