@@ -158,10 +158,10 @@ def judge_tuning(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> float | None
     own means (its labelled units' human and judge means, its unlabelled units' judge mean), and the
     centred parts are pooled. A value's PPI++ variance depends only on how the judge's errors vary
     among that value's units; pooled uncentred, the differences between the models' means, which a
-    judge can rank well while it reads single units poorly, made λ too large for every model
-    (HANNA, 5 labels per system: intervals up to 5.5% wider than humans-only; docs/MODEL_SCORES.md).
-    A part with fewer than two labelled units adds nothing. None below three labelled units in
-    all, or with no unlabelled one: each value then estimates its own
+    judge can rank well while it reads single units poorly, made λ too large for the spread within
+    the models (HANNA, 5 labels per system: intervals up to 5.5% wider than humans-only;
+    docs/MODEL_SCORES.md). A part with fewer than two labelled units adds nothing. None below
+    three labelled units in all, or with no unlabelled one: each value then estimates its own
     (:func:`calibration.ppi.prediction_powered_mean`)."""
     labels, judge_labelled, judge_unlabelled = [], [], []
     for reference, values in parts:
