@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import Engine
 
 from annotate_app.campaign_calibration import (
+    TaskAgreement,
     calibrate_campaign,
     campaign_annotators,
     campaign_consistency,
@@ -38,6 +39,7 @@ from annotate_app.campaign_calibration import (
     load_campaign,
     only_units,
     reference_exclusions,
+    task_agreement,
     with_shortcut_baseline_source,
 )
 from annotate_app.campaign_report import (
@@ -56,6 +58,8 @@ from calibration.shortcut import SHORTCUT_JUDGE
 from critic.sft import SftOptions, export_campaign_sft
 from data.io.exporters.downloads import annotations_export
 from data.readmodels.campaign_input import CampaignCalibrationInput
+from data.services.effort import EffortReport
+from data.services.monitor import low_effort_report
 from data.storage.engine import make_engine, read_scope
 from schemas.protocols import Protocol
 
@@ -166,6 +170,19 @@ def page_annotators(url: str, campaign_id: int) -> AnnotatorTable | None:
     (:func:`~annotate_app.campaign_calibration.campaign_annotators`): its bootstrap holds the GIL
     for seconds on a large campaign, which the annotators' submits would wait behind."""
     return _run(_annotators, url, campaign_id)
+
+
+def page_effort(url: str, campaign_id: int) -> EffortReport:
+    """The Monitor's low-effort report (:func:`data.services.monitor.low_effort_report`): it
+    compares every answer's rationale with the annotator's others and with the responses, seconds
+    of Python on a large campaign, which the annotators' submits would wait behind."""
+    return _run(_effort, url, campaign_id)
+
+
+def page_agreement(url: str, campaign_id: int) -> list[TaskAgreement]:
+    """The Monitor's alpha per task
+    (:func:`~annotate_app.campaign_calibration.task_agreement`), which reads every live label."""
+    return _run(_agreement, url, campaign_id)
 
 
 def page_consistency(
@@ -294,6 +311,15 @@ def _overview(scope: CampaignScope) -> CampaignOverview:
 
 def _annotators(url: str, campaign_id: int) -> AnnotatorTable | None:
     return campaign_annotators(_engine(url), campaign_id)
+
+
+def _effort(url: str, campaign_id: int) -> EffortReport:
+    with read_scope(_engine(url)) as session:
+        return low_effort_report(session, campaign_id)
+
+
+def _agreement(url: str, campaign_id: int) -> list[TaskAgreement]:
+    return task_agreement(_engine(url), campaign_id)
 
 
 def _names(frame: Any, column: str) -> list[str]:

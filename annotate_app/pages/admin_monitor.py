@@ -9,17 +9,15 @@ import streamlit as st
 
 from annotate_app.annotator_views import live_annotators, render_annotators
 from annotate_app.auth import require_role
-from annotate_app.campaign_calibration import (
-    campaign_annotator_exclusions,
-    task_agreement,
-)
+from annotate_app.campaign_calibration import campaign_annotator_exclusions
 from annotate_app.db import get_engine
 from annotate_app.gold_views import render_gold_monitor
+from annotate_app.monitor_views import live_effort_report, live_task_agreement
 from annotate_app.pickers import pick_campaign
 from annotate_app.review_views import render_answer_review
 from data.services.campaign_progress import campaign_progress
 from data.services.effort import ABS_MIN_SECONDS, EFFORT_REASON_NAMES, SECONDS_PER_1000_CHARS
-from data.services.monitor import low_effort_report, unit_issues
+from data.services.monitor import unit_issues
 from data.storage.campaign_lookup import campaign_protocol
 from data.storage.engine import session_scope
 from schemas.core import stored_id
@@ -32,9 +30,9 @@ campaign = pick_campaign(engine, key="mon_campaign")
 campaign_id = stored_id(campaign)
 with session_scope(engine) as session:
     progress = campaign_progress(session, campaign_id)
-    effort_report = low_effort_report(session, campaign_id)
-    effort = effort_report.flags
     issues = unit_issues(session, campaign_id)
+effort_report = live_effort_report(engine, campaign_id)  # in the worker, once per version
+effort = effort_report.flags
 
 
 def _seconds(value: float) -> str:
@@ -54,7 +52,7 @@ st.caption(
     "no answer a reviewer rejected and leaves out annotators held or retired in the campaign; "
     "Answers and Units complete count no rejected answer either."
 )
-agreement = task_agreement(engine, campaign_id)
+agreement = live_task_agreement(engine, campaign_id)
 st.dataframe(
     pd.DataFrame(
         {

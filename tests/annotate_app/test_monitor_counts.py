@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
-from annotate_app import annotator_views, calibration_worker
+from annotate_app import annotator_views, calibration_worker, monitor_views
 from annotate_app.auth import USER_KEY
 from annotate_app.campaign_calibration import (
     calibrate_campaign,
@@ -145,6 +145,60 @@ def test_the_monitor_measures_the_annotators_in_the_worker_once_per_version(
             change_standing(session, campaign_id, "ann0", "release")
         assert annotators_shown()[0] == "ann0"
         assert asked == [campaign_id, campaign_id]
+    finally:
+        calibration_worker.shutdown()
+
+
+def test_the_monitor_reads_low_effort_and_agreement_in_the_worker_once_per_version(
+    engine: Engine, db_url: str, monkeypatch
+) -> None:
+    """The low-effort report and the alpha per task read every live answer: they are computed in
+    the calibration worker, never in the app's process, and once per version of the campaign (a
+    rerun reuses them; a release of a held annotator, an audited change, recomputes both)."""
+    campaign_id, _, _ = _annotated_campaign(engine)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("computed in the app's process")
+
+    monkeypatch.setattr("data.services.monitor.assess", refuse)  # the low-effort report's work
+    monkeypatch.setattr("annotate_app.campaign_calibration.krippendorff_alpha", refuse)
+    asked: list[str] = []
+
+    def counted(name: str, compute):  # type: ignore[no-untyped-def]
+        def call(url: str, campaign: int):  # type: ignore[no-untyped-def]
+            asked.append(name)
+            return compute(url, campaign)
+
+        return call
+
+    monkeypatch.setattr(
+        monitor_views, "page_effort", counted("effort", calibration_worker.page_effort)
+    )
+    monkeypatch.setattr(
+        monitor_views, "page_agreement", counted("agreement", calibration_worker.page_agreement)
+    )
+    monkeypatch.setenv("CRITIQUELAB_DB", db_url)
+    with session_scope(engine) as session:
+        admin = to_record(create_user(session, "root", "a long password 123", "admin"))
+    at = AppTest.from_file(str(APP_DIR / "pages/admin_monitor.py"), default_timeout=120)
+    at.session_state[USER_KEY] = admin
+
+    def shown() -> tuple[list[str], list[str]]:
+        at.run()
+        assert not at.exception, at.exception
+        agreement = next(d.value for d in at.dataframe if "Alpha" in d.value.columns)
+        effort = next(d.value for d in at.dataframe if "Flagged answers" in d.value.columns)
+        return list(agreement["Alpha"]), list(effort["Annotator"])
+
+    try:
+        first = shown()
+        assert shown() == first
+        assert asked == ["effort", "agreement"]  # the rerun read both from the cache
+        with session_scope(engine) as session:
+            change_standing(session, campaign_id, "ann0", "release")
+        alphas, _ = shown()
+        assert asked == ["effort", "agreement"] * 2
+        assert alphas != first[0]  # ann0's labels count again once released
     finally:
         calibration_worker.shutdown()
 
