@@ -2,7 +2,8 @@
 and the Calibration page (the calibration's ``annotators`` section).
 
 Both hand it the same record, the result's :class:`~calibration.result.AnnotatorsSection` (the
-Monitor converts its table with :func:`calibration.analysis.annotators_section`), so the two pages
+Monitor's, :func:`annotate_app.monitor_views.live_annotators`, converts its table with
+:func:`calibration.analysis.annotators_section`), so the two pages
 show the same columns, the same flag reasons and the same exclusion marks as the HTML report
 (:func:`calibration.annotators.annotator_label`: ``ann0 (excluded: held)``).
 """
@@ -14,14 +15,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import streamlit as st
-from sqlalchemy.engine import Engine
 
-from annotate_app.calibration_worker import Version, page_annotators
-from calibration.analysis import annotators_section
 from calibration.annotators import annotator_label
 from calibration.result import AnnotatorEstimate, AnnotatorRow, AnnotatorsSection
-from data.readmodels.campaign_input import campaign_version
-from data.storage.engine import read_scope
 
 CAPTION = (
     "Without gold: each annotator against the consensus of the others (95% bootstrap interval "
@@ -35,24 +31,6 @@ CAPTION = (
     "why it was raised (thresholds in METRICS.md)."
 )
 LABELS = {"accuracy": "LOO accuracy", "mae": "LOO MAE", "qwk": "LOO QWK"}
-
-
-def live_annotators(engine: Engine, campaign_id: int) -> AnnotatorsSection | None:
-    """The Monitor's Annotators table of the campaign's live labels (None before the first
-    label): computed in the calibration worker, and cached on the campaign's version
-    (:func:`~data.readmodels.campaign_input.campaign_version`, which every answer, review, hold
-    or release changes). Recomputed in the app's process on every rerun, its bootstrap held the
-    GIL that the annotators' submits wait for."""
-    with read_scope(engine) as session:
-        version = campaign_version(session, campaign_id)
-    return _live_annotators(engine.url.render_as_string(hide_password=False), campaign_id, version)
-
-
-@st.cache_data(show_spinner="Measuring the annotators…", max_entries=16)
-def _live_annotators(url: str, campaign_id: int, version: Version) -> AnnotatorsSection | None:
-    # `version` is the cache key only: the worker reads the campaign as it is now.
-    table = page_annotators(url, campaign_id)
-    return annotators_section(table) if table is not None else None
 
 
 def annotators_table(

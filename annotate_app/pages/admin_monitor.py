@@ -7,12 +7,12 @@ import math
 import pandas as pd
 import streamlit as st
 
-from annotate_app.annotator_views import live_annotators, render_annotators
+from annotate_app.annotator_views import render_annotators
 from annotate_app.auth import require_role
 from annotate_app.campaign_calibration import campaign_annotator_exclusions
 from annotate_app.db import get_engine
 from annotate_app.gold_views import render_gold_monitor
-from annotate_app.monitor_views import live_effort_report, live_task_agreement
+from annotate_app.monitor_views import live_annotators, live_effort_report, live_task_agreement
 from annotate_app.pickers import pick_campaign
 from annotate_app.review_views import render_answer_review
 from data.services.campaign_progress import campaign_progress

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
-from annotate_app import annotator_views, calibration_worker, monitor_views
+from annotate_app import calibration_worker, monitor_views
 from annotate_app.auth import USER_KEY
 from annotate_app.campaign_calibration import (
     calibrate_campaign,
@@ -124,7 +124,7 @@ def test_the_monitor_measures_the_annotators_in_the_worker_once_per_version(
         asked.append(campaign)
         return calibration_worker.page_annotators(url, campaign)
 
-    monkeypatch.setattr(annotator_views, "page_annotators", counted)
+    monkeypatch.setattr(monitor_views, "page_annotators", counted)
     monkeypatch.setenv("CRITIQUELAB_DB", db_url)
     with session_scope(engine) as session:
         admin = to_record(create_user(session, "root", "a long password 123", "admin"))
