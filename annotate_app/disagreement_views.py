@@ -8,6 +8,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from annotate_app.disagreement_review import tag_summaries
+from annotate_app.render import submit_row
 from annotate_app.text import escape_markdown
 from calibration.disagreement_tags import tags_table
 from data.services.disagreements import DisagreementError, review_settings, set_review_settings
@@ -63,7 +64,7 @@ def render_review_settings(engine: Engine, actor_id: int, campaign: Campaign) ->
         causes = st.text_area(
             "Causes, one per line", "\n".join(settings.taxonomy), key=f"{key}_taxonomy"
         )
-        save = st.form_submit_button("Save the review settings")
+        save, outcome = submit_row("Save the review settings")
     if not save:
         return
     try:
@@ -76,7 +77,7 @@ def render_review_settings(engine: Engine, actor_id: int, campaign: Campaign) ->
                 taxonomy=[c for c in causes.splitlines() if c.strip()],
             )
     except (DisagreementError, PermissionDenied) as error:
-        st.error(escape_markdown(str(error)))
+        outcome.error(escape_markdown(str(error)))
     else:
         shown = "" if saved.threshold is None else f"threshold {saved.threshold:g}, "
-        st.success(escape_markdown(f"Saved: {shown}{len(saved.taxonomy)} causes."))
+        outcome.success(escape_markdown(f"Saved: {shown}{len(saved.taxonomy)} causes."))

@@ -15,6 +15,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import col, func, select
 
+from annotate_app.render import submit_row
 from annotate_app.text import escape_markdown
 from data.io.importers.errors import InvalidFile
 from data.services.gold import (
@@ -88,15 +89,15 @@ def render_gold_settings(engine: Engine, user_id: int, campaign: Campaign) -> No
                 )
             ),
         )
-        save = st.form_submit_button("Save gold settings")
+        save, outcome = submit_row("Save gold settings")
     if save:
         try:
             with session_scope(engine) as session:
                 changes = set_gold_settings_as(session, user_id, stored_id(campaign), wanted)
         except ERRORS as error:
-            st.error(escape_markdown(str(error)))
+            outcome.error(escape_markdown(str(error)))
         else:
-            st.success("Saved: " + ", ".join(changes) if changes else "Nothing changed.")
+            outcome.success("Saved: " + ", ".join(changes) if changes else "Nothing changed.")
     _gold_upload(engine, user_id, campaign)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from annotate_app.text import escape_markdown, safe_markdown
 from data.queue import ResponseView, UnitView
@@ -32,6 +33,19 @@ _COMPACT_TOP = """<style>
 def compact_page_top() -> None:
     """Draw the page with less space above its title (one rule for every page that wants it)."""
     st.html(_COMPACT_TOP)
+
+
+def submit_row(label: str, *, primary: bool = False) -> tuple[bool, DeltaGenerator]:
+    """A form's submit button and, on its row, the place for what the click did.
+
+    Call inside ``st.form``; draw the outcome into the returned container after the form. Drawn
+    under the form instead, the outcome falls below the viewport when the button was clicked on
+    the viewport's lower edge, where a browser scrolls a button it brings into view.
+    """
+    button_column, outcome = st.columns([1, 3], vertical_alignment="center")
+    with button_column:
+        clicked = st.form_submit_button(label, type="primary" if primary else "secondary")
+    return clicked, outcome.container()
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from annotate_app.campaign_report import CampaignReportFiles
 from annotate_app.db import get_engine
 from annotate_app.disagreement_views import render_review_settings
 from annotate_app.gold_views import render_gold_settings
-from annotate_app.render import safe_markdown
+from annotate_app.render import safe_markdown, submit_row
 from annotate_app.text import escape_markdown
 from data.io.exporters.downloads import MEDIA_TYPES
 from data.io.exporters.files import EXPORT_FORMATS
@@ -219,15 +219,15 @@ with st.form(f"settings_{campaign.id}"):
             "Instructions (Markdown)", current.instructions, key=f"{key}_instructions"
         ),
     )
-    save = st.form_submit_button("Save settings", type="primary")
+    save, saved_message = submit_row("Save settings", primary=True)
 if save:
     try:
         with session_scope(engine) as session:
             changes = update_campaign_settings(session, user.id, stored_id(campaign), settings)
     except ERRORS as error:
-        st.error(escape_markdown(str(error)))
+        saved_message.error(escape_markdown(str(error)))
     else:
-        st.success("Saved: " + ", ".join(changes) if changes else "Nothing changed.")
+        saved_message.success("Saved: " + ", ".join(changes) if changes else "Nothing changed.")
         current = settings
 
 with st.form(f"routing_{campaign.id}"):
@@ -251,7 +251,7 @@ with st.form(f"routing_{campaign.id}"):
         0.05,
         key=f"{key}_share",
     )
-    apply_routing = st.form_submit_button("Apply routing")
+    apply_routing, routing_message = submit_row("Apply routing")
 if apply_routing:
     try:
         with session_scope(engine) as session:
@@ -264,9 +264,9 @@ if apply_routing:
                 float(share) if routing == "stratified" else None,
             )
     except ERRORS as error:
-        st.error(escape_markdown(str(error)))
+        routing_message.error(escape_markdown(str(error)))
     else:
-        st.success(escape_markdown(f"Routing {plan.routing}: {plan.note}"))
+        routing_message.success(escape_markdown(f"Routing {plan.routing}: {plan.note}"))
 
 render_review_settings(engine, user.id, campaign)
 render_gold_settings(engine, stored_id(user), campaign)
