@@ -35,8 +35,8 @@ on gold; ``flags+gold`` is either.
 draws the units from one half of each data set, ``--split dev`` from the other (HANNA: by story
 prompt; PandaLM: by pair); ``--split dev --sweep`` prints the table on which GOLD_MIN_ANSWERS
 was chosen (and evidence alone; RANDOM_EVIDENCE in calibration/annotators.py is now chosen with
-MAE_MARGIN by ``bench/annotator_score_rules.py``). Precision and recall pool the seeds' counts;
-their 95% intervals are percentile bootstraps over the seeds.
+MAE_MARGIN by ``experiments/annotator_score_rules.py``). Precision and recall pool the seeds'
+counts; their 95% intervals are percentile bootstraps over the seeds.
 
 **Judges' error.** For each judge and headline metric (pairs: ``acc_with_tie``, unparsed counted
 wrong; scores: ``qwk``, ``mae``, ``pearson`` on the 1–5 points), the metric against the
@@ -556,8 +556,9 @@ def targets(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def finish_sweep(rows: list[dict], out: Path | None, started: float, load_before: Any) -> None:
-    """The end of a dev-half sweep (``annotator_flag_kinds``, ``annotator_position_rules``,
-    ``annotator_score_rules``): its time and the load average on stderr, its rows to ``out``."""
+    """The end of a dev-half sweep (``experiments/``: ``annotator_flag_kinds``,
+    ``annotator_position_rules``, ``annotator_score_rules``): its time and the load average on
+    stderr, its rows to ``out``."""
     print(
         f"{time.perf_counter() - started:.0f} s; load average {load_before} before, "
         f"{os.getloadavg()} after",

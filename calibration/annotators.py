@@ -78,10 +78,11 @@ MAE_MARGIN = 0.025
 """Scores: flag ``low_agreement`` when the bottom of their MAE interval is more than this share
 of the scale's range (0.10 points on 1–5) above the others' median MAE. HANNA's honest raters
 differ in how far they sit from the others: without a margin (and at 3 nats) 4–7% were flagged.
-Chosen with RANDOM_EVIDENCE on the dev half of HANNA's stories (bench/annotator_score_rules.py,
-docs/ANNOTATOR_QUALITY.md): of margins 0–0.3 points and 3, 4, 5, 8 nats, the pair keeping the
-most recall of uniform raters among those flagging at most 5% of honest raters at every n from
-20 to 50 and reaching precision 0.9 against constant raters at every share at n = 30."""
+Chosen with RANDOM_EVIDENCE on the dev half of HANNA's stories
+(experiments/annotator_score_rules.py, docs/ANNOTATOR_QUALITY.md): of margins 0–0.3 points and
+3, 4, 5, 8 nats, the pair keeping the most recall of uniform raters among those flagging at most
+5% of honest raters at every n from 20 to 50 and reaching precision 0.9 against constant raters
+at every share at n = 30."""
 POSITION_MIN_PAIRS = 20
 POSITION_GAP = 0.25
 """Position: flag when, over at least 20 pairs, the share choosing the response shown first is
@@ -90,7 +91,7 @@ the annotator's Wilson interval."""
 POSITION_BASELINE_SKIPS: frozenset[str] = frozenset({"low_competence", "straight_lining"})
 """Flags that leave an annotator out of the others' share in everyone else's position figure:
 answers that do not depend on the pair say nothing of where its first response stands.
-Chosen on the dev half of PandaLM (bench/annotator_position_rules.py,
+Chosen on the dev half of PandaLM (experiments/annotator_position_rules.py,
 docs/ANNOTATOR_QUALITY.md) over the others' median own share and a test of their decided
 answers against ½: with 20% / 30% always-"A" annotators it flagged 0 of 720 / 630 honest
 annotators for position at n = 30 (everyone counted: 25 and 126)."""
@@ -101,8 +102,8 @@ share on the same pairs, and the others' share lies below the annotator's Wilson
 One-sided: choosing the longer response without reading the pair is the known shortcut
 (verbosity bias), and careless annotators among the others raise the others' share, so that a
 two-sided rule would flag honest annotators below it. Chosen on the dev half of PandaLM
-(bench/annotator_length_rule.py, docs/ANNOTATOR_QUALITY.md): of gaps 0.10, 0.15, 0.20 and 0.25,
-the one keeping the most recall of length-biased annotators at n = 30 while flagging no honest
+(experiments/annotator_length_rule.py, docs/ANNOTATOR_QUALITY.md): of gaps 0.10, 0.15, 0.20 and
+0.25, the one keeping the most recall of length-biased annotators at n = 30 while flagging no honest
 annotator ``length`` in the clean pool at any n (a tie going to the larger gap). Every pair of
 unequal lengths counts, not only those differing by more than the judge audit's 30 characters
 (:data:`calibration.bias.LENGTH_GAP`): a third of PandaLM's pairs differ by less, and an

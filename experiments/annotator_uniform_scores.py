@@ -24,7 +24,7 @@ statistics, fitted per criterion with 5-fold cross-validation over seeds, thresh
 honest raters: what the statistics could reach together, fitted to the benchmark (an upper
 bound for a rule, not a rule). Seeds start at 100 (never a reported run's).
 
-    nice -n 15 .venv/bin/python bench/annotator_uniform_scores.py --seeds 20 --labels 30
+    nice -n 15 .venv/bin/python experiments/annotator_uniform_scores.py --seeds 20 --labels 30
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import annotator_quality as aq  # noqa: E402
 
 from calibration.annotators import annotator_reliability  # noqa: E402

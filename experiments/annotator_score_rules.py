@@ -9,7 +9,7 @@ other flags (``alpha_gain``, ``straight_lining``) as the table raised them. Prin
 and condition: honest annotators flagged, careless found, precision and recall of all flags.
 Seeds start at 100 (never a reported run's).
 
-    nice -n 15 .venv/bin/python bench/annotator_score_rules.py --seeds 5 --labels 20 30 50
+    nice -n 15 .venv/bin/python experiments/annotator_score_rules.py --seeds 5 --labels 20 30 50
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import annotator_quality as aq  # noqa: E402
 
 from calibration.annotators import (  # noqa: E402

@@ -11,7 +11,7 @@ interval, the ``position`` rule's form) for gaps 0.15 and 0.25. Everything else 
 Printed per candidate and condition: precision / recall of all flags, and the honest annotators
 flagged ``length``. Seeds start at ``--first-seed`` (100 and up: never a reported run's).
 
-    nice -n 15 .venv/bin/python bench/annotator_length_rule.py --seeds 30 --first-seed 130
+    nice -n 15 .venv/bin/python experiments/annotator_length_rule.py --seeds 30 --first-seed 130
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import annotator_quality as aq  # noqa: E402
 
 import calibration.annotators as annotators  # noqa: E402

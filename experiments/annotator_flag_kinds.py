@@ -6,7 +6,7 @@ of careless virtual annotators on whom each flag kind (``low_agreement``, ``alph
 ``low_competence``, ``position``, ``straight_lining``) was raised. It says *why* precision or
 recall misses a target; it reports no result (the dev half is where rules are chosen).
 
-    nice -n 10 .venv/bin/python bench/annotator_flag_kinds.py --seeds 3 --labels 30 \\
+    nice -n 10 .venv/bin/python experiments/annotator_flag_kinds.py --seeds 3 --labels 30 \\
         --out flag_kinds.json
 
 Seeds start at 100 so that they are never those of a reported run; ``--bootstrap`` (default 200,
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import annotator_quality as aq  # noqa: E402
 
 from calibration.annotators import annotator_reliability  # noqa: E402

@@ -16,7 +16,7 @@ Each keeps the rule's thresholds (≥ 20 pairs, a gap ≥ 0.25, the baseline out
 interval). Printed: honest flagged by position, careless found, and precision / recall of all
 flags, per condition. Seeds start at 100 (never a reported run's).
 
-    nice -n 15 .venv/bin/python bench/annotator_position_rules.py --seeds 10 --labels 30
+    nice -n 15 .venv/bin/python experiments/annotator_position_rules.py --seeds 10 --labels 30
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import annotator_quality as aq  # noqa: E402
 
 from calibration.annotators import (  # noqa: E402
