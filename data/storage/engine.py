@@ -185,6 +185,12 @@ class _WriterGate:
         """Whether ``owner`` holds the lock now."""
         return self._owner is owner
 
+    @property
+    def queued(self) -> int:
+        """How many owners wait in line now."""
+        with self._mutex:
+            return len(self._waiting)
+
 
 _WRITER_GATES: weakref.WeakValueDictionary[str, _WriterGate] = weakref.WeakValueDictionary()
 _SESSION_TURNS: weakref.WeakValueDictionary[str, _WriterGate] = weakref.WeakValueDictionary()

@@ -24,6 +24,14 @@ from data.storage.engine import (
 )
 
 
+def _wait_for(condition: Callable[[], bool]) -> None:
+    """Poll ``condition`` until it holds (a state, not a duration; 60 s is a ceiling for a hang)."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, "the state never came"
+        time.sleep(0.001)
+
+
 def test_writers_are_served_in_arrival_order(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'gate.db'}")
     with session_scope(engine) as session:
@@ -38,12 +46,13 @@ def test_writers_are_served_in_arrival_order(tmp_path: Path) -> None:
             own.execute(text("INSERT INTO log VALUES (:n)"), {"n": n})
             order.append(n)
 
+    turn = data.storage.engine._ENGINE_TURNS[engine]
     threads = []
     for n in range(5):
         thread = threading.Thread(target=write, args=(n,))
         thread.start()
         threads.append(thread)
-        time.sleep(0.05)  # arrive one after another
+        _wait_for(lambda n=n: turn.queued == n + 1)  # in line before the next one starts
     holder.__exit__(None, None, None)
     for thread in threads:
         thread.join(10)
@@ -107,15 +116,17 @@ def test_sessions_of_one_sqlite_file_take_turns_for_the_whole_block(tmp_path: Pa
     other_engine.dispose()
 
 
-def test_a_session_nested_in_one_of_the_same_thread_shares_its_turn(tmp_path: Path) -> None:
+def test_a_session_nested_in_one_of_the_same_thread_shares_its_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # waiting for the outer turn would end in DatabaseBusy after the busy timeout
+    monkeypatch.setattr(data.storage.engine, "SQLITE_BUSY_TIMEOUT_MS", 300)
     engine = make_engine(f"sqlite:///{tmp_path / 'gate.db'}")
-    started = time.monotonic()
     with session_scope(engine):
-        with session_scope(engine) as inner:  # would wait 15 s for the outer turn otherwise
+        with session_scope(engine) as inner:
             inner.execute(text("CREATE TABLE t (n INTEGER)"))
         with session_scope(engine) as inner:  # the turn is still held after the inner close
             inner.execute(text("INSERT INTO t VALUES (1)"))
-    assert time.monotonic() - started < 5
     entered: list[float] = []
     _time_inside(engine, entered, [], 0)  # and given back after the outer close
     assert entered
