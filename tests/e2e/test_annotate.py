@@ -242,8 +242,8 @@ def test_keyboard_only_scores_mmie_and_prefers_pairs(seeded: Any, page: Any, log
 def test_refresh_in_the_middle_of_a_rationale_restores_it(
     seeded: Any, page: Any, login: Any
 ) -> None:
+    opened = time.monotonic()  # before the page exists: no active time can start earlier
     _annotate(page, seeded, "cy", "amb", login)
-    opened = time.monotonic()
     unit = _unit(page)
     page.locator("body").press("0")  # 10 on the 1–10 scale
     page.keyboard.type("半句话 half a thought")
