@@ -65,9 +65,10 @@ WIN_RATE = "win rate"
 
 _SAMPLES = {
     "": "the units with a human reference, taken as a random sample of the units the judge scored",
-    "least-annotated": "the units with a human reference; least-annotated routing serves ties by "
-    "lowest unit id (import order), so a campaign stopped part-way is a random sample only if "
-    "its import order is",
+    "least-annotated": "the units with a human reference; least-annotated routing serves ties in "
+    "a seeded random order, so a campaign stopped part-way has labelled a random sample (one "
+    "created before that rule serves them in import order until its routing is set to "
+    "least-annotated again)",
     "stratified": "the estimation sample (the random share); the routed units count as unlabelled",
 }
 """What :attr:`ModelEstimates.sample` says per routing (``""``: not recorded, as for files)."""

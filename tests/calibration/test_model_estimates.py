@@ -229,6 +229,23 @@ def test_judge_routed_labels_give_no_interval() -> None:
     assert all("judge-uncertainty" in (e.reason or "") for e in result.model_estimates.estimates)
 
 
+def test_the_sample_note_says_what_each_routing_samples() -> None:
+    """The note under "Model scores" follows the queue's rules (PROTOCOLS.md): least-annotated
+    breaks ties by a seeded random key, not the import order; stratified keeps its random
+    share."""
+    frame = _pointwise_frame("score", (None,), 8, 40)
+    notes = {
+        routing: calibrate(
+            frame, CalibrationOptions(_score(), bootstrap=0, routing=routing)
+        ).result.model_estimates.sample  # type: ignore[union-attr]
+        for routing in ("least-annotated", "stratified", "judge-disagreement")
+    }
+    assert "seeded random order" in notes["least-annotated"]
+    assert "lowest unit id" not in notes["least-annotated"]
+    assert "estimation sample" in notes["stratified"]
+    assert notes["judge-disagreement"].startswith("none: ")
+
+
 def test_pairwise_win_rate_counts_a_tie_as_half() -> None:
     """Three models in pairs; the judge's verdict on a pair judged in both orders is averaged."""
     rng = np.random.default_rng(3)
