@@ -231,7 +231,10 @@ def make_pool(campaign: Campaign, n: int, seed: int) -> Pool:
 def contaminate(
     campaign: Campaign, pool: Pool, kind: str, share: float, seed: int, n: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The pool's labels with ``round(share · 30)`` annotators made careless; and who."""
+    """The pool's labels with ``round(share · 30)`` annotators made careless; and who. A share
+    of 0 is the clean pool (its labels as they are, whatever ``kind``)."""
+    if share == 0:
+        return pool.labels, np.zeros(POOL, dtype=bool)
     rng = np.random.default_rng(
         [seed, n, zlib.crc32(campaign.name.encode()), CARELESS.index(kind), round(share * 100)]
     )
@@ -335,10 +338,7 @@ def run_one(task: tuple[Campaign, int, int, Sequence[tuple[str, float]], int]) -
     )
     rows = []
     for kind, share in conditions:
-        if share == 0:
-            labels, careless = pool.labels, np.zeros(POOL, dtype=bool)
-        else:
-            labels, careless = contaminate(campaign, pool, kind, share, seed, n)
+        labels, careless = contaminate(campaign, pool, kind, share, seed, n)
         table = annotator_reliability(
             labels,
             [f"v{v:02d}" for v in range(POOL)],
@@ -396,10 +396,7 @@ def sweep_one(task: tuple[Campaign, int, int, Sequence[tuple[str, float]], int])
     pool = make_pool(campaign, n, seed)
     rows = []
     for kind, share in conditions:
-        if share == 0:
-            labels, careless = pool.labels, np.zeros(POOL, dtype=bool)
-        else:
-            labels, careless = contaminate(campaign, pool, kind, share, seed, n)
+        labels, careless = contaminate(campaign, pool, kind, share, seed, n)
         base = {"case": campaign.dataset, "careless": kind, "n": n}
         if not campaign.pairwise:
             table = annotator_reliability(

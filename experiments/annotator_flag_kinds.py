@@ -25,8 +25,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import annotator_quality as aq  # noqa: E402
 
@@ -43,10 +41,7 @@ def flag_kinds(
     totals: Counter[str] = Counter()
     for seed in range(FIRST_SEED, FIRST_SEED + seeds):
         pool = aq.make_pool(campaign, n, seed)
-        if share == 0:
-            labels, careless = pool.labels, np.zeros(aq.POOL, dtype=bool)
-        else:
-            labels, careless = aq.contaminate(campaign, pool, kind, share, seed, n)
+        labels, careless = aq.contaminate(campaign, pool, kind, share, seed, n)
         table = annotator_reliability(
             labels,
             [f"v{v:02d}" for v in range(aq.POOL)],

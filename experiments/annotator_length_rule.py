@@ -77,10 +77,7 @@ def run(seeds: int, first: int, labels: Sequence[int], bootstrap: int) -> list[d
                     pool = aq.make_pool(campaign, n, seed)
                     longer = None if gap is None else aq.longer_of(campaign, pool)
                     for kind, share in aq.conditions_for(campaign, aq.CARELESS, aq.SHARES):
-                        if share == 0:
-                            values, careless = pool.labels, np.zeros(aq.POOL, dtype=bool)
-                        else:
-                            values, careless = aq.contaminate(campaign, pool, kind, share, seed, n)
+                        values, careless = aq.contaminate(campaign, pool, kind, share, seed, n)
                         table = annotator_reliability(
                             values, [f"v{v:02d}" for v in range(aq.POOL)], scale=None,
                             order=pool.order, longer=longer, bootstrap=bootstrap, seed=seed,

@@ -114,10 +114,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
                 totals: dict[str, dict[str, int]] = {}
                 for seed in range(FIRST_SEED, FIRST_SEED + args.seeds):
                     pool = aq.make_pool(campaign, n, seed)
-                    if share == 0:
-                        labels, careless = pool.labels, np.zeros(aq.POOL, dtype=bool)
-                    else:
-                        labels, careless = aq.contaminate(campaign, pool, kind, share, seed, n)
+                    labels, careless = aq.contaminate(campaign, pool, kind, share, seed, n)
                     table = annotator_reliability(
                         labels, [f"v{v:02d}" for v in range(aq.POOL)], scale=None,
                         order=pool.order, bootstrap=args.bootstrap, seed=seed,

@@ -52,10 +52,7 @@ def records(seeds: int, labels: Sequence[int], shares: Sequence[float], bootstra
                 for kind in ["none"] if share == 0 else ["uniform", "constant"]:
                     for seed in range(FIRST_SEED, FIRST_SEED + seeds):
                         pool = aq.make_pool(campaign, n, seed)
-                        if share == 0:
-                            values, careless = pool.labels, np.zeros(aq.POOL, dtype=bool)
-                        else:
-                            values, careless = aq.contaminate(campaign, pool, kind, share, seed, n)
+                        values, careless = aq.contaminate(campaign, pool, kind, share, seed, n)
                         table = annotator_reliability(
                             values, [f"v{v:02d}" for v in range(aq.POOL)], scale=aq.SCALE,
                             order=pool.order, bootstrap=bootstrap, seed=seed,

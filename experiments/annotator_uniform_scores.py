@@ -60,10 +60,7 @@ def records(seeds: int, n: int, bootstrap: int) -> list[dict]:
         for seed in range(FIRST_SEED, FIRST_SEED + seeds):
             pool = aq.make_pool(campaign, n, seed)
             for kind, share in [("none", 0.0), *(("uniform", s) for s in SHARES)]:
-                if share == 0:
-                    labels, careless = pool.labels, np.zeros(aq.POOL, dtype=bool)
-                else:
-                    labels, careless = aq.contaminate(campaign, pool, kind, share, seed, n)
+                labels, careless = aq.contaminate(campaign, pool, kind, share, seed, n)
                 table = annotator_reliability(
                     labels, [f"v{v:02d}" for v in range(aq.POOL)], scale=aq.SCALE,
                     order=pool.order, bootstrap=bootstrap, seed=seed,
