@@ -10,6 +10,7 @@ from annotate_app.auth import require_role
 from annotate_app.db import get_engine
 from annotate_app.text import escape_markdown
 from data.io.importers.uploads import (
+    DATASET_SUFFIXES,
     UnsafeUpload,
     UploadRejected,
     import_dataset_upload,
@@ -46,7 +47,9 @@ st.caption(
 )
 with st.form("upload_dataset", clear_on_submit=False):
     upload = st.file_uploader(
-        "Dataset file", type=["jsonl", "csv", "parquet", "zip"], key="dataset_file"
+        "Dataset file",
+        type=[*(suffix.lstrip(".") for suffix in DATASET_SUFFIXES), "zip"],
+        key="dataset_file",
     )
     dataset_name = st.text_input("Dataset name (empty: the file name)", key="dataset_name")
     update = st.checkbox("Update records that changed (same ids)", key="dataset_update")
@@ -80,7 +83,9 @@ st.caption(
 )
 with st.form("upload_judgements"):
     judgements = st.file_uploader(
-        "Judgements file", type=["jsonl", "csv", "parquet"], key="judgements_file"
+        "Judgements file",
+        type=[suffix.lstrip(".") for suffix in DATASET_SUFFIXES],
+        key="judgements_file",
     )
     update_judgements = st.checkbox("Update judgements that changed", key="judgements_update")
     submitted_judgements = st.form_submit_button("Import judgements", type="primary")

@@ -132,7 +132,7 @@ def test_the_zip_must_hold_exactly_one_dataset_file(tmp_path: Path):
     files = extract_zip(_zip({"a.jsonl": b"", "b/b.jsonl": b"", "__MACOSX/c.jsonl": b""}), tmp_path)
     with pytest.raises(
         UnsafeUpload,
-        match=r"exactly one dataset file, \.jsonl, \.csv or \.parquet "
+        match=r"exactly one dataset file, \.jsonl, \.ndjson, \.csv, \.parquet "
         r"\(found: a.jsonl, b/b.jsonl\)",
     ):
         find_dataset_file(files, tmp_path)
@@ -200,6 +200,20 @@ def test_a_jsonl_upload_is_imported_and_audited(engine, admin):
     assert actions[:2] == ["dataset.upload", "dataset.import"]
 
 
+@pytest.mark.parametrize("suffix", [".ndjson", ".json"])
+def test_the_page_takes_every_json_lines_name_the_command_takes(
+    engine, admin, tmp_path, suffix: str
+) -> None:
+    """One reader: ``critiquelab import jsonl`` reads .json and .ndjson as JSON Lines, and so
+    does the upload; a zip's .json files are metadata beside its one dataset file."""
+    line = (_item("n-1") + "\n").encode()
+    with session_scope(engine) as session:
+        summary = import_dataset_upload(session, admin["root"], f"set{suffix}", line)
+    assert summary.items_added == 1
+    files = extract_zip(_zip({"data.ndjson": line, "info.json": b"{}"}), tmp_path)
+    assert find_dataset_file(files, tmp_path).name == "data.ndjson"
+
+
 def test_a_zip_upload_brings_its_images_into_the_store(engine, admin, tmp_path):
     archive = _zip(
         {"set/data.jsonl": (_item("z-1", "images/one.png") + "\n").encode(),
@@ -228,7 +242,7 @@ def test_a_zip_upload_brings_its_images_into_the_store(engine, admin, tmp_path):
             "data.txt",
             b"a,b",
             UnsafeUpload,
-            r"'data\.txt' is not \.jsonl, \.csv, \.parquet or \.zip",
+            r"'data\.txt' is not \.jsonl, \.ndjson, \.json, \.csv, \.parquet or \.zip",
         ),
     ],
 )

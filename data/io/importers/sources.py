@@ -43,13 +43,15 @@ MAX_FILE_BYTES = 512 * 1024 * 1024
 MAX_SMALL_FILE_BYTES = 4 * 1024 * 1024
 """Largest accepted small file given to an option: prices, families, campaign instructions, a
 prompt template (4 MiB; such files are a few kilobytes)."""
-_SUFFIXES: dict[str, FileKind] = {
+FILE_SUFFIXES: dict[str, FileKind] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".json": "jsonl",
     ".csv": "csv",
     ".parquet": "parquet",
 }
+"""The file types every reader of a dataset or judgements file takes, by extension (the CLI's
+and the Data page's uploads alike)."""
 
 
 def file_kind(path: Path) -> FileKind:
@@ -68,7 +70,7 @@ def file_kind(path: Path) -> FileKind:
             + (str(path / splits[0]) if splits else f"{path}/train"),
         )
     regular_file(path)
-    kind = _SUFFIXES.get(path.suffix.lower())
+    kind = FILE_SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise InvalidRecord(
             str(path),

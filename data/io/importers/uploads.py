@@ -32,12 +32,18 @@ from data.io.importers.datasets import ImportSummary
 from data.io.importers.errors import InvalidFile, InvalidRecord
 from data.io.importers.jsonl import import_jsonl
 from data.io.importers.judgements import JudgementImportSummary, import_judgements
+from data.io.importers.sources import FILE_SUFFIXES
 from data.services.roles import require_actor_role
 from data.storage.audit import record_event
 from data.storage.engine import data_dir
 
-DATASET_SUFFIXES: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
-"""Dataset file types, as ``critiquelab import jsonl`` reads them."""
+DATASET_SUFFIXES: tuple[str, ...] = tuple(FILE_SUFFIXES)
+"""Dataset and judgements file types, as ``critiquelab import jsonl`` and ``judgments import``
+read them."""
+ZIP_DATASET_SUFFIXES: tuple[str, ...] = tuple(s for s in DATASET_SUFFIXES if s != ".json")
+"""The dataset file of a zip: not ``.json``, which zips of datasets also hold as metadata."""
+_FILE_TYPES = ", ".join(DATASET_SUFFIXES)
+_ZIP_TYPES = ", ".join(ZIP_DATASET_SUFFIXES)
 MAX_ZIP_FILES = 20_000
 MAX_ZIP_BYTES = 2 * 1024**3
 MAX_ZIP_DEPTH = 64
@@ -76,17 +82,17 @@ def import_dataset_upload(
 ) -> ImportSummary:
     """Import an uploaded dataset (admins only) with the importer of ``critiquelab import jsonl``.
 
-    ``name`` ends in ``.jsonl``, ``.csv`` or ``.parquet`` (the file itself) or ``.zip`` (the
-    file with its images, image paths relative to it). On any error nothing is written (the
-    caller's transaction rolls back) and :class:`UploadRejected` names every bad line inside the
-    upload (up to 50).
+    ``name`` ends in one of :data:`DATASET_SUFFIXES` (the file itself) or ``.zip`` (the file,
+    one of :data:`ZIP_DATASET_SUFFIXES`, with its images, image paths relative to it). On any
+    error nothing is written (the caller's transaction rolls back) and :class:`UploadRejected`
+    names every bad line inside the upload (up to 50).
     """
     require_actor_role(session, actor_id, "admin")
     suffix = PurePosixPath(name.lower()).suffix
     if suffix not in (*DATASET_SUFFIXES, ".zip"):
         raise UnsafeUpload(
-            f"{safe_file_name(name)!r} is not .jsonl, .csv, .parquet or .zip: upload the dataset "
-            "file, or a zip holding it and its images"
+            f"{safe_file_name(name)!r} is not {_FILE_TYPES} or .zip: upload the dataset file, or "
+            "a zip holding it and its images"
         )
     with upload_folder() as folder:
         if suffix == ".zip":
@@ -119,7 +125,7 @@ def import_dataset_upload(
 def import_judgements_upload(
     session: Session, actor_id: int | None, name: str, data: bytes, *, update: bool = False
 ) -> JudgementImportSummary:
-    """Import an uploaded model judgements file (.jsonl, .csv or .parquet; admins only) with the
+    """Import an uploaded model judgements file (:data:`DATASET_SUFFIXES`; admins only) with the
     importer of ``critiquelab judgments import``; on any error nothing is written."""
     require_actor_role(session, actor_id, "admin")
     with upload_folder() as folder:
@@ -288,18 +294,18 @@ def _too_large(size: int, limit: int) -> str:
 
 
 def find_dataset_file(files: list[Path], folder: Path) -> Path:
-    """The one dataset file (.jsonl, .csv or .parquet) of an unpacked zip (macOS ``__MACOSX``
-    copies ignored)."""
+    """The one dataset file (:data:`ZIP_DATASET_SUFFIXES`) of an unpacked zip (macOS
+    ``__MACOSX`` copies ignored)."""
     candidates = [
         path
         for path in files
-        if path.suffix.lower() in DATASET_SUFFIXES
+        if path.suffix.lower() in ZIP_DATASET_SUFFIXES
         and "__MACOSX" not in path.relative_to(folder).parts
     ]
     if len(candidates) != 1:
         found = ", ".join(str(path.relative_to(folder)) for path in candidates) or "none"
         raise UnsafeUpload(
-            f"the zip must hold exactly one dataset file, .jsonl, .csv or .parquet (found: "
-            f"{found}); put the images beside it, named as the file names them"
+            f"the zip must hold exactly one dataset file, {_ZIP_TYPES} (found: {found}); put "
+            "the images beside it, named as the file names them"
         )
     return candidates[0]
