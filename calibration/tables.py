@@ -137,9 +137,10 @@ MODEL_SCORES_NOTE = (
     "labelled ones are a random sample (finite-population corrected: zero when all are "
     "labelled). PPI++: the judge's value on every unit corrected by its errors on the labelled "
     "ones (prediction-powered inference with power tuning), unbiased, ± its 95% half-width; "
-    "worth N labels: the humans-only labels it would take to be as precise "
-    "(n × humans-only variance / PPI++ variance). Win rate: 1 when the preference is for the "
-    "model, 0.5 for a tie, 0 otherwise, over the pairs it is in. Labelled sample: {sample}."
+    "worth N labels: the humans-only labels it would take to be as precise, the finite-"
+    "population correction included (METRICS.md, 'Effective labels'). Win rate: 1 when the "
+    "preference is for the model, 0.5 for a tie, 0 otherwise, over the pairs it is in. "
+    "Labelled sample: {sample}."
 )
 """What the *Model scores* numbers mean; ``{sample}``: the result's labelled sample."""
 

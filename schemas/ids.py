@@ -1,4 +1,4 @@
-"""External ids and unit keys: the one rule for ids, the one way to name a unit (FORMATS.md §0).
+"""External ids and unit keys: the one rule for ids, the one way to name a unit (FORMATS.md §1).
 
 An id names an item, a response, a dataset, a campaign, a judge or an annotator in files, on
 screen and in unit keys. It must read the same everywhere, so it is refused when it holds

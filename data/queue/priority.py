@@ -246,7 +246,10 @@ def _fallback_note(guide: str, judges: Sequence[str]) -> str:
             "no chosen judge stored probabilities, an expected score or repeated verdicts "
             "(both shown orders, or samples) on these units"
         )
-    return f"{why} ({', '.join(judges) or 'none chosen'}): served least-annotated first instead"
+    return (
+        f"{why} ({', '.join(judges) or 'none chosen'}): served least-annotated first instead, "
+        "ties by unit id, until a judge's readings arrive"
+    )
 
 
 def is_random_position(position: int, share: float) -> bool:

@@ -14,7 +14,7 @@ Per answer:
   turns) and the response(s) the annotator had to read. An answer with no recorded time
   (``seconds`` 0: labels imported without one) is not judged.
 * ``duplicate_rationale``: the rationale is near-identical (Jaccard similarity of
-  ``SHINGLE``-character shingles ≥ ``DUPLICATE_JACCARD``) to the same annotator's rationale on a
+  ``SHINGLE``-word shingles ≥ ``DUPLICATE_JACCARD``) to the same annotator's rationale on a
   *different* unit that shows different response text. Stock rationales (shorter than
   ``MIN_RATIONALE_CHARS`` or one of :data:`STOCK_PHRASES`) are never duplicates of each other;
   using them a lot is the per-annotator ``stock_rationales`` flag instead. The same reason for the

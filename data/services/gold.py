@@ -7,7 +7,7 @@ variants check the acting user's role on the server first (admins only), as
 :mod:`data.services.admin` does. Serving gold units and deciding qualification is the queue's
 (:mod:`data.queue.gold`).
 
-The gold file (FORMATS.md §8) is JSON Lines, one object per gold unit::
+The gold file (FORMATS.md §6) is JSON Lines, one object per gold unit::
 
     {"unit": "r:item-7/model-a", "score": 4, "explanation": "counts 3 cats, there are 3"}
     {"unit": "p:item-2/m0|item-2/m1", "preference": "tie"}

@@ -2,7 +2,8 @@
 
 :func:`apply_routing` reads the chosen judges' judgements on the campaign's units, orders the
 units with :func:`data.queue.priority.plan_routing` and writes the order to ``Unit.priority``
-(lowest first; null for ``least-annotated`` or when no judge gave a signal), so that the lease
+(lowest first; ``least-annotated``: a seeded random key that breaks its ties; null when no judge
+gave a signal, served least-annotated first, ties by id), so that the lease
 query stays an index-ordered pick (:mod:`data.queue.leases`). It runs when a campaign is created,
 when its routing is set (:func:`set_routing`) and when judgements of a routing judge are stored
 (:func:`refresh_routing_for_judgements`). Overlap, leases and blindness are untouched: the

@@ -313,7 +313,7 @@ def test_stratified_estimation_sample_is_the_complete_random_prefix(engine: Engi
 
 
 def test_cli_create_with_routing_and_set_routing(engine: Engine, db_url: str) -> None:
-    build_campaign(engine, items=3, protocol="pairwise", overlap=1)
+    _, (annotator, _other) = build_campaign(engine, items=3, protocol="pairwise", overlap=1)
     _judge_pairs(engine, VERDICTS)
     runner = CliRunner()
     created = runner.invoke(app, [
@@ -340,6 +340,11 @@ def test_cli_create_with_routing_and_set_routing(engine: Engine, db_url: str) ->
     with session_scope(engine) as session:
         campaign = get_campaign(session, "routed")
         assert (campaign.routing, campaign.routing_judges) == ("judge-uncertainty", ["j1"])
+        units = session.exec(select(Unit).where(Unit.campaign_id == campaign.id)).all()
+        assert [unit.priority for unit in units] == [None] * len(units)
+        # no rank: least-annotated first, ties by lowest id, as PROTOCOLS.md says
+        served = queue.next_unit(session, campaign.id, annotator)
+        assert served is not None and served.unit_id == min(unit.id for unit in units)
 
 
 def test_unknown_response_is_not_a_reading(engine: Engine) -> None:
