@@ -13,6 +13,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import Select
 
+from data.services.counted_answers import not_rejected_anywhere
 from data.services.users import UserRecord
 from data.storage.campaign_imports import NOT_IMPORTING
 from schemas.tables import Annotation, Assignment, Campaign, Dataset, Unit
@@ -35,11 +36,12 @@ class CampaignSummary:
     """A demo campaign with synthetic labels."""
     units: int
     units_complete: int
-    """Units with at least ``overlap`` live annotations."""
+    """Units with at least ``overlap`` live annotations that count (a rejected one does not:
+    :mod:`data.services.counted_answers`)."""
     annotations: int
-    """Live annotations by everyone."""
+    """Live annotations by everyone that count."""
     mine: int
-    """Live annotations by the viewer."""
+    """Live annotations by the viewer that count."""
     open_to_me: int
     """Units the viewer could be given now: active campaign, not flagged, a free slot, and
     never assigned to the viewer before (a lease that expired but was not yet released still
@@ -57,6 +59,7 @@ def campaigns_for_user(session: Session, user: UserRecord) -> list[CampaignSumma
         session,
         select(Annotation.campaign_id, func.count())
         .where(col(Annotation.is_live).is_(True), Annotation.annotator_id == user.id)
+        .where(not_rejected_anywhere(col(Annotation.assignment_id)))
         .group_by(col(Annotation.campaign_id)),
     )
     campaigns = session.exec(
@@ -81,6 +84,7 @@ def campaigns_for_user(session: Session, user: UserRecord) -> list[CampaignSumma
         select(Annotation.campaign_id, func.count())
         .join(Unit, col(Unit.id) == col(Annotation.unit_id))
         .where(col(Annotation.is_live).is_(True), col(Unit.gold).is_(False))
+        .where(not_rejected_anywhere(col(Annotation.assignment_id)))
         .group_by(col(Annotation.campaign_id), col(Annotation.unit_id))
     ).all()
     annotation_counts: dict[int, list[int]] = defaultdict(list)

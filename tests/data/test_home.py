@@ -6,10 +6,13 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from data.queue import next_unit, submit
+from data.services.answer_review import reject_answer_as
+from data.services.campaign_progress import campaign_progress
 from data.services.campaigns import CampaignSpec, create_campaign
 from data.services.home import campaigns_for_user
 from data.services.users import UserRecord, create_user
 from data.storage.engine import session_scope
+from schemas.core import stored_id
 from schemas.tables import Campaign, Dataset, Item, Response
 
 PASSWORD = "correct horse battery"
@@ -104,6 +107,29 @@ def test_a_unit_is_complete_when_overlap_annotators_answered_it(engine: Engine) 
     assert (half.units_complete, half.annotations, half.open_to_me) == (0, 1, 1)
     assert (full.units_complete, full.annotations, full.open_to_me) == (1, 2, 0)
     assert (for_bob.mine, for_bob.open_to_me) == (1, 0)
+
+
+def test_a_rejected_answer_counts_as_the_monitor_counts_it(engine: Engine) -> None:
+    """The Home page's progress is the Monitor's (`campaign_progress`): an answer a reviewer
+    rejected left the reference, so its unit is not complete and the answer is not counted."""
+    with session_scope(engine) as session:
+        _dataset(session, items=1)
+        ann = create_user(session, "ann", PASSWORD, "annotator")
+        rita = create_user(session, "rita", PASSWORD, "reviewer")
+        solo = _campaign(session, "solo", overlap=1)
+        assert solo.id is not None
+        view = next_unit(session, solo.id, ann.id)
+        assert view is not None
+        answer = submit(session, view.assignment_id, ann.id, score=7, rationale=RATIONALE)
+    with session_scope(engine) as session:
+        [before] = campaigns_for_user(session, ann)
+        reject_answer_as(session, rita.id, stored_id(answer), "The second cat is not counted.")
+    with session_scope(engine) as session:
+        [after] = campaigns_for_user(session, ann)
+        progress = campaign_progress(session, solo.id)
+    assert (before.units_complete, before.annotations, before.mine) == (1, 1, 1)
+    assert (after.units_complete, after.annotations, after.mine) == (0, 0, 0)
+    assert (progress.units_complete, progress.annotations) == (0, 0)
 
 
 def test_a_paused_campaign_has_nothing_open(engine: Engine) -> None:
