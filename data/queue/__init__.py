@@ -59,6 +59,7 @@ from data.queue.guidelines import guidelines_read, mark_guidelines_read
 from data.queue.leases import expire_leases, next_unit
 from data.queue.progress import unit_progress
 from data.queue.records import (
+    AccountDisabled,
     AnnotatorHeld,
     AnnotatorProgress,
     AnswerInvalid,
@@ -103,6 +104,7 @@ from data.queue.views import (
 
 __all__ = [
     "REVIEW_STATES",
+    "AccountDisabled",
     "AnnotatorHeld",
     "AnnotatorProgress",
     "AnswerInvalid",

@@ -33,7 +33,7 @@ from data.storage.audit import record_submission
 from data.storage.campaign_lookup import campaign_row, get_campaign
 from data.storage.engine import in_transaction
 from schemas.core import stored_id
-from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, DRAFTS, UNITS
+from schemas.core_tables import ANNOTATIONS, ASSIGNMENTS, DRAFTS, UNITS, USERS
 from schemas.tables import Annotation, Assignment, utcnow
 
 
@@ -332,11 +332,13 @@ _OWN_LEASE = (
         ASSIGNMENTS.c.status,
         ASSIGNMENTS.c.shown_order,
     )
+    .join(USERS, USERS.c.id == ASSIGNMENTS.c.annotator_id)
     .where(
         ASSIGNMENTS.c.id == bindparam("assignment_id"),
         ASSIGNMENTS.c.annotator_id == bindparam("annotator_id"),
+        USERS.c.active,  # a disabled account's submit takes the ORM path, which refuses it
     )
-    .with_for_update()
+    .with_for_update(of=ASSIGNMENTS)
 )
 
 _CLOSE_SUBMITTED = (

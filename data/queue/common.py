@@ -9,18 +9,32 @@ from typing import Any
 from sqlalchemy import bindparam, update
 from sqlmodel import Session, col, select
 
-from data.queue.records import AnswerInvalid, AssignmentNotFound
+from data.queue.records import AccountDisabled, AnswerInvalid, AssignmentNotFound
 from data.storage.campaign_lookup import campaign_protocol
 from schemas.core_tables import UNITS
 from schemas.protocols import to_canonical, to_shown
-from schemas.tables import Annotation, Assignment, Campaign, Draft
+from schemas.tables import Annotation, Assignment, Campaign, Draft, User
+
+
+def require_active_annotator(session: Session, annotator_id: int) -> None:
+    """:class:`AccountDisabled` unless the account exists and is active.
+
+    Read on every change the queue makes for an annotator, as the services' role guard reads the
+    actor's role: a page open since before an admin disabled the account runs its widget
+    callbacks before the page checks the login again, and must store nothing."""
+    active = session.exec(select(User.active).where(User.id == annotator_id)).first()
+    if not active:
+        raise AccountDisabled(
+            f"account #{annotator_id} is unknown or disabled: nothing was stored; log in again"
+        )
 
 
 def own_assignment(
     session: Session, assignment_id: int, annotator_id: int, *, lock: bool = False
 ) -> Assignment:
     """The annotator's assignment (locked for update with ``lock``); AssignmentNotFound if it is
-    not theirs or does not exist."""
+    not theirs or does not exist, AccountDisabled if their account is (checked first)."""
+    require_active_annotator(session, annotator_id)
     query = select(Assignment).where(
         Assignment.id == assignment_id, Assignment.annotator_id == annotator_id
     )

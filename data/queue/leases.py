@@ -24,7 +24,7 @@ from data.queue.candidates import (
     unlocked_pick,
     wait_for_candidate,
 )
-from data.queue.common import change_slots
+from data.queue.common import change_slots, require_active_annotator
 from data.queue.records import UnitView
 from data.queue.routing_lock import share_campaign_queue
 from data.queue.unit_view import LeaseFacts, view_of_unit
@@ -73,6 +73,7 @@ def next_unit(
     must qualify first gets gold units only (:mod:`data.queue.gold`).
     """
     now = now or utcnow()
+    require_active_annotator(session, annotator_id)
     share_campaign_queue(session, campaign_id)  # first: a re-rank in progress ends before
     session.flush()  # what the ORM statements below used to autoflush (a no-op when clean)
     campaign = campaign_row(session, campaign_id)

@@ -29,6 +29,10 @@ class CampaignNotOpen(QueueError):
     """The campaign is paused or closed."""
 
 
+class AccountDisabled(QueueError):
+    """The annotator's account is unknown or disabled: nothing is stored, leased or given back."""
+
+
 class AnnotatorHeld(QueueError):
     """The annotator may get no unit of this campaign: held (qualification not passed, or by an
     admin) or retired. ``str(error)`` is the plain-words message the annotation page shows."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
-from data.queue.common import check_answer
+from data.queue.common import check_answer, require_active_annotator
 from data.queue.records import AssignmentNotFound, CampaignNotOpen
 from data.storage.audit import record_event
 from data.storage.campaign_lookup import get_campaign
@@ -24,6 +24,7 @@ def revise(
     extra_seconds: float = 0.0,
 ) -> Annotation:
     """Edit one's own answer: a new revision becomes live, the old one is kept (audited)."""
+    require_active_annotator(session, annotator_id)
     old = session.exec(
         select(Annotation)
         .where(Annotation.id == annotation_id, Annotation.annotator_id == annotator_id)

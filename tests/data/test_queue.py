@@ -13,6 +13,7 @@ from sqlmodel import Session, col, select
 
 from data import queue
 from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.users import set_active
 from data.storage.engine import session_scope
 from schemas.core import stored_id
 from schemas.tables import (
@@ -734,3 +735,32 @@ def test_skips_and_first_submissions_are_audited_once(any_engine: Engine) -> Non
         ("unit.skip", alice, str(second.unit_id),
          {"reason": "outside my expertise", "campaign_id": campaign_id}),
     ]  # fmt: skip
+
+
+def test_a_disabled_account_stores_leases_and_gives_back_nothing(any_engine: Engine) -> None:
+    """The queue reads the account on every change it makes: a page opened before an admin
+    disabled the account (its callbacks run before the page checks the login) changes nothing."""
+    campaign_id, (ann, bob) = build_campaign(any_engine, items=2, overlap=1)
+    view = _lease(any_engine, campaign_id, ann)
+    stored = _submit(any_engine, _lease(any_engine, campaign_id, bob), bob)
+    with session_scope(any_engine) as session:
+        for account in (ann, bob):
+            set_active(session, session.get(User, account).name, False, actor_id=None)  # type: ignore[union-attr]
+    answer = {"score": 7.0, "rationale": RATIONALE}
+    attempts = {
+        "submit": lambda s: queue.submit(s, view.assignment_id, ann, **answer),
+        "save_draft": lambda s: queue.save_draft(s, view.assignment_id, ann, **answer),
+        "skip": lambda s: queue.skip(s, view.assignment_id, ann, "not my field"),
+        "flag": lambda s: queue.flag(s, view.assignment_id, ann, "broken image"),
+        "next_unit": lambda s: queue.next_unit(s, campaign_id, ann),
+        "revise": lambda s: queue.revise(s, stored_id(stored), bob, **answer),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(queue.AccountDisabled, match="disabled"), session_scope(any_engine) as s:
+            attempt(s)
+        with session_scope(any_engine) as session:
+            assignment = session.get(Assignment, view.assignment_id)
+            assert assignment is not None and assignment.status == "leased", what
+            assert session.exec(select(func.count()).select_from(Annotation)).one() == 1, what
+            assert session.exec(select(func.count()).select_from(Draft)).one() == 0, what
+            assert session.exec(select(func.count()).select_from(Flag)).one() == 0, what
