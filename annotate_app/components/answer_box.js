@@ -24,6 +24,19 @@ const SUBMITTED = new Map();
 // is hidden, so no stale copy of the previous panel can be seen, typed into or clicked.
 const LIVE = new Set();
 
+// The rationale's length as the server counts it (data.queue.common.check_answer:
+// len(rationale.strip())): code points, not UTF-16 units (an emoji or a rare CJK character is
+// one), after stripping what Python's str.strip strips (JavaScript's trim also strips U+FEFF and
+// keeps U+001C-U+001F and U+0085). Counted alike, the counter never allows a submit the server
+// refuses, nor refuses one it would store.
+const PYTHON_SPACE =
+  "[\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+const EDGE_SPACE = new RegExp("^" + PYTHON_SPACE + "+|" + PYTHON_SPACE + "+$", "g");
+
+export function rationaleLength(text) {
+  return [...text.replace(EDGE_SPACE, "")].length;
+}
+
 function panelId(data) {
   return data.panel || "unit-" + data.unit;
 }
@@ -244,7 +257,7 @@ function render(state) {
   const picked = data.choices.find((c) => String(c.value) === String(state.choice));
   const typed = data.numeric && state.choice !== null ? "Score " + state.choice : data.choose_prompt;
   nodes.chosen.textContent = picked ? picked.describe : typed;
-  const length = state.rationale.trim().length;
+  const length = rationaleLength(state.rationale);
   nodes.counter.textContent = length + " / " + data.rationale_min + " characters";
   nodes.counter.classList.toggle("cl-short", length < data.rationale_min);
   nodes.submit.disabled = state.sending;
@@ -258,7 +271,7 @@ function render(state) {
 function problems(state) {
   const { data } = state;
   if (state.choice === null || state.choice === undefined) return data.choose_prompt;
-  const length = state.rationale.trim().length;
+  const length = rationaleLength(state.rationale);
   if (length < data.rationale_min) {
     return "Write at least " + data.rationale_min + " characters of rationale (now " + length + ").";
   }

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from annotate_app.components.answer_box import panel_data, store_key
 from data.queue import DraftView
@@ -341,3 +342,29 @@ def test_a_refused_submit_shows_the_answer_again(panel: Any) -> None:
     assert panel.get_by_test_id("cl-rationale").is_visible()
     assert panel.get_by_test_id("cl-rationale").input_value() == "Fewer errors than most."
     assert not panel.get_by_test_id("cl-saving").is_visible()
+
+
+RATIONALE_EDGES = [
+    "😀" * 10,  # one code point each, two UTF-16 units
+    "𠀀" * 10 + "很好",  # CJK Extension B: outside the BMP
+    "\x1c\x1cgood",  # Python strips U+001C, JavaScript's trim does not
+    "\ufeff" * 3 + "good",  # JavaScript's trim strips U+FEFF, Python's strip does not
+    "\x85 mid\u3000text \u2029",
+    "  plain text  ",
+    "",
+]
+
+
+def test_the_counter_counts_the_rationale_as_the_server_does(panel: Any) -> None:
+    """The panel refuses a short rationale before the server does: both must count alike
+    (``len(rationale.strip())``, the rule of ``data.queue.common.check_answer``)."""
+    _mount(panel, protocol=ALIGNMMBENCH, rationale_min=20)
+    counted = panel.evaluate(
+        "texts => texts.map((t) => window.panelModule.rationaleLength(t))", RATIONALE_EDGES
+    )
+    assert counted == [len(text.strip()) for text in RATIONALE_EDGES]
+    panel.locator("body").press("4")
+    panel.keyboard.type("😀" * 10)
+    expect(panel.locator(".cl-counter")).to_have_text("10 / 20 characters")
+    panel.keyboard.press("Control+Enter")
+    assert "now 10" in panel.get_by_test_id("cl-message").text_content()
