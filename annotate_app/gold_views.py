@@ -7,7 +7,6 @@ only show what they return.
 
 from __future__ import annotations
 
-import math
 import shlex
 
 import pandas as pd
@@ -132,10 +131,6 @@ def _gold_upload(engine: Engine, user_id: int, campaign: Campaign) -> None:
             )
 
 
-def _share(share: float, low: float, high: float) -> str:
-    return "—" if math.isnan(share) else f"{share:.0%} [{low:.0%}, {high:.0%}]"
-
-
 def _act(engine: Engine, user_id: int, campaign_id: int, annotator: str, action: str) -> None:
     try:
         with session_scope(engine) as session:
@@ -162,11 +157,8 @@ def render_gold_monitor(engine: Engine, user_id: int, campaign: Campaign) -> Non
             {
                 "Annotator": [r.annotator for r in accuracy],
                 "Gold answered": [r.answered for r in accuracy],
-                "Exact": [_share(r.exact_share, r.exact_low, r.exact_high) for r in accuracy],
-                "Within one step": [
-                    _share(r.within_one_share, r.within_one_low, r.within_one_high)
-                    for r in accuracy
-                ],
+                "Exact": [r.exact_text for r in accuracy],
+                "Within one step": [r.within_one_text for r in accuracy],
                 "Standing": [r.standing for r in accuracy],
             }
         ),

@@ -7,7 +7,6 @@ load them.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -138,19 +137,12 @@ def accuracy_command(ctx: typer.Context, campaign: str = _CAMPAIGN) -> None:
         rows = gold_accuracy(session, campaign)
     lines = ["annotator\tanswered\texact [95% CI]\twithin one step [95% CI]\tstanding"]
     lines += [
-        f"{r.annotator}\t{r.answered}\t{_share(r.exact_share, r.exact_low, r.exact_high)}\t"
-        f"{_share(r.within_one_share, r.within_one_low, r.within_one_high)}\t{r.standing}"
+        f"{r.annotator}\t{r.answered}\t{r.exact_text}\t{r.within_one_text}\t{r.standing}"
         for r in rows
     ]
     if not rows:
         lines.append("(no gold answer yet)")
     cli.emit(rows, text="\n".join(lines))
-
-
-def _share(share: float, low: float, high: float) -> str:
-    if math.isnan(share):
-        return "–"
-    return f"{share:.0%} [{low:.0%}, {high:.0%}]"
 
 
 def _standing_command(action: str) -> None:

@@ -20,6 +20,7 @@ problem of the file together, and nothing is written.
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
@@ -396,7 +397,7 @@ def check_gold_settings(settings: GoldSettings, gold_units: int) -> None:
     if count > gold_units:
         raise GoldError(
             f"qualification asks for {count} gold units but the campaign has {gold_units}: "
-            "import more with critiquelab gold import, or ask for fewer"
+            "attach more known answers (a gold file, FORMATS.md §6), or ask for fewer"
         )
     if not 0 <= settings.qualification_accuracy <= 1:
         raise GoldError(
@@ -431,6 +432,21 @@ class GoldAccuracy:
     within_one_high: float
     standing: str
     """qualifying | qualified | held | released | retired, or ``-`` (no standing: free)"""
+
+    @property
+    def exact_text(self) -> str:
+        """``exact_share`` with its interval as the Campaigns page and ``gold accuracy`` show it."""
+        return _share_text(self.exact_share, self.exact_low, self.exact_high)
+
+    @property
+    def within_one_text(self) -> str:
+        """``within_one_share`` with its interval, as :attr:`exact_text`."""
+        return _share_text(self.within_one_share, self.within_one_low, self.within_one_high)
+
+
+def _share_text(share: float, low: float, high: float) -> str:
+    """A share and its interval in whole percents; "—" when there is no answer to count."""
+    return "—" if math.isnan(share) else f"{share:.0%} [{low:.0%}, {high:.0%}]"
 
 
 def gold_accuracy(session: Session, campaign: str | int) -> list[GoldAccuracy]:

@@ -328,6 +328,11 @@ def test_gold_never_reaches_the_frame_the_sft_reader_nor_the_disagreements(
     assert (accuracy["ann1"].exact, accuracy["ann1"].within_one) == (2, 2)
     assert accuracy["ann1"].exact_low == pytest.approx(0.3424, abs=1e-4)  # Wilson, 2 of 2
     assert accuracy["ann1"].standing == "qualified"
+    # one text for the Campaigns page and `gold accuracy`
+    assert (accuracy["ann1"].exact_text, accuracy["ann0"].within_one_text) == (
+        "100% [34%, 100%]",
+        "0% [0%, 66%]",
+    )
 
 
 def test_the_gold_file_names_every_bad_line_and_field_and_writes_nothing(
@@ -372,7 +377,9 @@ def test_the_gold_file_names_every_bad_line_and_field_and_writes_nothing(
     with session_scope(engine) as session:
         done = import_gold(session, path, campaign_id)
         assert (done.added, done.gold_units) == (1, 1)
-        with pytest.raises(GoldError, match="has 1"):
+        # in the library's words, true on the Campaigns page and at the command line alike
+        with pytest.raises(GoldError, match=r"has 1: attach more known answers") as refused:
             set_gold_settings(session, campaign_id, qualification_gold=2)
+        assert "critiquelab" not in str(refused.value) and "--" not in str(refused.value)
         with pytest.raises(GoldError, match="gold rate"):
             set_gold_settings(session, campaign_id, gold_rate=0.7)
