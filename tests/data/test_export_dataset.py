@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,29 @@ def test_import_export_import_gives_the_same_records(
         tmp_path / "out" / "d.jsonl"
     ).read_bytes()
     other.dispose()
+
+
+def test_each_database_exports_the_images_of_its_own_data_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given with ``--db``, a SQLite file's images are in ``<stem>_files`` beside it, not in the
+    default database's folder; an image gone from there leaves no export that names it."""
+    monkeypatch.delenv("CRITIQUELAB_DATA_DIR", raising=False)
+    monkeypatch.delenv("CRITIQUELAB_DB", raising=False)
+    monkeypatch.chdir(tmp_path)  # the default database's folder: ./critiquelab_files
+    make_image(tmp_path / "in" / "images" / "cat.png")
+    path = write_jsonl(tmp_path / "in" / "items.jsonl", [item_record(0)])
+    engine = make_engine(f"sqlite:///{tmp_path / 'own.db'}")
+    upgrade_database(engine)
+    with session_scope(engine) as session:
+        import_jsonl(session, path, dataset="d")
+        exported = export_dataset(session, "d", tmp_path / "out" / "d.jsonl")
+    assert exported.images == 1 and not (tmp_path / "critiquelab_files").exists()
+    (stored,) = [p for p in (tmp_path / "own_files").rglob("*") if p.is_file()]
+    (copied,) = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and p.suffix != ".jsonl"]
+    assert copied.read_bytes() == stored.read_bytes()
+    shutil.rmtree(tmp_path / "own_files")
+    with session_scope(engine) as session, pytest.raises(FileNotFoundError, match="data folder"):
+        export_dataset(session, "d", tmp_path / "gone" / "d.jsonl")
+    assert list((tmp_path / "gone").iterdir()) == []
+    engine.dispose()

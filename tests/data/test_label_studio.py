@@ -300,3 +300,33 @@ def test_exporting_an_unknown_campaign_exits_2(db_url: str, tmp_path: Path) -> N
     result = _cli(db_url, "export", "label-studio", "--campaign", "nope", "-o", str(out))
     assert result.exit_code == 2 and "no campaign" in result.output.lower(), result.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize("images", ["paths", "data"])
+def test_a_database_given_with_db_exports_the_images_of_its_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, images: str
+) -> None:
+    """With no data folder configured, ``--db`` names the images' folder too (``<stem>_files``
+    beside the file): the export copies or inlines them from there, not from the default's."""
+    monkeypatch.delenv("CRITIQUELAB_DATA_DIR", raising=False)
+    monkeypatch.delenv("CRITIQUELAB_DB", raising=False)
+    monkeypatch.chdir(tmp_path)
+    db_url = f"sqlite:///{tmp_path / 'own.db'}"
+    make_image(tmp_path / "in" / "images" / "cat.png")
+    items = write_jsonl(tmp_path / "in" / "items.jsonl", [item_record(0)])
+    assert _cli(db_url, "import", "jsonl", str(items)).exit_code == 0
+    create = ["campaign", "create", "c", "--dataset", "items", "--protocol", "pairwise"]
+    assert _cli(db_url, *create).exit_code == 0
+    out = tmp_path / "ls" / "tasks.json"
+    result = _cli(db_url, "export", "label-studio", "--campaign", "c", "-o", str(out),
+                  "--images", images)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    ((shown,),) = [task["data"]["images"] for task in json.loads(out.read_text("utf-8"))]
+    (stored,) = [p for p in (tmp_path / "own_files").rglob("*") if p.is_file()]
+    if images == "data":
+        assert shown.startswith("data:image/png;base64,")
+    else:
+        assert (out.parent / stored.relative_to(tmp_path / "own_files")).read_bytes() == (
+            stored.read_bytes()
+        )
+    assert not (tmp_path / "critiquelab_files").exists()

@@ -20,6 +20,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from data.storage.content import iter_images, resolve_image
+from data.storage.engine import engine_data_dir
 from schemas.core import stored_id
 from schemas.tables import Dataset, Item, Pair, Response
 
@@ -71,12 +72,12 @@ def export_dataset(session: Session, name: str, output: Path) -> DatasetExport:
             line = _line(item, responses[stored_id(item)], pairs[stored_id(item)])
             images |= {path for content in _contents(line) for path in iter_images(content)}
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    try:  # the images first: a missing one leaves no file that names it
+        copy_images(images, engine_data_dir(session.get_bind().engine), output.parent)
+    except BaseException:
+        os.unlink(temporary)
+        raise
     os.replace(temporary, output)
-    for path in sorted(images):
-        target = output.parent / path
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(resolve_image(path), target)
     return DatasetExport(
         dataset=name,
         items=len(items),
@@ -85,6 +86,22 @@ def export_dataset(session: Session, name: str, output: Path) -> DatasetExport:
         images=len(images),
         output=str(output),
     )
+
+
+def copy_images(stored_paths: set[str], data_root: Path, folder: Path) -> None:
+    """Copy each stored image of the database's data folder (``data_root``) to the same relative
+    path under ``folder``, beside an exported file that names it (once: an existing one stays)."""
+    for path in sorted(stored_paths):
+        target = folder / path
+        if not target.exists():
+            source = resolve_image(path, data_root)
+            if not source.is_file():
+                raise FileNotFoundError(
+                    f"the stored image {path} is missing from the data folder {data_root}: "
+                    "restore the folder from a backup, or import its dataset again"
+                )
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
 
 
 def _line(item: Item, responses: list[Response], pairs: list[list[str]]) -> dict[str, Any]:

@@ -21,7 +21,6 @@ import base64
 import json
 import mimetypes
 import os
-import shutil
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
@@ -30,10 +29,12 @@ from typing import Any, Literal
 
 from sqlmodel import Session, col, select
 
+from data.io.exporters.datasets import copy_images
 from data.io.exporters.records import annotation_records
 from data.io.importers.label_studio import LabelStudioFields
 from data.storage.campaign_lookup import get_campaign
 from data.storage.content import iter_images, resolve_image
+from data.storage.engine import engine_data_dir
 from schemas.core import stored_id
 from schemas.records import JudgementRecord
 from schemas.tables import Item, Pair, Response, Unit
@@ -78,6 +79,7 @@ def export_label_studio(
     response_pks |= {pk for p in pairs.values() for pk in (p.response_a_pk, p.response_b_pk)}
     responses = _by_pk(session, Response, response_pks)
     labels = _labels(session, campaign.name) if with_annotations else {}
+    data_root = engine_data_dir(session.get_bind().engine)
     copied: set[str] = set()
     tasks = []
     written = 0
@@ -100,7 +102,8 @@ def export_label_studio(
         copied |= set(stored) if images == "paths" else set()
         data = _data(item, shown, campaign.protocol)
         data["images"] = [
-            image_prefix + path if images == "paths" else _data_url(path) for path in stored
+            image_prefix + path if images == "paths" else _data_url(path, data_root)
+            for path in stored
         ]
         task: dict[str, Any] = {"data": data}
         if with_annotations:
@@ -112,12 +115,12 @@ def export_label_studio(
     handle, temporary = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         json.dump(tasks, out, ensure_ascii=False, indent=1)
+    try:  # the images first: a missing one leaves no file that names it
+        copy_images(copied, data_root, output.parent)
+    except BaseException:
+        os.unlink(temporary)
+        raise
     os.replace(temporary, output)
-    for path in sorted(copied):
-        target = output.parent / path
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(resolve_image(path), target)
     return LabelStudioExport(
         campaign=campaign.name,
         tasks=len(tasks),
@@ -189,8 +192,8 @@ def _text(content: Any) -> str:
     return "\n\n".join(parts)
 
 
-def _data_url(stored_path: str) -> str:
-    path = resolve_image(stored_path)
+def _data_url(stored_path: str, data_root: Path) -> str:
+    path = resolve_image(stored_path, data_root)
     kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     return f"data:{kind};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
