@@ -341,6 +341,12 @@ PAIRWISE = Protocol(
 
 def score_protocol(scale_min: float, scale_max: float, step: float | None = None) -> Protocol:
     """A ``score`` protocol with a user scale (Likert 1–5, 0–1 in steps of 0.1, 0–100...)."""
+    bounds = (scale_min, scale_max) if step is None else (scale_min, scale_max, step)
+    if not all(math.isfinite(number) for number in bounds):
+        raise ValueError(
+            "the scale's minimum, maximum and step must be finite numbers, e.g. 1:5 or 0:1:0.1 "
+            f"(got {':'.join(f'{number:g}' for number in bounds)})"
+        )
     if not scale_min < scale_max:
         raise ValueError(f"scale minimum {scale_min} must be below the maximum {scale_max}")
     if step is not None:

@@ -101,6 +101,13 @@ def test_parse_scale_and_get_protocol() -> None:
         score_protocol(0, 1, 0.3)
 
 
+@pytest.mark.parametrize("text", ["1:inf", "-inf:5", "1:nan", "0:1:inf", "nan:1"])
+def test_a_scale_is_finite(text: str) -> None:
+    """An infinite bound made a campaign whose options held JSON's non-standard Infinity."""
+    with pytest.raises(ValueError, match="must be finite numbers"):
+        score_protocol(*parse_scale(text))
+
+
 def test_score_labels_follow_one_percent_rule() -> None:
     """MMIE shows points with their percent of 6, whole percent (16.67 → 17, 83.33 → 83)."""
     assert [MMIE.score_label(v) for v in (0, 1, 3, 5, 6)] == [
