@@ -97,8 +97,12 @@ def calibrate_command(
         help="Disagreements listed per judge in the report, 0–1,000,000.",
         **bounded(MAX_DISAGREEMENTS),
     ),
-    json_out: Path = typer.Option(None, "--json", help="Write the metrics JSON here."),
-    html_out: Path = typer.Option(None, "--html", help="Write the HTML audit report here."),
+    json_out: Path = typer.Option(
+        None, "--json", dir_okay=False, help="Write the metrics JSON here (folders made)."
+    ),
+    html_out: Path = typer.Option(
+        None, "--html", dir_okay=False, help="Write the HTML audit report here (folders made)."
+    ),
     compare: list[Any] = typer.Option(
         None,
         "--compare",
@@ -160,6 +164,7 @@ def calibrate_command(
 
     if (problem := BOOTSTRAP.problem(bootstrap)) is not None:  # before any audit or file read
         raise CalibrationInputError(problem)
+    _make_folders({"--json": json_out, "--html": html_out})  # before the work, not after it
     cli = state(ctx)
     audit_inputs = read_audit_inputs(
         consistency, delta, price_in, price_out, prices, families, file_mode=bool(judgments)
@@ -298,6 +303,24 @@ def _calibrate_files(
     text = _summary_text(result, json_out, html_out)
     lines = [text, *map(comparison_text, comparisons)]
     cli.emit(result.model_dump(mode="json"), text="\n".join(line for line in lines if line))
+
+
+def _make_folders(outputs: dict[str, Path | None]) -> None:
+    """Create the folders of the output files, as ``export`` does; a bad input when one cannot
+    be (a file in the way, no permission)."""
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            blocked = isinstance(error, FileExistsError | NotADirectoryError)
+            reason = "a file is in the way" if blocked else error.strerror
+            raise typer.BadParameter(
+                f"cannot make the folder {path.parent} for {path.name} ({reason}): "
+                "choose another path",
+                param_hint=option,
+            ) from None
 
 
 def _emit_audits_only(cli, outputs: AuditOutputs, json_out: Path | None, html_out: Path | None):

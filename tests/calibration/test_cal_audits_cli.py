@@ -188,3 +188,19 @@ def test_an_oversized_price_file_is_refused_unread(tmp_path):
     result = _run(f"sqlite:///{tmp_path / 'never.db'}", "--campaign", "c", "--prices", str(path))
     assert result.exit_code == 2, result.output
     assert "the file is over the 4 MB limit" in result.output
+
+
+def test_output_folders_are_made_first_and_a_bad_one_is_bad_input(sample, tmp_path):
+    """``--json`` / ``--html`` make their folders as ``export -o`` does; a folder given as the
+    file, or a file in the way, is refused (exit 2) before any work, not after it (exit 1)."""
+    url, _ = sample
+    out, html = tmp_path / "new" / "deeper" / "r.json", tmp_path / "other" / "r.html"
+    made = _run(url, "--campaign", POINTWISE, "--json", str(out), "--html", str(html))
+    assert made.exit_code == 0, made.output
+    assert json.loads(out.read_text("utf-8"))["protocol"] and html.read_text("utf-8")
+    folder = _run(url, "--campaign", POINTWISE, "--json", str(tmp_path))
+    assert folder.exit_code == 2 and "is a directory" in folder.output
+    (tmp_path / "a-file").write_text("x")
+    blocked = _run(url, "--campaign", POINTWISE, "--html", str(tmp_path / "a-file" / "r.html"))
+    assert blocked.exit_code == 2 and "a file is in the way" in blocked.output
+    assert "--html" in blocked.output
