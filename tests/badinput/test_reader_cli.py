@@ -173,6 +173,20 @@ def test_null_optional_fields_are_fields_left_out(
     assert (judge["n"], judge["parse_status"]) == (1, {"ok": 1, "unparsed": 1}), judge
     code, _, err = critiquelab(db_url, ["judgments", "import", str(_write(path, model))])
     assert code == 0, err
+    sampled = _judgement("v-1/m1", 8, judge="sampler", meta={"sample": None})
+    code, _, err = critiquelab(db_url, ["judgments", "import", str(_write(path, [sampled]))])
+    assert code == 0, err  # `meta.sample: null` was "missing, but it must be a whole number"
+
+
+def test_a_byte_order_mark_before_json_lines_is_skipped_as_before_csv(
+    isolated: dict[str, Path], empty_sqlite_template: Path
+) -> None:
+    """Editors on Windows start a UTF-8 file with a BOM: line 1 was "not valid JSON"."""
+    db_url = copy_database(empty_sqlite_template, isolated["db"])
+    marked = isolated["tmp"] / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + Path("valid_dataset.jsonl").read_bytes())
+    code, out, err = critiquelab(db_url, ["import", "jsonl", str(marked), "--images-root", "."])
+    assert code == 0, err
 
 
 @pytest.mark.parametrize("export_format", ["jsonl", "csv", "parquet"])

@@ -97,7 +97,9 @@ def parse_judgement(raw: Any, source: str, location: int | str) -> JudgementReco
     _check_unit(values, fail)
     _check_status(values, fail)
     merged = {**meta, **extra}
-    if "sample" in merged:
+    if merged.get("sample") is None:  # null is the same as left out
+        merged.pop("sample", None)
+    else:
         _check_sample(merged["sample"], fail)
     try:
         return JudgementRecord(**values, meta=merged)

@@ -21,6 +21,7 @@ reading goes on; a problem with the file as a whole raises at once.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
@@ -136,13 +137,17 @@ def progress_total(path: Path) -> int | None:
 def read_json_lines(path: Path, problems: Problems | None = None) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for each non-blank line of a JSON Lines file.
 
-    A bad line goes to ``problems`` and is skipped (without ``problems`` it raises).
+    A UTF-8 byte-order mark at the start of the file is skipped, as CSV files' is (editors on
+    Windows write one). A bad line goes to ``problems`` and is skipped (without ``problems`` it
+    raises).
     """
     source = str(path)
     with open_regular(path) as handle:
         number = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):
             number += 1
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
             try:
                 if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                     _skip_rest_of_line(handle)
