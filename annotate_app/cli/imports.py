@@ -30,7 +30,12 @@ _ALLOW_MISSING = typer.Option(
 PROTOCOL_OPTION = typer.Option(
     None, "--protocol", help="Use this protocol for every line (alignmmbench|mmie|pairwise|score)."
 )
-SCALE_OPTION = typer.Option(None, "--scale", help="Scale of --protocol score: MIN:MAX[:STEP].")
+SCALE_OPTION = typer.Option(
+    None,
+    "--scale",
+    help="Scale of the score protocol (given with --protocol score or named by the lines): "
+    "MIN:MAX[:STEP].",
+)
 _UPDATE = typer.Option(False, "--update", help="Replace records that changed since last import.")
 
 

@@ -156,6 +156,24 @@ def test_pair_errors_and_protocol_override(engine: Engine, tmp_path: Path) -> No
         assert session.exec(select(Judgement.protocol, Judgement.score)).one() == ("score", 11)
 
 
+def test_score_lines_take_the_given_scale_and_a_missing_one_names_the_option(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A scale given without forcing the protocol is the scale of the lines that say `score`
+    (it was ignored); without one, the problem names the option the way the front end does."""
+    _dataset(engine, tmp_path)
+    scored = {**_lines()[0], "protocol": "score", "score": 4}
+    path = write_jsonl(tmp_path / "scored.jsonl", [scored])
+    with pytest.raises(InvalidRecord) as missing:
+        _import(engine, path)
+    assert missing.value.render(cli_flag) == (
+        f"{path}:1: protocol 'score' needs a scale: give --scale MIN:MAX[:STEP]"
+    )
+    assert _import(engine, path, scale=(1, 5, 1)).added == 1
+    with session_scope(engine) as session:
+        assert session.exec(select(Judgement.protocol, Judgement.score)).one() == ("score", 4)
+
+
 @pytest.mark.parametrize("export_format", ["jsonl", "csv", "parquet"])
 def test_import_export_import_round_trip(
     engine: Engine, tmp_path: Path, export_format: str, monkeypatch: pytest.MonkeyPatch

@@ -15,7 +15,7 @@ from data.io.importers.reader import JudgementLine
 from data.services.users import USER_NAME_PATTERN
 from schemas.ids import HUMAN_PREFIX
 from schemas.option_text import Message
-from schemas.protocols import InvalidJudgement, Protocol, get_protocol
+from schemas.protocols import InvalidJudgement, Protocol
 from schemas.tables import utcnow
 
 MAX_LABEL_SECONDS = 30 * 24 * 3600
@@ -52,23 +52,6 @@ class Label:
 
 
 Revisions = dict[tuple[str, tuple[str, ...]], list[Label]]
-
-
-def forced_protocol(
-    name: str, scale: tuple[float, float, float | None] | None, source: str
-) -> Protocol:
-    low, high, step = scale if scale else (None, None, None)
-    try:
-        return get_protocol(name, scale_min=low, scale_max=high, step=step)
-    except ValueError as error:
-        raise InvalidRecord(source, None, "protocol", str(error)) from None
-
-
-def line_protocol(line: JudgementLine) -> Protocol:
-    try:
-        return get_protocol(line.record.protocol)
-    except ValueError as error:
-        raise line.error("protocol", str(error)) from None
 
 
 def label_of(line: JudgementLine, protocol: Protocol, *, forced: bool) -> Label:

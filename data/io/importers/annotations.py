@@ -48,9 +48,7 @@ from data.io.importers.annotation_labels import (
     AnnotationImportError,
     Label,
     Revisions,
-    forced_protocol,
     label_of,
-    line_protocol,
     revisions_of,
 )
 from data.io.importers.annotation_rows import (
@@ -61,6 +59,7 @@ from data.io.importers.annotation_rows import (
 )
 from data.io.importers.annotation_units import ImportedUnit, resolve_units
 from data.io.importers.errors import InvalidRecord, Problems
+from data.io.importers.judgement_files import import_protocol
 from data.io.importers.reader import JudgementLine, files_sha256, iter_judgements
 from data.services.users import case_twins
 from data.storage.audit import record_event
@@ -129,11 +128,11 @@ def import_annotations(
     if problem is not None:
         raise AnnotationImportError(f"the campaign name {campaign!r} {problem}")
     problems = Problems()
-    chosen = forced_protocol(protocol, scale, source) if protocol else None
+    chosen = import_protocol(protocol, scale, source, None) if protocol else None
     labels: list[Label] = []
     for line in read(path, problems):
         try:
-            chosen = chosen or line_protocol(line)
+            chosen = chosen or import_protocol(line.record.protocol, scale, source, line.location)
             labels.append(label_of(line, chosen, forced=protocol is not None))
         except InvalidRecord as error:
             problems.add(error)

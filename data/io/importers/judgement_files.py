@@ -24,8 +24,8 @@ from pydantic import ValidationError
 
 from data.io.importers.errors import InvalidRecord
 from data.io.importers.strict_json import loads
-from schemas.option_text import Message
-from schemas.protocols import PREFERENCES, PROTOCOL_NAMES
+from schemas.option_text import Message, OptionError
+from schemas.protocols import PREFERENCES, PROTOCOL_NAMES, Protocol, get_protocol
 from schemas.records import JudgementRecord
 from schemas.tables import PARSE_STATUSES
 
@@ -270,3 +270,24 @@ def _kind(value: Any) -> str:
         return "missing"
     text = repr(value)
     return f"{text} ({type(value).__name__})" if len(text) <= 40 else f"a {type(value).__name__}"
+
+
+Scale = tuple[float, float, float | None]
+"""A ``score`` protocol's scale: minimum, maximum and step (None: any value between)."""
+
+
+def import_protocol(
+    name: str, scale: Scale | None, source: str, location: int | str | None
+) -> Protocol:
+    """The protocol ``name`` (with ``scale`` when it is ``score``) that an import reads a file
+    with: forced for every line, or named by one; an unknown name or a ``score`` without its
+    scale is the line's (or, forced, the file's) problem. One rule for ``judgments import`` and
+    ``annotations import``."""
+    low, high, step = scale if scale else (None, None, None)
+    try:
+        return get_protocol(name, scale_min=low, scale_max=high, step=step)
+    except OptionError as error:  # its option named by the front end ("--scale" in the CLI)
+        message = error.args[0] if len(error.args) == 1 else str(error)
+        raise InvalidRecord(source, location, "protocol", message) from None
+    except ValueError as error:
+        raise InvalidRecord(source, location, "protocol", str(error)) from None

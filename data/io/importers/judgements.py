@@ -22,13 +22,14 @@ from sqlalchemy import insert, select, tuple_, update
 from sqlmodel import Session
 
 from data.io.importers.errors import InvalidRecord, Problems
+from data.io.importers.judgement_files import import_protocol
 from data.io.importers.reader import iter_judgements
 from data.services.judgements import insert_judgements
 from data.storage.audit import record_event
 from schemas.core_tables import JUDGEMENTS, PAIRS, RESPONSES
 from schemas.ids import pair_unit_key, response_unit_key
 from schemas.option_text import Message, OptionText
-from schemas.protocols import InvalidJudgement, Protocol, get_protocol
+from schemas.protocols import InvalidJudgement, Protocol
 from schemas.records import JudgementRecord
 from schemas.tables import Judgement, utcnow
 
@@ -85,15 +86,16 @@ def import_judgements(
 ) -> JudgementImportSummary:
     """Import the model judgements of ``path`` (.jsonl, .csv or .parquet).
 
-    ``protocol`` (with ``scale`` for ``score``) overrides the protocol named on every line.
+    ``protocol`` overrides the protocol named on every line; ``scale`` is the scale of a
+    ``score`` protocol, whether forced or named by the lines.
     """
     source = str(path)
-    forced = _protocol(protocol, scale, source, None) if protocol else None
+    forced = import_protocol(protocol, scale, source, None) if protocol else None
     problems = Problems()
     lines: list[_Line] = []
     for line in iter_judgements(path, problems):
         try:
-            row = _row(line.record, forced, source, line.location)
+            row = _row(line.record, forced, scale, source, line.location)
             lines.append(_Line(line.location, line.record, row))
         except InvalidRecord as error:
             problems.add(error)
@@ -125,21 +127,12 @@ def import_judgements(
     return summary
 
 
-def _protocol(
-    name: str,
+def _row(
+    record: JudgementRecord,
+    forced: Protocol | None,
     scale: tuple[float, float, float | None] | None,
     source: str,
-    location: int | str | None,
-) -> Protocol:
-    low, high, step = scale if scale else (None, None, None)
-    try:
-        return get_protocol(name, scale_min=low, scale_max=high, step=step)
-    except ValueError as error:
-        raise InvalidRecord(source, location, "protocol", str(error)) from None
-
-
-def _row(
-    record: JudgementRecord, forced: Protocol | None, source: str, location: int | str
+    location: int | str,
 ) -> dict[str, Any]:
     def fail(field: str, message: Message) -> InvalidRecord:
         return InvalidRecord(source, location, field, message)
@@ -150,7 +143,7 @@ def _row(
             f"`judge_kind` is {record.judge_kind!r}: judgments import loads model judgements; "
             "human labels are collected in the app",
         )
-    protocol = forced or _protocol(record.protocol, None, source, location)
+    protocol = forced or import_protocol(record.protocol, scale, source, location)
     if protocol.is_pointwise != (record.protocol != "pairwise"):
         raise fail(
             "protocol",
