@@ -14,6 +14,9 @@ from pathlib import Path
 
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+GGUF_MAGIC = b"GGUF"
+"""The first four bytes of every GGUF file (the format's specification, "File Structure")."""
+
 
 class GgufConversionError(ValueError):
     """A GGUF file that cannot be converted, or an output folder that is not free."""
@@ -35,6 +38,11 @@ def convert_gguf(gguf_path: Path, output_dir: Path) -> ConvertedModel:
     gguf_path = Path(gguf_path).resolve()
     if not gguf_path.is_file():
         raise GgufConversionError(f"{gguf_path} is not a file; give the path of a .gguf file")
+    with gguf_path.open("rb") as handle:
+        magic = handle.read(len(GGUF_MAGIC))
+    if magic != GGUF_MAGIC:  # checked here: transformers' own errors are not the user's words
+        found = "is empty" if not magic else "does not start with the GGUF magic bytes"
+        raise GgufConversionError(f"{gguf_path} {found}: give the path of a .gguf file")
     if output_dir.exists() and any(output_dir.iterdir()):
         raise GgufConversionError(f"{output_dir} is not empty; choose a new folder")
     folder, name = gguf_path.parent, gguf_path.name

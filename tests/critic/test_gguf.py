@@ -57,3 +57,18 @@ def test_a_file_without_a_chat_template_converts_and_says_what_to_add(tmp_path: 
         load_critic(tmp_path / "out")
     (tmp_path / "out" / "chat_template.jinja").write_text(CHAT_TEMPLATE)
     assert load_critic(tmp_path / "out").tokenizer.chat_template == CHAT_TEMPLATE
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"", "is empty"), (b'{"not": "gguf"}\n', "does not start with the GGUF magic bytes")],
+)
+def test_a_file_that_is_not_gguf_is_bad_input(tmp_path: Path, content: bytes, message: str) -> None:
+    """Refused with exit 2 before transformers reads it (it exited 1: 'cannot mmap an empty
+    file'); nothing is written."""
+    path = tmp_path / "weights.gguf"
+    path.write_bytes(content)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["critic", "convert-gguf", str(path), "-o", str(out)])
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert not out.exists()
