@@ -282,7 +282,9 @@ def _last_layer_modules(model: Any, config: TrainConfig) -> list[str]:
 
 
 def _training_arguments(config: TrainConfig, *, use_bf16: bool, on_cuda: bool) -> TrainingArguments:
-    learning_rate = config.learning_rate or (2e-4 if config.lora else 2e-5)
+    learning_rate = config.learning_rate
+    if learning_rate is None:  # unset: the documented default (TrainConfig.learning_rate)
+        learning_rate = 2e-4 if config.lora else 2e-5
     checkpointing = config.gradient_checkpointing and on_cuda
     return TrainingArguments(
         output_dir=str(config.output_dir),

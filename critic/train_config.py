@@ -11,12 +11,13 @@ restate a default differently. Importing this module loads no torch, which keeps
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
 from schemas.bounds import BATCH_SIZE, LIMIT, MAX_NEW_TOKENS, MAX_PROMPT_TOKENS, SEED, Bound
-from schemas.option_text import OptionError
+from schemas.option_text import OptionError, OptionText
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,18 @@ class TrainConfig:
                 problem = None if bound is None or one is None else bound.problem(one)
                 if problem is not None:
                     raise TrainConfigError(problem)
+        for name, value, rule, allowed in (
+            ("epochs", self.epochs, "a number above 0", lambda v: v > 0),
+            ("learning_rate", self.learning_rate, "a number above 0", lambda v: v > 0),
+            ("lora_dropout", self.lora_dropout, "a share from 0 to below 1", lambda v: v < 1),
+        ):
+            if value is None:  # unset: the documented default
+                continue
+            numeric = isinstance(value, float | int) and not isinstance(value, bool)
+            if not numeric or not math.isfinite(value) or value < 0 or not allowed(value):
+                raise TrainConfigError(
+                    OptionText(f"{{{name}}} is {{value}}: give {rule}", value=repr(value))
+                )
 
 
 class TrainConfigError(OptionError):

@@ -118,3 +118,25 @@ def test_train_config_refuses_a_setting_out_of_range_in_the_library_too() -> Non
     with pytest.raises(TrainConfigError, match="head layers is 10001"):
         dataclasses.replace(paths, head_layers=(1, 10_001))
     assert dataclasses.replace(paths, seed=2**32 - 1, eval_limit=None).seed == 2**32 - 1
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--epochs", "-1", "--epochs is -1.0: give a number above 0"),
+        ("--epochs", "nan", "--epochs is nan: give a number above 0"),
+        ("--learning-rate", "0", "--learning-rate is 0.0: give a number above 0"),
+        ("--lora-dropout", "1.5", "--lora-dropout is 1.5: give a share from 0 to below 1"),
+    ],
+)
+def test_the_training_runs_other_numbers_are_refused_before_a_model_loads(
+    tmp_path: Path, option: str, value: str, message: str
+) -> None:
+    """Epochs, learning rate and LoRA dropout had no range: -1 or nan reached the trainer, and a
+    learning rate of 0 was silently replaced by the default."""
+    data = tmp_path / "sft.jsonl"
+    data.write_text("")
+    paths = ["--data", str(data), "--base-model", str(tmp_path), "--output", str(tmp_path)]
+    result = runner.invoke(app, ["critic", "train", *paths, option, value])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {message}")
