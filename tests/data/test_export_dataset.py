@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -76,6 +78,10 @@ def test_each_database_exports_the_images_of_its_own_data_folder(
         import_jsonl(session, path, dataset="d")
         exported = export_dataset(session, "d", tmp_path / "out" / "d.jsonl")
     assert exported.images == 1 and not (tmp_path / "critiquelab_files").exists()
+    umask = os.umask(0)
+    os.umask(umask)
+    # the mode any new file gets, not mkstemp's owner-only 0600
+    assert stat.S_IMODE((tmp_path / "out" / "d.jsonl").stat().st_mode) == 0o666 & ~umask
     (stored,) = [p for p in (tmp_path / "own_files").rglob("*") if p.is_file()]
     (copied,) = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and p.suffix != ".jsonl"]
     assert copied.read_bytes() == stored.read_bytes()

@@ -9,9 +9,7 @@ them, and image segments keep their original ``source``.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from data.io.exporters.files import atomic_write
 from data.storage.content import iter_images, resolve_image
 from data.storage.engine import engine_data_dir
 from schemas.core import stored_id
@@ -65,19 +64,17 @@ def export_dataset(session: Session, name: str, output: Path) -> DatasetExport:
     for pair in session.exec(pair_query.order_by(col(Pair.id))):
         pairs[pair.item_pk].append([by_pk[pair.response_a_pk], by_pk[pair.response_b_pk]])
     images: set[str] = set()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        for item in items:
-            line = _line(item, responses[stored_id(item)], pairs[stored_id(item)])
-            images |= {path for content in _contents(line) for path in iter_images(content)}
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
-    try:  # the images first: a missing one leaves no file that names it
+
+    def write(temporary: Path) -> None:
+        with temporary.open("w", encoding="utf-8") as out:
+            for item in items:
+                line = _line(item, responses[stored_id(item)], pairs[stored_id(item)])
+                images.update(path for content in _contents(line) for path in iter_images(content))
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        # the images before the file is in place: a missing one leaves no file that names it
         copy_images(images, engine_data_dir(session.get_bind().engine), output.parent)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-    os.replace(temporary, output)
+
+    atomic_write(output, write)
     return DatasetExport(
         dataset=name,
         items=len(items),

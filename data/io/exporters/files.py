@@ -32,9 +32,9 @@ def write_judgement_records(
             f"export format {export_format!r} is not one of: " + ", ".join(EXPORT_FORMATS)
         )
     if export_format == "jsonl":
-        _atomic_write(path, lambda temporary: _write_jsonl(records, temporary))
+        atomic_write(path, lambda temporary: _write_jsonl(records, temporary))
     else:
-        _atomic_write(path, lambda temporary: _write_table(records, temporary, export_format))
+        atomic_write(path, lambda temporary: _write_table(records, temporary, export_format))
     return len(records)
 
 
@@ -50,17 +50,31 @@ def write_rows(
         raise ValueError(
             f"export format {export_format!r} is not one of: " + ", ".join(EXPORT_FORMATS)
         )
-    _atomic_write(path, lambda temporary: _write_rows(rows, columns, temporary, export_format))
+    atomic_write(path, lambda temporary: _write_rows(rows, columns, temporary, export_format))
     return len(rows)
 
 
-def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Run ``write`` on a temporary file beside ``path``, then rename it into place."""
+def _new_file_mode() -> int:
+    """The mode ``open`` gives a new file here: 0o666 less the process's umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_NEW_FILE_MODE = _new_file_mode()
+"""Read once, at import: reading the umask sets it, which is not safe while threads run."""
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Run ``write`` on a temporary file beside ``path``, then rename it into place: a reader
+    never sees half a file, and a failure leaves ``path`` as it was. The file gets the mode any
+    new file gets (``mkstemp``'s temporary is readable by its owner alone)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     os.close(handle)
     try:
         write(Path(temporary))
+        os.chmod(temporary, _NEW_FILE_MODE)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

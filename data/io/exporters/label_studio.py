@@ -20,8 +20,6 @@ from __future__ import annotations
 import base64
 import json
 import mimetypes
-import os
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +28,7 @@ from typing import Any, Literal
 from sqlmodel import Session, col, select
 
 from data.io.exporters.datasets import copy_images
+from data.io.exporters.files import atomic_write
 from data.io.exporters.records import annotation_records
 from data.io.importers.label_studio import LabelStudioFields
 from data.storage.campaign_lookup import get_campaign
@@ -111,16 +110,14 @@ def export_label_studio(
             task["annotations"] = [_annotation(record) for record in labels.get(key, [])]
             written += len(task["annotations"])
         tasks.append(task)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        json.dump(tasks, out, ensure_ascii=False, indent=1)
-    try:  # the images first: a missing one leaves no file that names it
+
+    def write(temporary: Path) -> None:
+        with temporary.open("w", encoding="utf-8") as out:
+            json.dump(tasks, out, ensure_ascii=False, indent=1)
+        # the images before the file is in place: a missing one leaves no file that names it
         copy_images(copied, data_root, output.parent)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-    os.replace(temporary, output)
+
+    atomic_write(output, write)
     return LabelStudioExport(
         campaign=campaign.name,
         tasks=len(tasks),
