@@ -131,11 +131,19 @@ def export_campaign_sft(
         protocol, show_reference = campaign_protocol(found), found.show_reference
         units = annotated_units(session, stored_id(found))
         standing = standing_exclusions(session, stored_id(found))
-    excluded = {name: "listed" for name in options.exclude_annotators} | standing
+    listed = options.exclude_annotators
+    excluded = {name: "listed" for name in listed} | standing
     options = replace(options, exclude_annotators=tuple(excluded))
     if not units:
         raise ValueError(
             f"campaign {campaign!r} has no human annotations yet: annotate some units first"
+        )
+    present = {label.annotator for unit in units for label in unit.labels}
+    unknown = [name for name in listed if name not in present]
+    if unknown:  # a typo would leave out nobody, silently
+        raise ValueError(
+            f"annotator(s) {', '.join(unknown)} have no labels in campaign {campaign!r}; "
+            f"present: {', '.join(sorted(present))}"
         )
     template = template or builtin_template(protocol.name, language)
     options = replace(options, show_reference=options.show_reference and show_reference)

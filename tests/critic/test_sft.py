@@ -258,3 +258,6 @@ def test_a_model_reference_and_excluded_annotators(
     assert all(float(r["meta"]["label"]) == round(float(r["meta"]["label"])) for r in scores)
     with pytest.raises(ValueError, match="use majority, dawid-skene, mace"):
         _records(engine, tmp_path, campaign="pairs", consensus="mean")
+    # a name with no label leaves out nobody: refused, not a silent no-op
+    with pytest.raises(ValueError, match=r"annotator\(s\) nobody have no labels in campaign"):
+        _records(engine, tmp_path, campaign="pairs", exclude_annotators=("nobody",))

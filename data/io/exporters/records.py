@@ -74,9 +74,18 @@ def model_judgement_records(
     query = select(Judgement)
     if campaign_name is not None:  # the judgements the campaign's calibration reads
         query = campaign_judgements(get_campaign(session, campaign_name), Judgement)
+    scope = query
     if judges:
         query = query.where(col(Judgement.judge).in_(judges))
     judgements = list(session.execute(query.order_by(col(Judgement.id))).scalars())
+    unknown = sorted(set(judges) - {judgement.judge for judgement in judgements})
+    if unknown:  # a typo would write an empty file, silently
+        everyone = scope.with_only_columns(col(Judgement.judge)).distinct()
+        present = sorted(session.execute(everyone).scalars())
+        raise ValueError(
+            f"judge(s) {', '.join(unknown)} have no model judgements here; present: "
+            + (", ".join(present) or "none")
+        )
     names = _unit_names(session, [(j.response_pk, j.pair_pk) for j in judgements])
     records = []
     for judgement in judgements:

@@ -55,6 +55,10 @@ def test_import_campaign_status_and_export(db: list[str], tmp_path: Path) -> Non
     judged = tmp_path / "judged.jsonl"
     runner.invoke(app, [*db, "export", "judgments", "--judge", "gpt-4", "-o", str(judged)])
     assert json.loads(judged.read_text())["score"] == 8
+    typo = runner.invoke(app, [*db, "export", "judgments", "--judge", "gpt4", "-o", str(judged)])
+    assert typo.exit_code == 2, typo.output  # it wrote an empty file
+    assert "judge(s) gpt4 have no model judgements here; present: gpt-4" in typo.stderr
+    assert json.loads(judged.read_text())["score"] == 8  # the earlier file stays
 
 
 def test_bad_input_exits_2_with_one_line_and_the_database_unchanged(
