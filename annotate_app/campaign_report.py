@@ -49,7 +49,7 @@ from calibration.cost import Prices
 from calibration.reference import no_majority_rule
 from calibration.result import CalibrationResult
 from calibration.units import human_rater_names
-from schemas.protocols import get_protocol
+from schemas.protocols import protocol_on_scale
 
 Advance = Callable[[int], None]
 """Called with how many steps (bootstrap resamples) were just done."""
@@ -134,10 +134,7 @@ def build_campaign_report(
     """The campaign's report as ``request`` asks (the module's steps, in order)."""
     source = load_campaign(engine, request.campaign, judges=request.judges)
     if request.protocol is not None or request.scale is not None:
-        low, high, step = request.scale or (None, None, None)
-        chosen = get_protocol(
-            request.protocol or source.protocol.name, scale_min=low, scale_max=high, step=step
-        )
+        chosen = protocol_on_scale(request.protocol or source.protocol.name, request.scale)
         # the campaign's threshold is in its own scale's points: the new scale's default
         source = replace(source, protocol=chosen, disagreement_threshold=None)
     fields = {

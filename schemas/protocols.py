@@ -380,6 +380,20 @@ def parse_scale(text: str) -> tuple[float, float, float | None]:
 PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (ALIGNMMBENCH, MMIE, PAIRWISE)}
 
 
+def protocol_on_scale(name: str, scale: tuple[float, float, float | None] | None) -> Protocol:
+    """The protocol ``name`` that a user asked for with ``scale`` (``--scale``): the scale of a
+    ``score`` protocol; refused for the others, whose scale is fixed (not silently ignored)."""
+    if scale is not None and name != "score":
+        raise OptionError(
+            OptionText(
+                "{scale} applies to the score protocol only; {protocol_name} has a fixed scale",
+                protocol_name=name,
+            )
+        )
+    low, high, step = scale or (None, None, None)
+    return get_protocol(name, scale_min=low, scale_max=high, step=step)
+
+
 def get_protocol(
     name: str,
     *,

@@ -259,12 +259,11 @@ def _calibrate_files(
     from calibration.report_compare import comparison_text
     from calibration.report_html import write_html
     from calibration.units import human_rater_names
-    from schemas.protocols import get_protocol
+    from schemas.protocols import protocol_on_scale
 
     if protocol is None:
         raise CalibrationInputError("file mode needs --protocol alignmmbench|mmie|pairwise|score")
-    low, high, step = scale_bounds or (None, None, None)
-    chosen = get_protocol(protocol, scale_min=low, scale_max=high, step=step)
+    chosen = protocol_on_scale(protocol, scale_bounds)
     frame, data_sha256 = _file_frame(judgments, dataset, chosen)
     fields = {
         **shared,

@@ -115,6 +115,13 @@ def create(
     from schemas.protocols import parse_scale
 
     pair_mode, pairs_per_item = _pair_sampling(pairs)
+    if protocol != "pairwise" and pair_mode != "dataset":  # a spec's pairs, else ignored
+        from data.storage.campaign_lookup import CampaignError
+
+        raise CampaignError(
+            f"--pairs applies to the pairwise protocol only; {protocol} campaigns have one unit "
+            "per response"
+        )
     spec = CampaignSpec(
         name=name,
         dataset=dataset,
@@ -231,7 +238,16 @@ def _instructions(path: Path | None) -> str:
 
 
 def _judges(text: str | None) -> tuple[str, ...] | None:
-    return tuple(name.strip() for name in text.split(",")) if text else None
+    if not text:
+        return None
+    names = tuple(name.strip() for name in text.split(","))
+    if "" in names:  # "a,,b" or "a," is a typo, not a judge
+        from data.storage.campaign_lookup import CampaignError
+
+        raise CampaignError(
+            f"--routing-judges {text!r} has an empty name: give judge names separated by commas"
+        )
+    return names
 
 
 @campaign_app.command("status")

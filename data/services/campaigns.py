@@ -28,8 +28,8 @@ from data.storage.campaign_lookup import CampaignError
 from schemas.bounds import LEASE_SECONDS, OVERLAP, PAIRS_PER_ITEM, RATIONALE_MIN
 from schemas.core import core_table, stored_id
 from schemas.ids import PAIR_SEPARATOR, id_problem
-from schemas.option_text import OptionText
-from schemas.protocols import Protocol, get_protocol
+from schemas.option_text import OptionError, OptionText
+from schemas.protocols import Protocol, protocol_on_scale
 from schemas.tables import Campaign, Dataset, Item, Pair, Response, Unit
 
 PairSampling = Literal["dataset", "all", "sample"]
@@ -91,12 +91,10 @@ def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None =
     routing, routing_judges, routing_share = check_routing(
         spec.routing, spec.routing_judges, spec.routing_share
     )
-    protocol = get_protocol(
-        spec.protocol,
-        scale_min=spec.scale[0] if spec.scale else None,
-        scale_max=spec.scale[1] if spec.scale else None,
-        step=spec.scale[2] if spec.scale else None,
-    )
+    try:
+        protocol = protocol_on_scale(spec.protocol, spec.scale)
+    except OptionError as error:
+        raise CampaignError(*error.args) from None
     review = check_review_settings(protocol, spec.disagreement_threshold, spec.taxonomy)
     if session.exec(select(Campaign).where(Campaign.name == spec.name)).first() is not None:
         raise CampaignError(f"campaign {spec.name!r} already exists: choose another name")
@@ -186,13 +184,6 @@ def _check_settings(spec: CampaignSpec) -> None:
             raise CampaignError(OptionText("sampling pairs needs {pairs_per_item} of 1 or more"))
         if (out_of_range := PAIRS_PER_ITEM.problem(spec.pairs_per_item)) is not None:
             raise CampaignError(out_of_range)
-    if spec.protocol != "score" and spec.scale is not None:
-        raise CampaignError(
-            OptionText(
-                "{scale} applies to the score protocol only; {protocol_name} has a fixed scale",
-                protocol_name=spec.protocol,
-            )
-        )
 
 
 def insert_units(

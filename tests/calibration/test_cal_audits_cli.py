@@ -204,3 +204,13 @@ def test_output_folders_are_made_first_and_a_bad_one_is_bad_input(sample, tmp_pa
     blocked = _run(url, "--campaign", POINTWISE, "--html", str(tmp_path / "a-file" / "r.html"))
     assert blocked.exit_code == 2 and "a file is in the way" in blocked.output
     assert "--html" in blocked.output
+
+
+def test_a_scale_for_a_protocol_whose_scale_is_fixed_is_refused(sample):
+    """``--scale`` with an AlignMMBench campaign was silently ignored."""
+    url, _ = sample
+    refused = _run(url, "--campaign", POINTWISE, "--scale", "1:5")
+    assert refused.exit_code == 2
+    assert "--scale applies to the score protocol only; alignmmbench has a fixed scale" in (
+        refused.output
+    )

@@ -128,6 +128,7 @@ def test_pairwise_from_dataset_and_error_without_imported_pairs(engine: Engine) 
         (CampaignSpec("x", "toy", "score"), "needs a scale"),
         (CampaignSpec("x", "toy", "alignmmbench", overlap=0), "overlap is 0"),
         (CampaignSpec("x", "toy", "pairwise", pairs="sample"), "needs pairs per item of 1 or more"),
+        (CampaignSpec("x", "toy", "mmie", scale=(1, 5, 1)), "applies to the score protocol only"),
         (CampaignSpec("x", "toy", "mmie", models=("zzz",)), "no responses of model(s) zzz"),
         (CampaignSpec("amb\u202e1", "toy", "mmie"), "holds a bidirectional control (U+202E)"),
         (CampaignSpec("amb-1 ", "toy", "mmie"), "starts or ends with white space"),

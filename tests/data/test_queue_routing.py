@@ -331,6 +331,11 @@ def test_cli_create_with_routing_and_set_routing(engine: Engine, db_url: str) ->
     assert bad.exit_code == 2
     assert "the stratified share is 1.5, but it must be between 0 and 1" in bad.output
     assert "(--stratified-share)" in bad.output
+    empty = runner.invoke(app, [
+        "--db", db_url, "campaign", "set-routing", "routed", "--routing", "judge-disagreement",
+        "--routing-judges", "j1,,j2",
+    ])  # fmt: skip
+    assert empty.exit_code == 2 and "has an empty name" in empty.output  # it was dropped
     done = runner.invoke(app, [
         "--db", db_url, "campaign", "set-routing", "routed", "--routing", "judge-uncertainty",
         "--routing-judges", "j1",

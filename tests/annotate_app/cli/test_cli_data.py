@@ -38,6 +38,11 @@ def test_import_campaign_status_and_export(db: list[str], tmp_path: Path) -> Non
     create = ["campaign", "create", "pairs", "--dataset", "items", "--protocol", "pairwise"]
     created = runner.invoke(app, [*db, *create, "--pairs", "all", "--overlap", "2"])
     assert created.stdout == "created campaign 'pairs': 6 units, 2 annotators each (pairwise)\n"
+    pointwise = ["campaign", "create", "one", "--dataset", "items", "--protocol", "alignmmbench"]
+    ignored = runner.invoke(app, [*db, *pointwise, "--pairs", "2"])  # it was silently ignored
+    assert ignored.exit_code == 2 and "--pairs applies to the pairwise protocol only" in (
+        ignored.stderr
+    )
     status = runner.invoke(app, [*db, "--json", "campaign", "status", "pairs", "--units"])
     progress = json.loads(status.stdout)
     assert (progress["units"], progress["units_complete"], len(progress["by_unit"])) == (6, 0, 6)
