@@ -22,6 +22,7 @@ judge they are read out of (:mod:`schemas.readouts`, :mod:`calibration.cost`).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -130,6 +131,40 @@ def check_score_bounds(options: ScoreOptions) -> None:
         raise OptionError(problem)
 
 
+def check_score_options(engine: Engine, campaign: str, options: ScoreOptions) -> None:
+    """Refuse what is wrong with ``options`` for ``campaign`` without the critic: the bounds, the
+    campaign itself, the prompt language and the read-outs its protocol allows. A front end
+    calls it before loading the model, which takes minutes on a CPU; :func:`score_campaign`
+    calls it too."""
+    check_score_bounds(options)
+    if options.samples > 1 and not options.generation.do_sample:
+        raise OptionError(
+            OptionText("{samples} above 1 needs sampling: add {sample} (greedy gives one answer)")
+        )
+    temperature = options.generation.temperature
+    if options.generation.do_sample and not (math.isfinite(temperature) and temperature > 0):
+        raise OptionError(
+            OptionText("{temperature} is {value}; give a number above 0", value=temperature)
+        )
+    if options.max_prompt_tokens is not None and options.max_prompt_tokens < 1:
+        raise OptionError(
+            OptionText("{max_prompt_tokens} is {value}; give a positive number of tokens",
+                       value=options.max_prompt_tokens)
+        )  # fmt: skip
+    with read_scope(engine) as session:
+        protocol = campaign_protocol(get_campaign(session, campaign))
+    if options.template is None:
+        builtin_template(protocol.name, options.language)  # an unknown language is refused
+    if options.expected_score and not (protocol.is_pointwise and protocol.is_discrete):
+        raise OptionError(
+            OptionText("{expected_score} needs a pointwise protocol with a discrete scale")
+        )
+    if options.preference_probs and protocol.is_pointwise:
+        raise OptionError(
+            OptionText("{preference_probs} needs a pairwise campaign; scores: {expected_score}")
+        )
+
+
 def score_campaign(
     engine: Engine,
     campaign: str,
@@ -139,16 +174,7 @@ def score_campaign(
 ) -> ScoreSummary:
     """Judge every unit of ``campaign`` not yet judged by ``options.judge_name``."""
     started = time.perf_counter()
-    check_score_bounds(options)
-    if options.samples > 1 and not options.generation.do_sample:
-        raise OptionError(
-            OptionText("{samples} above 1 needs sampling: add {sample} (greedy gives one answer)")
-        )
-    if options.max_prompt_tokens is not None and options.max_prompt_tokens < 1:
-        raise OptionError(
-            OptionText("{max_prompt_tokens} is {value}; give a positive number of tokens",
-                       value=options.max_prompt_tokens)
-        )  # fmt: skip
+    check_score_options(engine, campaign, options)
     vision = critic.kind == "vision" if options.vision is None else options.vision
     if vision and critic.kind != "vision":
         raise OptionError(
@@ -161,14 +187,6 @@ def score_campaign(
         prompt_id = template.prompt_id(vision=vision)
         units = campaign_units(session, stored_id(found))
         done = judged_keys(session, options.judge_name, prompt_id)
-    if options.expected_score and not (protocol.is_pointwise and protocol.is_discrete):
-        raise OptionError(
-            OptionText("{expected_score} needs a pointwise protocol with a discrete scale")
-        )
-    if options.preference_probs and protocol.is_pointwise:
-        raise OptionError(
-            OptionText("{preference_probs} needs a pairwise campaign; scores: {expected_score}")
-        )
     if options.unit_keys is not None:
         units = [unit for unit in units if unit.unit_key in options.unit_keys]
     jobs = plan_jobs(

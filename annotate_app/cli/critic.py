@@ -191,7 +191,7 @@ def score(
 
     from critic.local import GenerationOptions
     from critic.modeling import inference_dtype, load_critic
-    from critic.score import ScoreOptions, check_score_bounds, score_campaign, split_unit_keys
+    from critic.score import ScoreOptions, check_score_options, score_campaign, split_unit_keys
 
     cli = state(ctx)
     split = choice(split, _SPLITS, "--split")
@@ -216,7 +216,7 @@ def score(
             batch_size=batch_size,
         ),
     )
-    check_score_bounds(options)  # before the model loads
+    check_score_options(cli.engine(), campaign, options)  # before the model loads
     critic = load_critic(model, dtype=torch_dtype)
     with cli.progress(f"judging {campaign}") as advance:
         summary = score_campaign(cli.engine(), campaign, critic, options, progress=advance)

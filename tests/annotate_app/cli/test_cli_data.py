@@ -198,3 +198,25 @@ def test_judging_options_are_bounded_before_any_request_or_model(
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith(f"error: {flag} is {value}; give a whole number")
     assert message in result.stderr
+
+
+def test_critic_score_checks_its_options_and_campaign_before_loading_the_model(
+    db: list[str], tmp_path: Path
+) -> None:
+    """Each refusal came after the model load (minutes on a CPU), or as its load error: the
+    model here does not exist, so a refusal naming something else was made before the load."""
+    make_image(tmp_path / "images" / "cat.png")
+    items = write_jsonl(tmp_path / "items.jsonl", [item_record(0)])
+    assert runner.invoke(app, [*db, "import", "jsonl", str(items)]).exit_code == 0
+    create = ["campaign", "create", "amb", "--dataset", "items", "--protocol", "alignmmbench"]
+    assert runner.invoke(app, [*db, *create]).exit_code == 0
+    score = [*db, "critic", "score", "--model", str(tmp_path / "no-model"), "--judge-name", "j"]
+    for options, message in [
+        (["--campaign", "nope"], "no campaign"),
+        (["--campaign", "amb", "--language", "fr"], "language 'fr' is not one of: en, zh"),
+        (["--campaign", "amb", "--sample", "--temperature", "-1"], "--temperature is -1.0"),
+        (["--campaign", "amb", "--preference-probs"], "--preference-probs needs a pairwise"),
+    ]:
+        result = runner.invoke(app, [*score, *options])
+        assert result.exit_code == 2 and message in result.stderr, (options, result.output)
+        assert "no-model" not in result.stderr
