@@ -25,6 +25,7 @@ from pathlib import Path
 
 from data.io.importers.errors import InvalidRecord
 from data.io.importers.sources import read_text
+from schemas.option_text import OptionError, OptionText
 from schemas.protocols import Protocol
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
@@ -57,7 +58,7 @@ SHOWN_VERDICTS: dict[str, str] = {"A": "A", "B": "B", "tie": "C"}
 """Label (in the shown order) → what the pairwise judge writes for it."""
 
 
-class TemplateError(ValueError):
+class TemplateError(OptionError):
     """A template file that cannot be used, with the field to fix."""
 
 
@@ -137,7 +138,13 @@ def load_template(path: Path | str) -> PromptTemplate:
 def builtin_template(protocol: str, language: str = "en") -> PromptTemplate:
     """The bundled template of ``protocol`` (alignmmbench, mmie, pairwise, score), ``language``."""
     if language not in LANGUAGES:
-        raise TemplateError(f"language {language!r} is not one of: {', '.join(LANGUAGES)}")
+        raise TemplateError(
+            OptionText(
+                "{language} {value} is not one of: {choices}",
+                value=repr(language),
+                choices=", ".join(LANGUAGES),
+            )
+        )
     path = TEMPLATES_DIR / f"{protocol}-{language}.toml"
     if not path.exists():
         raise TemplateError(f"no built-in template for protocol {protocol!r}")

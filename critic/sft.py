@@ -183,7 +183,14 @@ def build_sft_records(
         choices = ", ".join(
             rule for rule in allowed if protocol.is_pointwise <= (rule != "majority")
         )
-        raise ValueError(f"consensus {named!r} does not apply to {protocol.name}: use {choices}")
+        raise OptionError(
+            OptionText(
+                "{consensus} {named} does not apply to {protocol_name}: use {choices}",
+                named=repr(named),
+                protocol_name=protocol.name,
+                choices=choices,
+            )
+        )
     if options.exclude_annotators:
         units = _without(units, set(options.exclude_annotators))
     consensus = _RULES.get(named)

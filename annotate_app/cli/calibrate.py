@@ -180,9 +180,13 @@ def calibrate_command(
         )
         _emit_audits_only(cli, outputs, json_out, html_out)
         return
-    if (campaign is None) == (not judgments):
+    if campaign is not None and judgments:
         raise CalibrationInputError(
             "give either --campaign NAME (database) or --judgments FILE... (files), not both"
+        )
+    if campaign is None and not judgments:
+        raise CalibrationInputError(
+            "nothing to calibrate: give --campaign NAME (database) or --judgments FILE... (files)"
         )
     if consensus is not None and reference is not None and consensus != reference:
         raise CalibrationInputError(

@@ -135,6 +135,7 @@ def to_jsonable(value: Any) -> Any:
 
 
 _FLAGS = {
+    "consensus": "--reference",  # --consensus is its older name
     "models": "--model",
     "output_dir": "-o",
     "pairs_per_item": "--pairs K",

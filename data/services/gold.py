@@ -282,7 +282,11 @@ def _entry(record: Any, source: str, line: int | str, protocol: Any) -> GoldEntr
     if explanation is None:
         explanation = ""
     if not isinstance(explanation, str):
-        raise fail("explanation", "`explanation` is text")
+        raise fail(
+            "explanation",
+            f"`explanation` is {explanation!r} ({type(explanation).__name__}), but it must be "
+            "text: quote it",
+        )
     if len(explanation) > MAX_EXPLANATION:
         raise fail(
             "explanation",

@@ -152,7 +152,7 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path):
     assert result.exit_code == 2
     assert f"{bad}:1: `score` is 11, but alignmmbench scores are integers 1–10" in result.output
     result = CliRunner().invoke(app, ["calibrate", "--protocol", "alignmmbench"])
-    assert result.exit_code == 2 and "give either --campaign" in result.output
+    assert result.exit_code == 2 and "nothing to calibrate: give --campaign" in result.output
     good = _write(_frame(), tmp_path / "good.jsonl")
     result = CliRunner().invoke(
         app,

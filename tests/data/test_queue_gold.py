@@ -370,6 +370,10 @@ def test_the_gold_file_names_every_bad_line_and_field_and_writes_nothing(
         (8, None),
     ]
     assert str(error.value).splitlines()[0].startswith(f"{path}:2: ")
+    path.write_text(json.dumps({"unit": free[0], "score": 7, "explanation": 5}) + "\n")
+    with pytest.raises(InvalidFile) as error, session_scope(engine) as session:
+        import_gold(session, path, campaign_id)
+    assert "`explanation` is 5 (int), but it must be text: quote it" in str(error.value)
     with session_scope(engine) as session:
         assert session.exec(select(GoldAnswer)).all() == []
         assert not session.exec(select(Unit).where(col(Unit.gold))).all()

@@ -213,10 +213,22 @@ def test_critic_score_checks_its_options_and_campaign_before_loading_the_model(
     score = [*db, "critic", "score", "--model", str(tmp_path / "no-model"), "--judge-name", "j"]
     for options, message in [
         (["--campaign", "nope"], "no campaign"),
-        (["--campaign", "amb", "--language", "fr"], "language 'fr' is not one of: en, zh"),
+        (["--campaign", "amb", "--language", "fr"], "--language 'fr' is not one of: en, zh"),
         (["--campaign", "amb", "--sample", "--temperature", "-1"], "--temperature is -1.0"),
         (["--campaign", "amb", "--preference-probs"], "--preference-probs needs a pairwise"),
     ]:
         result = runner.invoke(app, [*score, *options])
         assert result.exit_code == 2 and message in result.stderr, (options, result.output)
         assert "no-model" not in result.stderr
+
+
+def test_messages_name_the_flag_the_user_types(db: list[str], tmp_path: Path) -> None:
+    """--reference is the flag (--consensus its older name); nothing given is not 'both'."""
+    nothing = runner.invoke(app, [*db, "calibrate", "--bootstrap", "0"])
+    assert nothing.exit_code == 2 and "nothing to calibrate: give --campaign" in nothing.stderr
+    files = ["--judgments", str(tmp_path / "j.jsonl"), "--protocol", "alignmmbench"]
+    line = {"judge": "j", "judge_kind": "model", "protocol": "alignmmbench",
+            "response_id": "q/m", "score": 5}  # fmt: skip
+    (tmp_path / "j.jsonl").write_text(json.dumps(line) + "\n")
+    bogus = runner.invoke(app, [*db, "calibrate", *files, "--reference", "bogus"])
+    assert bogus.exit_code == 2 and "--reference 'bogus' is not one of" in bogus.stderr
