@@ -148,6 +148,9 @@ def get_user(session: Session, name: str) -> User | None:
 def require_user(session: Session, name: str) -> User:
     user = get_user(session, name)
     if user is None:
+        other = session.exec(select(User.name).where(func.lower(User.name) == name.lower())).first()
+        if other is not None:  # names are unique whatever their case: adding it would be refused
+            raise UserError(f"no user called {name!r}; did you mean {other!r}? (names match case)")
         raise UserError(f"no user called {name!r}: add it with `critiquelab users add {name}`")
     return user
 

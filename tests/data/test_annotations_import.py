@@ -190,6 +190,8 @@ def test_a_campaign_collected_in_the_app_is_not_overwritten(engine, db_url, data
             "`created_at` is 9999-12-31T23:59:59+00:00: a label is made between 1970",
         ),
         (_label("ann3", 1, "A", created_at="0001-01-01T00:00:00Z"), "between 1970-01-01 and"),
+        # "yes" was dropped and the label stored as a real one
+        (_label("ann3", 1, "A", meta={"synthetic": "yes"}), "`meta.synthetic` is 'yes', but it"),
     ],
 )
 def test_bad_lines_exit_2_naming_file_and_line_and_nothing_is_written(

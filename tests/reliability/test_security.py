@@ -192,3 +192,7 @@ def test_an_admin_locked_out_gets_back_in_with_users_reset_password(
         app, ["--db", db_url, "users", "reset-password", "nobody"], input="whatever pass\n"
     )
     assert unknown.exit_code == 2 and "no user called 'nobody'" in unknown.output
+    cased = CliRunner().invoke(
+        app, ["--db", db_url, "users", "reset-password", "ROOT"], input="whatever pass\n"
+    )  # adding 'ROOT', as the message said, would be refused: the names match up to case
+    assert cased.exit_code == 2 and "did you mean 'root'?" in cased.output

@@ -120,7 +120,14 @@ def label_of(line: JudgementLine, protocol: Protocol, *, forced: bool) -> Label:
         assert record.response_id is not None  # the reader checked the unit
         unit, swapped = (record.response_id,), False
     meta = dict(record.meta)
-    synthetic = meta.pop("synthetic", False) is True
+    synthetic = meta.pop("synthetic", None)
+    if synthetic is None:  # null is the same as left out
+        synthetic = False
+    elif not isinstance(synthetic, bool):  # "yes" was dropped, the label stored as real
+        raise line.error(
+            "meta.synthetic",
+            f"`meta.synthetic` is {synthetic!r}, but it must be true or false (JSON booleans)",
+        )
     return Label(
         source=line.source,
         location=line.location,
