@@ -226,6 +226,26 @@ def test_units_outside_the_named_dataset_are_refused(engine, db_url, dataset):
     assert "'q0/a' belongs to dataset 'data', not 'other'" in result.output
 
 
+def test_units_of_two_datasets_name_the_line_that_changes_dataset(engine, db_url, dataset):
+    """The message named no file or line: the first line in another dataset than line 1's."""
+    other = [{**ITEMS[0], "item_id": "z", "responses": [
+        {"response_id": "z/a", "model": "m1", "content": "x"},
+        {"response_id": "z/b", "model": "m2", "content": "y"}],
+        "pairs": [["z/a", "z/b"]]}]  # fmt: skip
+    assert (
+        _cli(db_url, "import", "jsonl", str(write_jsonl(dataset / "z.jsonl", other))).exit_code == 0
+    )
+    mixed = [*LABELS, {**_label("ann1", 0, "A"), "pair": ["z/a", "z/b"]}]
+    path = write_jsonl(dataset / "mixed.jsonl", mixed)
+    before = _counts(engine)
+    result = _cli(db_url, "annotations", "import", str(path), "--campaign", "ext")
+    assert result.exit_code == 2
+    assert f"{path}:7: this unit belongs to dataset 'z', the one of line 1 to 'data'" in (
+        result.output
+    )
+    assert _counts(engine) == before
+
+
 def test_revisions_round_trip_through_export(engine, db_url, dataset):
     revised = [
         *LABELS[1:],

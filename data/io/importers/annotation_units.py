@@ -58,12 +58,19 @@ def resolve_units(
             units[label.unit] = _unit(label, responses, pairs, dataset)
         except InvalidRecord as error:
             problems.add(error)
-    names = sorted({unit.dataset_name for unit in units.values()})
-    if len(names) > 1:
-        raise AnnotationImportError(
-            f"the labels' units belong to datasets {', '.join(map(repr, names))}: a campaign "
-            "annotates one dataset; split the file by dataset"
-        )
+    first: Label | None = None
+    for label in labels:  # the first line whose unit is in another dataset than line 1's
+        if label.unit not in units:
+            continue
+        first = first or label
+        name, first_name = units[label.unit].dataset_name, units[first.unit].dataset_name
+        if name != first_name:
+            field = "pair" if len(label.unit) == 2 else "response_id"
+            raise label.error(
+                field,
+                f"this unit belongs to dataset {name!r}, the one of line {first.location} to "
+                f"{first_name!r}: a campaign annotates one dataset; split the file by dataset",
+            )
     return units
 
 
