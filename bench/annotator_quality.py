@@ -552,6 +552,21 @@ def targets(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def sweep_parser(
+    doc: str, *, seeds: int, labels: Sequence[int] = (30,), bootstrap: int = 200
+) -> argparse.ArgumentParser:
+    """The options of a dev-half sweep (``experiments/``), with its own defaults: seeds from
+    FIRST_SEED, labels per annotator, shares of careless annotators (0 = the clean pool),
+    bootstrap resamples, and a file for the rows."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=seeds)
+    parser.add_argument("--labels", type=int, nargs="+", default=list(labels))
+    parser.add_argument("--shares", type=float, nargs="+", default=[0.0, *SHARES])
+    parser.add_argument("--bootstrap", type=int, default=bootstrap)
+    parser.add_argument("--out", type=Path)
+    return parser
+
+
 def finish_sweep(rows: list[dict], out: Path | None, started: float, load_before: Any) -> None:
     """The end of a dev-half sweep (``experiments/``: ``annotator_flag_kinds``,
     ``annotator_position_rules``, ``annotator_score_rules``): its time and the load average on

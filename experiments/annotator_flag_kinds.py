@@ -15,7 +15,6 @@ the product's is 1000) sets the intervals the ``low_agreement`` and ``position``
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -67,13 +66,7 @@ def flag_kinds(
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--labels", type=int, nargs="+", default=[30])
-    parser.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.3])
-    parser.add_argument("--bootstrap", type=int, default=200)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
+    args = aq.sweep_parser(__doc__, seeds=3).parse_args(argv)
     load_before = os.getloadavg()
     started = time.perf_counter()
     campaigns = [aq.pandalm_campaign(), *aq.hanna_campaigns()]

@@ -21,7 +21,6 @@ flags, per condition. Seeds start at 100 (never a reported run's).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -97,13 +96,7 @@ def candidates(
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--labels", type=int, nargs="+", default=[30])
-    parser.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.3])
-    parser.add_argument("--bootstrap", type=int, default=200)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
+    args = aq.sweep_parser(__doc__, seeds=10).parse_args(argv)
     load_before = os.getloadavg()
     started = time.perf_counter()
     campaign = aq.split(aq.pandalm_campaign(), "dev")

@@ -14,7 +14,6 @@ Seeds start at 100 (never a reported run's).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -89,13 +88,8 @@ def evaluate(rows: list[dict], margin: float, evidence: float) -> dict[tuple, di
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--labels", type=int, nargs="+", default=[20, 30, 50])
-    parser.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.3])
-    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser = aq.sweep_parser(__doc__, seeds=5, labels=(20, 30, 50), bootstrap=1000)
     parser.add_argument("--records", type=Path, help="reuse (or write) the per-annotator records")
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     started = time.perf_counter()
