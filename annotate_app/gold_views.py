@@ -151,6 +151,7 @@ def render_gold_monitor(engine: Engine, user_id: int, campaign: Campaign) -> Non
     st.caption(
         "Each annotator's first answers to gold units: exact, and within one scale step "
         "(pairwise: agreement, the same in both), with 95% Wilson intervals."
+        + ("" if accuracy else " No gold unit has been answered in this campaign yet.")
     )
     st.dataframe(
         pd.DataFrame(

@@ -25,6 +25,7 @@ from data.io.exporters.files import EXPORT_FORMATS
 from data.queue.priority import ROUTING_MODES
 from data.readmodels.frames import campaign_judges
 from data.services.admin import (
+    CAMPAIGN_TRANSITIONS,
     CampaignSettings,
     campaign_settings,
     change_campaign_status,
@@ -174,17 +175,23 @@ st.subheader("Manage a campaign")
 campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: c.name, key="m_campaign")
 current = campaign_settings(campaign)
 model_names = ", ".join((campaign.options or {}).get("models") or ["all"])
-pair_sampling = (campaign.options or {}).get("pairs")
+pair_sampling = (campaign.options or {}).get("pairs") or {}
+pairs_text = {
+    "dataset": "pairs from the dataset",
+    "all": "all pairs per item",
+    "sample": f"{pair_sampling.get('k')} pairs per item (seed {pair_sampling.get('seed')})",
+}.get(pair_sampling.get("mode", ""), "")
 st.caption(
     escape_markdown(
         f"Status: {campaign.status} · protocol {campaign.protocol} · models {model_names}"
-        + (f" · pairs {pair_sampling}" if pair_sampling else "")
+        + (f" · {pairs_text}" if pairs_text else "")
     )
 )
 
 pause, resume, close = st.columns(3)
 for column, action in ((pause, "pause"), (resume, "resume"), (close, "close")):
-    if column.button(action.capitalize(), key=f"status_{action}"):
+    allowed = campaign.status in CAMPAIGN_TRANSITIONS[action]  # a closed campaign stays closed
+    if column.button(action.capitalize(), key=f"status_{action}", disabled=not allowed):
         try:
             with session_scope(engine) as session:
                 change_campaign_status(session, user.id, stored_id(campaign), action)

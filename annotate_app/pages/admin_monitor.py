@@ -132,6 +132,8 @@ st.dataframe(
 )
 
 st.subheader("Skipped and flagged units")
+if not issues:
+    st.caption("No unit was skipped or flagged in this campaign.")
 st.dataframe(
     pd.DataFrame(
         {

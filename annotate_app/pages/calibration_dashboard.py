@@ -252,6 +252,13 @@ def _dashboard() -> None:
         st.stop()
     result = report.result
     reference = result.reference
+    if reference.n_units == 0:  # every figure below compares a judge with the humans' reference
+        st.info(
+            f"No unit has a human reference yet ({reference.n_units_without_reference} judged "
+            "units without one): agreement, the human ceiling and the charts need human "
+            "answers. Annotate some units, or import labels (critiquelab annotations import)."
+        )
+        st.stop()
     if judges:
         _headline(report, protocol, grouping if by else None)
 

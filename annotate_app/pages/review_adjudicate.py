@@ -93,7 +93,7 @@ compact_page_top()
 st.title("Adjudicate")
 flash = st.session_state.pop(FLASH, None)
 review_flash = st.session_state.pop(REVIEW_FLASH, None)
-campaign_column, unit_column, done_column = st.columns([2, 4, 1.5], vertical_alignment="bottom")
+campaign_column, unit_column, done_column = st.columns([2.6, 3.4, 1.5], vertical_alignment="bottom")
 campaign = pick_campaign(engine, key="adj_campaign", where=campaign_column)
 include_done = done_column.checkbox("Include adjudicated", key="adj_include_done")
 with session_scope(engine) as session:

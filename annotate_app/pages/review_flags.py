@@ -33,7 +33,7 @@ with session_scope(engine) as session:
 if not flags:
     if flash:
         st.success(escape_markdown(flash))
-    st.info("No open flags.")
+    st.info("No flags, open or resolved." if include_resolved else "No open flags.")
     st.stop()
 
 st.dataframe(

@@ -75,6 +75,21 @@ def test_dashboard_works_on_the_sample_project(sample, monkeypatch, role):
         assert not at.exception, (option, at.exception)
 
 
+def test_a_campaign_without_human_answers_says_so_instead_of_empty_charts(sample, monkeypatch):
+    """The open campaigns drew empty charts with a 0.000000 tick and all-zero tables."""
+    url, _, _, users, folder = sample
+    monkeypatch.setenv("CRITIQUELAB_DATA_DIR", str(folder / "data"))
+    at = _page(url, users["reviewer"], monkeypatch)
+    at.run()
+    at.selectbox[0].set_value(
+        next(c for c in at.selectbox[0].options if c.startswith("demo-mmie-open"))
+    )
+    at.run()
+    assert not at.exception, at.exception
+    assert any(i.value.startswith("No unit has a human reference yet") for i in at.info)
+    assert not at.get("vega_lite_chart") and not at.dataframe
+
+
 def test_disagreement_item_lookup(sample):
     _, engine, summary, _, _ = sample
     with session_scope(engine) as session:
