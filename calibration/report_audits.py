@@ -49,7 +49,9 @@ def consistency_caption(report: ConsistencyReport) -> str:
         f"{report.n_pairs} pairs of {report.pairwise_campaign} whose two responses are scored in "
         f"{report.pointwise_campaign}. Consistent: the preferred response got the higher score; a "
         f"tie, scores at most δ = {report.delta:g} apart. Humans: reference preference and "
-        "reference scores; a judge: its own verdicts (both orders, ½ each) and its own scores."
+        "reference scores; a judge: its own verdicts (both orders, ½ each) and its own scores. "
+        "Inconsistent pairs: those with at least one inconsistent verdict, so a judge consistent "
+        "in one order of a pair and not in the other counts ½ in the share and 1 here."
     )
     if report.bootstrap:
         text += f" 95% intervals: bootstrap over pairs, B = {report.bootstrap}, seed {report.seed}."

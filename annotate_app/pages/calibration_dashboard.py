@@ -324,7 +324,9 @@ def _dashboard() -> None:
         table = ceiling_table(result, judge)
         if not table.empty:
             st.markdown(
-                f"**{escape_markdown(judge)}** against one more human (degradation = judge − human)"
+                f"**{escape_markdown(judge)}** against one more human (degradation = judge − "
+                "human: for an error, such as the mean absolute error, below 0 is the judge "
+                "erring less; for an agreement, such as Pearson r, below 0 is it agreeing less)"
             )
             st.dataframe(with_metric_names(table, axis="index"))
 
