@@ -344,12 +344,17 @@ def _dashboard() -> None:
 
     if result.models:
         st.subheader("Models")
+        if protocol.name == "mmie":  # as MMIE's leaderboard shows them, not on the points scale
+            st.caption(f"MMIE values are percent: mean points / {protocol.scale_max:g} × 100.")
         st.dataframe(model_table(result))
 
     # Model scores (issue 27): judge-only, humans-only and PPI++ per judge and model
     if result.model_estimates and result.model_estimates.estimates:
         st.subheader("Model scores")
-        st.caption(MODEL_SCORES_NOTE.format(sample=result.model_estimates.sample))
+        note = MODEL_SCORES_NOTE.format(sample=result.model_estimates.sample)
+        if protocol.name == "mmie":
+            note += f" MMIE values are percent: mean points / {protocol.scale_max:g} × 100."
+        st.caption(note)
         st.dataframe(model_score_table(result), hide_index=True)
 
     render_comparison(
