@@ -16,8 +16,10 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from annotate_app.reviewed_unit import render_reviewed_unit
 from annotate_app.text import escape_markdown, safe_markdown
 from data.queue import ReviewOutcome
+from data.services.adjudication import unit_review
 from data.services.answer_review import (
     accept_answer_as,
     annotator_answers_as,
@@ -150,6 +152,10 @@ def render_answer_review(
         key=f"{prefix}_answer",
     )
     row = by_id[chosen]
+    with session_scope(engine) as session:
+        reviewed = unit_review(session, row.unit_id)
+    with st.expander("The unit answered: question and response(s)"):
+        render_reviewed_unit(reviewed)
     with st.container(border=True):
         st.markdown(
             f"**{escape_markdown(annotator)}** · {escape_markdown(row.value)} · "

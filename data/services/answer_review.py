@@ -39,6 +39,8 @@ class AnswerRow:
     """One annotator's current answer to a unit, with its review state."""
 
     annotation_id: int
+    unit_id: int
+    """the unit answered (:func:`data.services.adjudication.unit_review` shows it)"""
     unit_key: str
     item_id: str
     task: str | None
@@ -135,6 +137,7 @@ def annotator_answers(
         result.append(
             AnswerRow(
                 stored_id(a),
+                a.unit_id,
                 unit.unit_key,
                 unit.item_id,
                 unit.task,

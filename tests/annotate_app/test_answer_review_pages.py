@@ -128,6 +128,10 @@ def test_a_reviewer_reviews_from_the_per_annotator_list(world):
     at = _page("pages/review_answers.py", people["rita"])
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.selectbox(key="answers_annotator").value == "ann"
+    # the unit answered is there to read before a decision (only the rationale was shown)
+    unit = next(e for e in at.expander if e.label.startswith("The unit answered"))
+    shown = " ".join(m.value for m in unit.markdown)
+    assert "**Question**" in shown and "**Response**" in shown
     at.text_area(key=f"answers_comment_{ids['ann']}").input(COMMENT)
     at.button(key=f"answers_reject_button_{ids['ann']}").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
