@@ -55,14 +55,21 @@ def write_rows(
 
 
 def _new_file_mode() -> int:
-    """The mode ``open`` gives a new file here: 0o666 less the process's umask."""
-    umask = os.umask(0)
-    os.umask(umask)
+    """The mode ``open`` gives a new file here: 0o666 less the process's umask, read from
+    ``/proc/self/status`` where Linux shows it; elsewhere by setting it and setting it back."""
+    try:
+        status = Path("/proc/self/status").read_text(encoding="ascii")
+        umask = next(
+            int(line.split()[1], 8) for line in status.splitlines() if line.startswith("Umask:")
+        )
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = os.umask(0)
+        os.umask(umask)
     return 0o666 & ~umask
 
 
 _NEW_FILE_MODE = _new_file_mode()
-"""Read once, at import: reading the umask sets it, which is not safe while threads run."""
+"""Read once, at import (setting the umask to read it is not safe while threads run)."""
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
