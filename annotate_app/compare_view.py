@@ -14,6 +14,7 @@ from calibration import CalibrationInputError
 from calibration.compare import HUMAN, JudgeComparison
 from calibration.pairwise import UnparsedRule
 from calibration.report_compare import comparison_caption, comparison_table, side_label
+from calibration.tables import with_metric_names
 
 
 @st.cache_data(show_spinner="Comparing the two judges on the same resamples…", max_entries=16)
@@ -53,4 +54,4 @@ def render_comparison(
         st.info(str(error))
         return
     st.caption(escape_markdown(comparison_caption(comparison)))
-    st.dataframe(comparison_table(comparison))
+    st.dataframe(with_metric_names(comparison_table(comparison), axis="index"))

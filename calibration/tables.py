@@ -28,6 +28,7 @@ METRIC_NAMES: dict[str, str] = {
     "qwk": "Quadratic κ",
     "alpha_interval": "α (interval)",
     "alpha_ordinal": "α (ordinal)",
+    "alpha_nominal": "α (nominal)",
     "bias": "Bias (judge − ref.)",
     "smd": "Std. mean difference",
     "percent_mae": "Mean abs. error (% of max)",

@@ -57,6 +57,7 @@ from calibration.tables import (
     ceiling_table,
     group_table,
     judge_table,
+    metric_name,
     model_score_table,
     model_table,
     with_metric_names,
@@ -118,7 +119,8 @@ def _headline(report: CalibrationReport, protocol: Protocol, grouping: str | Non
         headline_chart(headline_rows(result), title=METRIC_TITLES[metric]), width="stretch"
     )
     st.caption(
-        f"Dot and bar: {metric} of the judge against the reference, with its 95% interval. "
+        f"Dot and bar: {METRIC_TITLES[metric]} of the judge against the reference, with its "
+        "95% interval. "
         "Tick: the human ceiling, the same metric for one annotator against the consensus of "
         "the others on the units the judge scored (mean over annotators)."
     )
@@ -316,7 +318,9 @@ def _dashboard() -> None:
     st.write(
         f"{human.n_annotators} annotators, {human.n_units} units. "
         + ", ".join(
-            f"{k} = {v.value:.3f}" if v.value is not None else f"{k} = n/a"
+            f"{metric_name(k)} = {v.value:.3f}"
+            if v.value is not None
+            else f"{metric_name(k)} = n/a"
             for k, v in human.alphas.items()
         )
     )

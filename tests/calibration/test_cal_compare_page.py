@@ -10,6 +10,7 @@ from annotate_app.navigation import APP_DIR
 from calibration import CalibrationOptions
 from calibration.compare import HUMAN, compare_judges
 from calibration.report_compare import comparison_table
+from calibration.tables import with_metric_names
 from data.readmodels.frames import campaign_judgement_frame, campaign_reference_overrides
 from data.services.users import create_user
 from data.storage.campaign_lookup import campaign_protocol, get_campaign
@@ -54,8 +55,9 @@ def test_picker_shows_the_library_comparison(sample, monkeypatch):
         overrides = campaign_reference_overrides(session, found.id)
         protocol = campaign_protocol(found)
     options = CalibrationOptions(protocol, bootstrap=100, seed=0)
-    expected = comparison_table(
-        compare_judges(frame, options, judges[1], HUMAN, overrides=overrides)
+    expected = with_metric_names(  # the page names metrics in words, as its other tables do
+        comparison_table(compare_judges(frame, options, judges[1], HUMAN, overrides=overrides)),
+        axis="index",
     )
     (shown,) = [d.value for d in at.dataframe if "95% interval of Δ" in d.value.columns]
     assert list(shown.index) == list(expected.index)
