@@ -118,9 +118,11 @@ class ScoreSummary:
     """Calls left out because their prompt is longer than ``max_prompt_tokens`` (not stored)."""
 
 
-def check_score_bounds(options: ScoreOptions) -> None:
-    """Refuse a whole-number option out of its range (:mod:`schemas.bounds`); cheap, so a
-    front end calls it before loading the model too."""
+def check_score_options(engine: Engine, campaign: str, options: ScoreOptions) -> None:
+    """Refuse what is wrong with ``options`` for ``campaign`` without the critic: the
+    whole-number bounds (:mod:`schemas.bounds`), the campaign itself, the prompt language and
+    the read-outs its protocol allows. A front end calls it before loading the model, which
+    takes minutes on a CPU; :func:`score_campaign` calls it too."""
     problem = first_problem(
         (SAMPLES, options.samples),
         (BATCH_SIZE, options.generation.batch_size),
@@ -129,14 +131,6 @@ def check_score_bounds(options: ScoreOptions) -> None:
     )
     if problem is not None:
         raise OptionError(problem)
-
-
-def check_score_options(engine: Engine, campaign: str, options: ScoreOptions) -> None:
-    """Refuse what is wrong with ``options`` for ``campaign`` without the critic: the bounds, the
-    campaign itself, the prompt language and the read-outs its protocol allows. A front end
-    calls it before loading the model, which takes minutes on a CPU; :func:`score_campaign`
-    calls it too."""
-    check_score_bounds(options)
     if options.samples > 1 and not options.generation.do_sample:
         raise OptionError(
             OptionText("{samples} above 1 needs sampling: add {sample} (greedy gives one answer)")

@@ -35,7 +35,7 @@ from data.services.admin import (
     update_campaign_settings,
 )
 from data.services.admin_audit import record_export
-from data.services.campaigns import CampaignSpec, PairSampling
+from data.services.campaigns import CampaignSpec, PairSampling, pair_sampling_text
 from data.services.roles import PermissionDenied
 from data.storage.campaign_lookup import list_campaigns
 from data.storage.engine import session_scope
@@ -175,12 +175,7 @@ st.subheader("Manage a campaign")
 campaign = st.selectbox("Campaign", campaigns, format_func=lambda c: c.name, key="m_campaign")
 current = campaign_settings(campaign)
 model_names = ", ".join((campaign.options or {}).get("models") or ["all"])
-pair_sampling = (campaign.options or {}).get("pairs") or {}
-pairs_text = {
-    "dataset": "pairs from the dataset",
-    "all": "all pairs per item",
-    "sample": f"{pair_sampling.get('k')} pairs per item (seed {pair_sampling.get('seed')})",
-}.get(pair_sampling.get("mode", ""), "")
+pairs_text = pair_sampling_text(campaign)
 st.caption(
     escape_markdown(
         f"Status: {campaign.status} · protocol {campaign.protocol} · models {model_names}"

@@ -10,37 +10,45 @@ from sqlalchemy import bindparam, update
 from sqlmodel import Session, col, select
 
 from data.queue.records import AccountDisabled, AnswerInvalid, AssignmentNotFound
+from data.services.roles import PermissionDenied, require_actor_role
 from data.storage.campaign_lookup import campaign_protocol
 from schemas.core_tables import UNITS
 from schemas.protocols import to_canonical, to_shown
-from schemas.tables import Annotation, Assignment, Campaign, Draft, User
+from schemas.tables import ROLES, Annotation, Assignment, Campaign, Draft, User
 
 
 def require_active_annotator(session: Session, annotator_id: int) -> None:
-    """:class:`AccountDisabled` unless the account exists and is active.
+    """:class:`AccountDisabled` unless the account exists and is active: the services' role
+    guard (:func:`~data.services.roles.require_actor_role`, any role may annotate), as a queue
+    error the annotation pages show.
 
-    Read on every change the queue makes for an annotator, as the services' role guard reads the
-    actor's role: a page open since before an admin disabled the account runs its widget
-    callbacks before the page checks the login again, and must store nothing."""
-    active = session.exec(select(User.active).where(User.id == annotator_id)).first()
-    if not active:
-        raise AccountDisabled(
-            f"account #{annotator_id} is unknown or disabled: nothing was stored; log in again"
-        )
+    Read on every change the queue makes for an annotator: a page open since before an admin
+    disabled the account runs its widget callbacks before the page checks the login again, and
+    must store nothing."""
+    try:
+        require_actor_role(session, annotator_id, *ROLES)
+    except PermissionDenied as denied:
+        raise AccountDisabled(f"{denied}; nothing was stored") from None
 
 
 def own_assignment(
     session: Session, assignment_id: int, annotator_id: int, *, lock: bool = False
 ) -> Assignment:
     """The annotator's assignment (locked for update with ``lock``); AssignmentNotFound if it is
-    not theirs or does not exist, AccountDisabled if their account is (checked first)."""
-    require_active_annotator(session, annotator_id)
-    query = select(Assignment).where(
-        Assignment.id == assignment_id, Assignment.annotator_id == annotator_id
+    not theirs or does not exist, AccountDisabled if their account is. One query: the account's
+    state is read beside the assignment (drafts come here while the annotator types)."""
+    query = (
+        select(Assignment, User.active)
+        .join(User, col(User.id) == col(Assignment.annotator_id))
+        .where(Assignment.id == assignment_id, Assignment.annotator_id == annotator_id)
     )
-    assignment = session.exec(query.with_for_update() if lock else query).first()
-    if assignment is None:
+    found = session.exec(query.with_for_update(of=Assignment) if lock else query).first()
+    if found is None:
+        require_active_annotator(session, annotator_id)  # an unknown account says so first
         raise AssignmentNotFound(f"you hold no assignment with id {assignment_id}")
+    assignment, active = found
+    if not active:
+        require_active_annotator(session, annotator_id)  # raises, in the guard's words
     return assignment
 
 

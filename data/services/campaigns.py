@@ -28,7 +28,7 @@ from data.storage.campaign_lookup import CampaignError
 from schemas.bounds import LEASE_SECONDS, OVERLAP, PAIRS_PER_ITEM, RATIONALE_MIN
 from schemas.core import core_table, stored_id
 from schemas.ids import PAIR_SEPARATOR, id_problem
-from schemas.option_text import OptionError, OptionText
+from schemas.option_text import OptionText
 from schemas.protocols import Protocol, protocol_on_scale
 from schemas.tables import Campaign, Dataset, Item, Pair, Response, Unit
 
@@ -81,6 +81,17 @@ class CampaignSpec:
     """Stratified routing: the share of units served in random order (default 0.2)."""
 
 
+def pair_sampling_text(campaign: Campaign) -> str | None:
+    """How a pairwise campaign's pairs were made, in words, from what :func:`create_campaign`
+    stored in its options; None for a pointwise campaign."""
+    stored = (campaign.options or {}).get("pairs")
+    if not stored:
+        return None
+    if stored["mode"] == "sample":
+        return f"{stored['k']} pairs per item (seed {stored['seed']})"
+    return {"dataset": "pairs from the dataset", "all": "all pairs per item"}[stored["mode"]]
+
+
 def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None = None) -> Campaign:
     """Create the campaign of ``spec`` with all its units (and generated pairs) in ``session``.
 
@@ -91,10 +102,7 @@ def create_campaign(session: Session, spec: CampaignSpec, actor_id: int | None =
     routing, routing_judges, routing_share = check_routing(
         spec.routing, spec.routing_judges, spec.routing_share
     )
-    try:
-        protocol = protocol_on_scale(spec.protocol, spec.scale)
-    except OptionError as error:
-        raise CampaignError(*error.args) from None
+    protocol = protocol_on_scale(spec.protocol, spec.scale)
     review = check_review_settings(protocol, spec.disagreement_threshold, spec.taxonomy)
     if session.exec(select(Campaign).where(Campaign.name == spec.name)).first() is not None:
         raise CampaignError(f"campaign {spec.name!r} already exists: choose another name")

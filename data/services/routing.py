@@ -61,7 +61,11 @@ def check_routing(
                 modes=", ".join(ROUTING_MODES),
             )
         )
-    names = [name.strip() for name in judges or () if name.strip()]
+    names = [name.strip() for name in judges or ()]
+    if "" in names:  # "a,,b": a typo, not a judge (it was dropped)
+        raise CampaignError(
+            OptionText("{routing_judges} has an empty name: leave it out or name the judge")
+        )
     for name in names:
         if (problem := id_problem(name)) is not None:
             raise CampaignError(

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from data.services.campaign_progress import campaign_progress
-from data.services.campaigns import CampaignSpec, create_campaign
+from data.services.campaigns import CampaignSpec, create_campaign, pair_sampling_text
 from data.services.users import create_user
 from data.storage.campaign_lookup import CampaignError, get_campaign, unit_key_map
 from data.storage.engine import session_scope
@@ -102,6 +102,8 @@ def test_pairwise_sample_is_seeded_and_reuses_pairs(engine: Engine) -> None:
         )
         keys = [sorted(unit_key_map(session, c.id).values()) for c in (first, again, other)]
         n_pairs = len(list(session.exec(select(Pair))))
+        # the Campaigns page's words for it (it showed the stored dict)
+        assert pair_sampling_text(first) == "2 pairs per item (seed 7)"
     assert len(keys[0]) == 10 and all(key.startswith("p:i") for key in keys[0])
     assert keys[0] == keys[1]
     assert keys[0] != keys[2]

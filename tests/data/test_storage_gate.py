@@ -22,14 +22,7 @@ from data.storage.engine import (
     read_scope,
     session_scope,
 )
-
-
-def _wait_for(condition: Callable[[], bool]) -> None:
-    """Poll ``condition`` until it holds (a state, not a duration; 60 s is a ceiling for a hang)."""
-    deadline = time.monotonic() + 60
-    while not condition():
-        assert time.monotonic() < deadline, "the state never came"
-        time.sleep(0.001)
+from tests.browser_fixtures import wait_until
 
 
 def test_writers_are_served_in_arrival_order(tmp_path: Path) -> None:
@@ -52,7 +45,7 @@ def test_writers_are_served_in_arrival_order(tmp_path: Path) -> None:
         thread = threading.Thread(target=write, args=(n,))
         thread.start()
         threads.append(thread)
-        _wait_for(lambda n=n: turn.queued == n + 1)  # in line before the next one starts
+        wait_until(lambda n=n: turn.queued == n + 1, f"writer {n} in line")  # before the next
     holder.__exit__(None, None, None)
     for thread in threads:
         thread.join(10)
